@@ -1,0 +1,75 @@
+// Package contract names the telemetry the three netpulse components exchange: the
+// pod_probe receiver emits it, k8s_net_attributes enriches it, pod_network_health reads it.
+// Keeping the keys in one place is what lets one pipeline test prove the components agree.
+// docs/telemetry-contract.md explains each key.
+package contract
+
+// Source of a probe: the probing pod, on the Resource (standard OpenTelemetry k8s keys).
+const (
+	K8sPodName       = "k8s.pod.name"
+	K8sPodUID        = "k8s.pod.uid"
+	K8sPodIP         = "k8s.pod.ip"
+	K8sNamespaceName = "k8s.namespace.name"
+	K8sNodeName      = "k8s.node.name"
+)
+
+// Target of a probe, on data point (and span) attributes.
+const (
+	DestinationAddress = "destination.address"
+	DestinationPort    = "destination.port"
+	// NetworkType is "ipv4" or "ipv6".
+	NetworkType = "network.type"
+	// ProbeType is one of the ProbeType* values.
+	ProbeType = "netpulse.probe.type"
+	// ErrorType is a low-cardinality failure class (the ErrorType* values); absent on success.
+	ErrorType = "error.type"
+	// TargetKind says what the address belongs to: "pod", "node" or "external".
+	TargetKind = "netpulse.target.kind"
+)
+
+// Probe types.
+const (
+	ProbeTypeICMP = "icmp"
+	ProbeTypeTCP  = "tcp"
+	ProbeTypeHTTP = "http"
+	ProbeTypeDNS  = "dns"
+)
+
+// Error types (error.type values).
+const (
+	ErrorTypeTimeout     = "timeout"
+	ErrorTypeRefused     = "refused"
+	ErrorTypeUnreachable = "unreachable"
+	ErrorTypeDNS         = "dns_error"
+	ErrorTypeTLS         = "tls_error"
+	ErrorTypeHTTPStatus  = "http_status"
+	ErrorTypePermission  = "permission"
+	ErrorTypeOther       = "other"
+)
+
+// DestinationPrefix is where k8s_net_attributes writes the target's identity: the standard
+// key under this prefix, e.g. destination.k8s.pod.name.
+const DestinationPrefix = "destination."
+
+// Identity keys the processor writes (under DestinationPrefix for the target, bare for the
+// source when the Resource lacks them).
+const (
+	K8sDeploymentName  = "k8s.deployment.name"
+	K8sDaemonSetName   = "k8s.daemonset.name"
+	K8sStatefulSetName = "k8s.statefulset.name"
+	K8sReplicaSetName  = "k8s.replicaset.name"
+	K8sJobName         = "k8s.job.name"
+	K8sCronJobName     = "k8s.cronjob.name"
+	CloudZone          = "cloud.availability_zone"
+	CloudRegion        = "cloud.region"
+)
+
+// Metric names emitted by pod_probe (documented by its generated documentation.md).
+const (
+	MetricStatus      = "netpulse.probe.status"       // gauge 1/0 per target and probe type
+	MetricDuration    = "netpulse.probe.duration"     // exponential histogram, seconds (RTT for ICMP)
+	MetricPacketsSent = "netpulse.probe.packets.sent" // sum, ICMP echoes sent
+	MetricPacketsLost = "netpulse.probe.packets.lost" // sum, ICMP echoes lost
+	MetricLossRatio   = "netpulse.probe.loss.ratio"   // gauge 0-1 per round
+	MetricErrors      = "netpulse.probe.errors"       // sum by error.type
+)

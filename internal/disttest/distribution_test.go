@@ -1,0 +1,63 @@
+package disttest
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"github.com/netpulse/netpulse/internal/kubetest"
+)
+
+// The components users expect beside netpulse's own, by kind (component types at v0.159).
+var wantComponents = map[string][]string{
+	"receivers":  {"otlp"},
+	"processors": {"batch", "memory_limiter", "k8s_attributes"},
+	"exporters":  {"debug", "otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write"},
+	"extensions": {"health_check", "pprof", "zpages", "file_storage"},
+}
+
+func testdata(t *testing.T, name string) string {
+	root, err := kubetest.RepoRoot()
+	require.NoError(t, err)
+	return filepath.Join(root, "testdata", name)
+}
+
+func TestComponentsListed(t *testing.T) {
+	out, err := exec.Command(Collector(t), "components").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	var listed struct {
+		BuildInfo struct {
+			Command string `yaml:"command"`
+		} `yaml:"buildinfo"`
+		Components map[string][]struct {
+			Name string `yaml:"name"`
+		} `yaml:",inline"`
+	}
+	require.NoError(t, yaml.Unmarshal(out, &listed), "%s", out)
+	require.Equal(t, "otelcol-netpulse", listed.BuildInfo.Command)
+	for kind, names := range wantComponents {
+		have := map[string]bool{}
+		for _, c := range listed.Components[kind] {
+			have[c.Name] = true
+		}
+		for _, n := range names {
+			require.Truef(t, have[n], "%s %q missing from `components`:\n%s", kind, n, out)
+		}
+	}
+}
+
+func TestValidateSampleConfig(t *testing.T) {
+	out, err := exec.Command(Collector(t), "validate", "--config", testdata(t, "otelcol-standard.yaml")).CombinedOutput()
+	require.NoError(t, err, "validate failed:\n%s", out)
+}
+
+func TestValidateRejectsInvalidConfig(t *testing.T) {
+	out, err := exec.Command(Collector(t), "validate", "--config", testdata(t, "otelcol-invalid.yaml")).CombinedOutput()
+	require.Error(t, err, "an invalid config validated:\n%s", out)
+	require.True(t, strings.Contains(string(out), "batch"), "the error should name the offending component:\n%s", out)
+}

@@ -1,0 +1,467 @@
+// Package kubetest starts a real, local Kubernetes control plane for integration and
+// end-to-end tests: Debian's etcd, kube-apiserver and kube-controller-manager (built from
+// the tools/kube module) on free loopback ports with a throw-away PKI. It is the project's
+// own envtest, without downloads, plus the controller manager so that garbage collection,
+// namespace deletion and service-account tokens behave as in a real cluster.
+package kubetest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options tune a control plane. The zero value is a sensible default.
+type Options struct {
+	// BindAddress is where kube-apiserver listens (default 127.0.0.1). End-to-end tests
+	// set the host side of their test bridge so agents in network namespaces reach it.
+	BindAddress net.IP
+	// NoControllerManager skips kube-controller-manager (faster start; no garbage
+	// collection, namespace finalisation or default service accounts).
+	NoControllerManager bool
+	// Dir holds data, certificates and logs; default a fresh temp dir removed on Stop.
+	Dir string
+	// StartTimeout bounds the whole start (default 90s).
+	StartTimeout time.Duration
+	// Logf receives lifecycle lines (default: discarded).
+	Logf func(format string, args ...any)
+	// ExtraAPIServerFlags are appended to kube-apiserver's command line.
+	ExtraAPIServerFlags []string
+}
+
+// ControlPlane is a running etcd + kube-apiserver (+ kube-controller-manager).
+type ControlPlane struct {
+	// Config is an admin (system:masters) client configuration.
+	Config *rest.Config
+	// Kubeconfig is the path of an admin kubeconfig file (for kubectl and collectors).
+	Kubeconfig string
+	// URL is the API server's base URL.
+	URL string
+	// Dir is the working directory (data, certificates, logs).
+	Dir string
+	// Binaries used by this control plane.
+	Binaries Binaries
+
+	opts       Options
+	pki        *pki
+	ownDir     bool
+	etcdURL    string
+	apiPort    int
+	mu         sync.Mutex
+	etcd       *process
+	apiserver  *process
+	controller *process
+	stopped    bool
+}
+
+// Start brings up a control plane and waits until the API server is ready (and, with the
+// controller manager, until the default service account exists). On error everything
+// already started is torn down.
+func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 90 * time.Second
+	}
+	if opts.BindAddress == nil {
+		opts.BindAddress = net.IPv4(127, 0, 0, 1)
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	bins, err := FindBinaries()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	cp = &ControlPlane{opts: opts, Binaries: bins, Dir: opts.Dir}
+	if cp.Dir == "" {
+		// etcd fsyncs on every write; a tmpfs keeps that cheap on shared CI disks.
+		base := ""
+		if st, statErr := os.Stat("/dev/shm"); statErr == nil && st.IsDir() {
+			base = "/dev/shm"
+		}
+		if cp.Dir, err = os.MkdirTemp(base, "netpulse-kubetest-"); err != nil {
+			return nil, err
+		}
+		cp.ownDir = true
+	}
+	defer func() {
+		if err != nil {
+			_ = cp.Stop()
+		}
+	}()
+
+	if cp.pki, err = newPKI(cp.Dir, []net.IP{opts.BindAddress}); err != nil {
+		return nil, fmt.Errorf("kubetest: pki: %w", err)
+	}
+	if err = cp.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+	if cp.apiPort, err = freePort(opts.BindAddress); err != nil {
+		return nil, err
+	}
+	cp.URL = "https://" + net.JoinHostPort(opts.BindAddress.String(), strconv.Itoa(cp.apiPort))
+	cp.Config = &rest.Config{
+		Host: cp.URL,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   cp.pki.caCertPEM,
+			CertData: cp.pki.adminCertPEM,
+			KeyData:  cp.pki.adminKeyPEM,
+		},
+		QPS:   200,
+		Burst: 400,
+	}
+	cp.Kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
+	if err = WriteKubeconfig(cp.Config, cp.Kubeconfig); err != nil {
+		return nil, err
+	}
+	if err = cp.StartAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	if !opts.NoControllerManager {
+		if err = cp.startControllerManager(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) startEtcd(ctx context.Context) error {
+	clientPort, err := freePort(net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		return err
+	}
+	peerPort, err := freePort(net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		return err
+	}
+	cp.etcdURL = "http://127.0.0.1:" + strconv.Itoa(clientPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	args := []string{
+		"--name=default",
+		"--data-dir=" + filepath.Join(cp.Dir, "etcd"),
+		"--listen-client-urls=" + cp.etcdURL,
+		"--advertise-client-urls=" + cp.etcdURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL,
+		"--log-level=warn",
+		"--logger=zap",
+	}
+	p, err := startProcess(cp.Binaries.Etcd, args, filepath.Join(cp.Dir, "etcd.log"))
+	if err != nil {
+		return err
+	}
+	cp.etcd = p
+	cp.opts.Logf("kubetest: etcd started at %s (pid %d)", cp.etcdURL, p.cmd.Process.Pid)
+	return waitHTTP(ctx, p, http.DefaultClient, cp.etcdURL+"/health")
+}
+
+// StartAPIServer starts kube-apiserver on the control plane's fixed port. It is called by
+// Start; tests call it again after StopAPIServer to simulate an API server restart.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	cp.mu.Lock()
+	if cp.apiserver != nil && !cp.apiserver.exited() {
+		cp.mu.Unlock()
+		return errors.New("kubetest: kube-apiserver is already running")
+	}
+	cp.mu.Unlock()
+	args := []string{
+		"--etcd-servers=" + cp.etcdURL,
+		"--bind-address=" + cp.opts.BindAddress.String(),
+		"--advertise-address=" + cp.opts.BindAddress.String(),
+		"--secure-port=" + strconv.Itoa(cp.apiPort),
+		"--tls-cert-file=" + cp.pki.servingCert,
+		"--tls-private-key-file=" + cp.pki.servingKey,
+		"--client-ca-file=" + cp.pki.caCertFile,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + cp.pki.saPubFile,
+		"--service-account-signing-key-file=" + cp.pki.saKeyFile,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--authorization-mode=RBAC",
+		"--allow-privileged=true",
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
+	}
+	args = append(args, cp.opts.ExtraAPIServerFlags...)
+	p, err := startProcess(cp.Binaries.APIServer, args, filepath.Join(cp.Dir, "kube-apiserver.log"))
+	if err != nil {
+		return err
+	}
+	cp.mu.Lock()
+	cp.apiserver = p
+	cp.mu.Unlock()
+	cp.opts.Logf("kubetest: kube-apiserver starting at %s (pid %d)", cp.URL, p.cmd.Process.Pid)
+	client, err := cp.adminHTTPClient()
+	if err != nil {
+		return err
+	}
+	return waitHTTP(ctx, p, client, cp.URL+"/readyz")
+}
+
+// StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL) and leaves etcd running, so
+// StartAPIServer brings the same cluster back on the same address.
+func (cp *ControlPlane) StopAPIServer() error {
+	cp.mu.Lock()
+	p := cp.apiserver
+	cp.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.stop(10 * time.Second)
+}
+
+func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
+	args := []string{
+		"--kubeconfig=" + cp.Kubeconfig,
+		"--authentication-kubeconfig=" + cp.Kubeconfig,
+		"--authorization-kubeconfig=" + cp.Kubeconfig,
+		// Only what tests rely on: no node-lifecycle controller, which would taint and evict
+		// pods of simulated nodes that have no kubelet heartbeat.
+		"--controllers=garbage-collector-controller,serviceaccount-controller,namespace-controller,root-ca-certificate-publisher-controller",
+		"--root-ca-file=" + cp.pki.caCertFile,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--concurrent-gc-syncs=5",
+		"--namespace-sync-period=10s",
+	}
+	p, err := startProcess(cp.Binaries.ControllerManager, args, filepath.Join(cp.Dir, "kube-controller-manager.log"))
+	if err != nil {
+		return err
+	}
+	cp.controller = p
+	cp.opts.Logf("kubetest: kube-controller-manager started (pid %d)", p.cmd.Process.Pid)
+	// The default service account appearing proves the controller manager is working.
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1GetOptions); err == nil {
+			return nil
+		}
+		if p.exited() {
+			return fmt.Errorf("kubetest: kube-controller-manager exited: %v\n%s", p.err(), p.logTail(40))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kubetest: kube-controller-manager did not create the default service account: %w\n%s", ctx.Err(), p.logTail(40))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop tears everything down (controller manager, API server, etcd) and removes the temp
+// dir. It is safe to call more than once.
+func (cp *ControlPlane) Stop() error {
+	cp.mu.Lock()
+	if cp.stopped {
+		cp.mu.Unlock()
+		return nil
+	}
+	cp.stopped = true
+	procs := []*process{cp.controller, cp.apiserver, cp.etcd}
+	cp.mu.Unlock()
+	var errs []error
+	for _, p := range procs {
+		if p != nil {
+			if err := p.stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if cp.ownDir {
+		if err := os.RemoveAll(cp.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Logs returns the last lines of each component's log, for failure reports.
+func (cp *ControlPlane) Logs(lines int) string {
+	out := ""
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		path := filepath.Join(cp.Dir, name+".log")
+		if _, err := os.Stat(path); err == nil {
+			out += "--- " + name + " ---\n" + tailFile(path, lines) + "\n"
+		}
+	}
+	return out
+}
+
+// Clientset returns an admin clientset.
+func (cp *ControlPlane) Clientset() (*kubernetes.Clientset, error) {
+	return kubernetes.NewForConfig(cp.Config)
+}
+
+func (cp *ControlPlane) adminHTTPClient() (*http.Client, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cp.pki.caCertPEM) {
+		return nil, errors.New("kubetest: bad CA")
+	}
+	cert, err := tls.X509KeyPair(cp.pki.adminCertPEM, cp.pki.adminKeyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs:      pool,
+			Certificates: []tls.Certificate{cert},
+			MinVersion:   tls.VersionTLS12,
+		}},
+	}, nil
+}
+
+// WriteKubeconfig writes cfg (certificate or bearer-token credentials) as a kubeconfig file.
+func WriteKubeconfig(cfg *rest.Config, path string) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["netpulse"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["user"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData,
+		ClientKeyData:         cfg.KeyData,
+		Token:                 cfg.BearerToken,
+	}
+	kc.Contexts["netpulse"] = &clientcmdapi.Context{Cluster: "netpulse", AuthInfo: "user"}
+	kc.CurrentContext = "netpulse"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+func freePort(ip net.IP) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		return 0, fmt.Errorf("kubetest: find a free port on %s: %w", ip, err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitHTTP polls url until it answers 200, the process exits, or ctx ends.
+func waitHTTP(ctx context.Context, p *process, client *http.Client, url string) error {
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, body)
+		} else {
+			last = err.Error()
+		}
+		if p.exited() {
+			return fmt.Errorf("kubetest: %s exited before %s was ready: %v\n%s", filepath.Base(p.cmd.Path), url, p.err(), p.logTail(40))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kubetest: %s not ready: %w (last answer: %s)\n%s", url, ctx.Err(), last, p.logTail(40))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// process is a child process whose output goes to a log file. Children get their own
+// process group and SIGKILL when the test binary dies, so a crashed test leaks nothing.
+type process struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	waitErr error
+}
+
+func startProcess(bin string, args []string, logPath string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("kubetest: start %s: %w", bin, err)
+	}
+	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *process) err() error {
+	<-p.done
+	return p.waitErr
+}
+
+func (p *process) stop(grace time.Duration) error {
+	if p.exited() {
+		return nil
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("kubetest: %s (pid %d) did not exit after SIGKILL", filepath.Base(p.cmd.Path), p.cmd.Process.Pid)
+	}
+}
+
+func (p *process) logTail(lines int) string { return tailFile(p.logPath, lines) }
+
+func tailFile(path string, lines int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	n := 0
+	for i := len(data) - 1; i >= 0; i-- {
+		if data[i] == '\n' {
+			n++
+			if n > lines {
+				return string(data[i+1:])
+			}
+		}
+	}
+	return string(data)
+}
