@@ -1,0 +1,452 @@
+package podprobereceiver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
+)
+
+// Config of the pod_probe receiver. Every field is validated by Validate, at
+// `otelcol-netpulse validate` time, with errors that name the field and its allowed range.
+type Config struct {
+	// Kubernetes API access for peer and selector discovery.
+	kubeclient.Config `mapstructure:",squash"`
+
+	// Interval is the base probe round; the planner stretches it so the whole cluster stays
+	// within ProbeBudget.
+	Interval time.Duration `mapstructure:"interval"`
+	// Timeout bounds one probe (one ICMP round of Count echoes, one connect, one GET, one lookup).
+	Timeout time.Duration `mapstructure:"timeout"`
+	// K is how many peers each agent probes per round; every peer is probed by at least K agents.
+	K int `mapstructure:"k"`
+	// ProbeBudget bounds cluster-wide peer probes per second (0 = unbounded).
+	ProbeBudget float64 `mapstructure:"probe_budget"`
+	// AddressFamilies to probe when a target has both: ipv4, ipv6.
+	AddressFamilies []string `mapstructure:"address_families"`
+	// MaxConcurrency bounds probes in flight at once.
+	MaxConcurrency int `mapstructure:"max_concurrency"`
+
+	ICMP ICMPConfig `mapstructure:"icmp"`
+	// Peers are the other pods of the collector's own DaemonSet.
+	Peers PeersConfig `mapstructure:"peers"`
+	// Selectors are pods chosen by namespace + label selector, probed on a named or numbered port.
+	Selectors []SelectorConfig `mapstructure:"selectors"`
+	// Static targets: an address, host:port or URL each.
+	Static []StaticConfig `mapstructure:"static"`
+	// DNS probes, run by every agent every round.
+	DNS []DNSConfig `mapstructure:"dns"`
+
+	// AllowLoopback and AllowLinkLocal lift the refusal of loopback and link-local
+	// (cloud metadata) addresses.
+	AllowLoopback  bool `mapstructure:"allow_loopback"`
+	AllowLinkLocal bool `mapstructure:"allow_link_local"`
+
+	// Spans: off (default), all, or failures (only failed probes emit spans).
+	Spans string `mapstructure:"spans"`
+
+	// Source is the probing pod's identity, normally from downward-API environment variables.
+	Source SourceConfig `mapstructure:"source"`
+
+	metadata.MetricsBuilderConfig `mapstructure:",squash"`
+}
+
+// ICMPConfig configures ICMP echo probes.
+type ICMPConfig struct {
+	// Mode: auto (unprivileged datagram socket, else raw), unprivileged, privileged.
+	Mode string `mapstructure:"mode"`
+	// Count echoes per target per round (loss ratio and jitter come from these).
+	Count int `mapstructure:"count"`
+	// EchoInterval between the echoes of one round.
+	EchoInterval time.Duration `mapstructure:"echo_interval"`
+	// ReceiveBuffer is the socket receive buffer in bytes (bursts of replies).
+	ReceiveBuffer int `mapstructure:"receive_buffer"`
+}
+
+// HTTPProbeConfig configures HTTP(S) GET probes.
+type HTTPProbeConfig struct {
+	Scheme string `mapstructure:"scheme"`
+	Path   string `mapstructure:"path"`
+	// Host overrides the Host header.
+	Host string `mapstructure:"host"`
+	// ExpectedStatus codes; empty means 200-399.
+	ExpectedStatus []int `mapstructure:"expected_status"`
+	// InsecureSkipVerify: pod IPs rarely appear in serving certificates.
+	InsecureSkipVerify bool  `mapstructure:"insecure_skip_verify"`
+	MaxRedirects       int   `mapstructure:"max_redirects"`
+	MaxBodyBytes       int64 `mapstructure:"max_body_bytes"`
+}
+
+// PeersConfig selects the agent's peers: the pods of its own DaemonSet.
+type PeersConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Namespace of the DaemonSet (default: the source pod's namespace).
+	Namespace string `mapstructure:"namespace"`
+	// LabelSelector matching the DaemonSet's pods.
+	LabelSelector string `mapstructure:"label_selector"`
+	// ReadyGracePeriod: a newly Ready pod becomes a target only after this long.
+	ReadyGracePeriod time.Duration `mapstructure:"ready_grace_period"`
+	// NodeIPs also probes each peer's node addresses (the host-network path).
+	NodeIPs bool `mapstructure:"node_ips"`
+	// ZoneFromNodes reads node labels (topology.kubernetes.io/zone) through a metadata-only
+	// node watch, so the planner can cross zones.
+	ZoneFromNodes bool `mapstructure:"zone_from_nodes"`
+	// Probes run against each planned peer: icmp, tcp, http.
+	Probes []string `mapstructure:"probes"`
+	// Port for tcp and http probes of peers.
+	Port int             `mapstructure:"port"`
+	HTTP HTTPProbeConfig `mapstructure:"http"`
+}
+
+// SelectorConfig chooses pods by namespace and label selector.
+type SelectorConfig struct {
+	Namespace     string `mapstructure:"namespace"`
+	LabelSelector string `mapstructure:"label_selector"`
+	// Port is a number or the name of a container port.
+	Port string `mapstructure:"port"`
+	// Probes: icmp, tcp, http.
+	Probes []string        `mapstructure:"probes"`
+	HTTP   HTTPProbeConfig `mapstructure:"http"`
+	// Observers is how many agents probe each selected pod per round (default: k).
+	Observers int `mapstructure:"observers"`
+}
+
+// StaticConfig is one fixed target.
+type StaticConfig struct {
+	// Target is an IP address (icmp), host:port (tcp) or an http(s) URL (http).
+	Target string `mapstructure:"target"`
+	// Probes overrides the probe inferred from Target's form.
+	Probes []string        `mapstructure:"probes"`
+	HTTP   HTTPProbeConfig `mapstructure:"http"`
+}
+
+// DNSConfig is one DNS lookup probe.
+type DNSConfig struct {
+	// Server host:port; empty means the first nameserver of ResolvConf (the cluster DNS).
+	Server     string `mapstructure:"server"`
+	ResolvConf string `mapstructure:"resolv_conf"`
+	Name       string `mapstructure:"name"`
+	QueryType  string `mapstructure:"query_type"`
+	Protocol   string `mapstructure:"protocol"`
+	// AcceptNXDOMAIN counts an authoritative "no such name" as success.
+	AcceptNXDOMAIN bool `mapstructure:"accept_nxdomain"`
+}
+
+// SourceConfig is the probing pod's identity (downward API).
+type SourceConfig struct {
+	PodName   string `mapstructure:"pod_name"`
+	PodUID    string `mapstructure:"pod_uid"`
+	Namespace string `mapstructure:"namespace"`
+	NodeName  string `mapstructure:"node_name"`
+	// PodIPs, comma-separated (status.podIPs); the first is k8s.pod.ip.
+	PodIPs string `mapstructure:"pod_ips"`
+}
+
+// Spans modes.
+const (
+	SpansOff      = "off"
+	SpansAll      = "all"
+	SpansFailures = "failures"
+)
+
+// ICMP modes.
+const (
+	ICMPAuto         = "auto"
+	ICMPUnprivileged = "unprivileged"
+	ICMPPrivileged   = "privileged"
+)
+
+// Validate checks every field; each error names the field and the allowed values.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if err := c.Config.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Interval < 100*time.Millisecond || c.Interval > time.Hour {
+		add("interval: %v out of range [100ms, 1h]", c.Interval)
+	}
+	if c.Timeout <= 0 || c.Timeout > c.Interval {
+		add("timeout: %v out of range (0, interval=%v]", c.Timeout, c.Interval)
+	}
+	if c.K < 1 || c.K > 64 {
+		add("k: %d out of range [1, 64]", c.K)
+	}
+	if c.ProbeBudget < 0 || c.ProbeBudget > 1e6 {
+		add("probe_budget: %v out of range [0, 1000000] probes/s (0 = unbounded)", c.ProbeBudget)
+	}
+	if len(c.AddressFamilies) == 0 {
+		add("address_families: empty; want one or both of ipv4, ipv6")
+	}
+	for i, f := range c.AddressFamilies {
+		if f != "ipv4" && f != "ipv6" {
+			add("address_families[%d]: %q; want ipv4 or ipv6", i, f)
+		}
+	}
+	if c.MaxConcurrency < 1 || c.MaxConcurrency > 4096 {
+		add("max_concurrency: %d out of range [1, 4096]", c.MaxConcurrency)
+	}
+	switch c.ICMP.Mode {
+	case ICMPAuto, ICMPUnprivileged, ICMPPrivileged:
+	default:
+		add("icmp.mode: %q; want auto, unprivileged or privileged", c.ICMP.Mode)
+	}
+	if c.ICMP.Count < 1 || c.ICMP.Count > 100 {
+		add("icmp.count: %d out of range [1, 100]", c.ICMP.Count)
+	}
+	if c.ICMP.EchoInterval < time.Millisecond || c.ICMP.EchoInterval > 10*time.Second {
+		add("icmp.echo_interval: %v out of range [1ms, 10s]", c.ICMP.EchoInterval)
+	} else if c.ICMP.Count > 1 && time.Duration(c.ICMP.Count-1)*c.ICMP.EchoInterval >= c.Timeout {
+		add("icmp: count=%d echoes %v apart do not fit in timeout=%v", c.ICMP.Count, c.ICMP.EchoInterval, c.Timeout)
+	}
+	if c.ICMP.ReceiveBuffer < 0 || c.ICMP.ReceiveBuffer > 64<<20 {
+		add("icmp.receive_buffer: %d out of range [0, 64MiB]", c.ICMP.ReceiveBuffer)
+	}
+
+	if c.Peers.Enabled {
+		if c.Peers.LabelSelector == "" {
+			add("peers.label_selector: required when peers.enabled (the DaemonSet's pod labels)")
+		} else if _, err := labels.Parse(c.Peers.LabelSelector); err != nil {
+			add("peers.label_selector: %v", err)
+		}
+		if c.Peers.Namespace != "" {
+			if msgs := validation.IsDNS1123Label(c.Peers.Namespace); len(msgs) > 0 {
+				add("peers.namespace: %q: %s", c.Peers.Namespace, strings.Join(msgs, "; "))
+			}
+		}
+		if c.Peers.ReadyGracePeriod < 0 || c.Peers.ReadyGracePeriod > time.Hour {
+			add("peers.ready_grace_period: %v out of range [0, 1h]", c.Peers.ReadyGracePeriod)
+		}
+		errs = append(errs, validateProbeList("peers.probes", c.Peers.Probes, []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP})...)
+		if needsPort(c.Peers.Probes) && (c.Peers.Port < 1 || c.Peers.Port > 65535) {
+			add("peers.port: %d out of range [1, 65535] (required by tcp/http peer probes)", c.Peers.Port)
+		}
+		errs = append(errs, c.Peers.HTTP.validate("peers.http")...)
+	}
+	for i, s := range c.Selectors {
+		p := fmt.Sprintf("selectors[%d]", i)
+		if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
+			add("%s.namespace: %q: %s", p, s.Namespace, strings.Join(msgs, "; "))
+		}
+		if s.LabelSelector == "" {
+			add("%s.label_selector: required", p)
+		} else if sel, err := labels.Parse(s.LabelSelector); err != nil {
+			add("%s.label_selector: %v", p, err)
+		} else if sel.Empty() {
+			add("%s.label_selector: %q selects every pod; name the pods to probe", p, s.LabelSelector)
+		}
+		errs = append(errs, validateProbeList(p+".probes", s.Probes, []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP})...)
+		if needsPort(s.Probes) {
+			if s.Port == "" {
+				add("%s.port: required by tcp/http probes (a number or a container port name)", p)
+			} else if n, err := strconv.Atoi(s.Port); err == nil {
+				if n < 1 || n > 65535 {
+					add("%s.port: %d out of range [1, 65535]", p, n)
+				}
+			} else if msgs := validation.IsValidPortName(s.Port); len(msgs) > 0 {
+				add("%s.port: %q is neither a number nor a valid port name: %s", p, s.Port, strings.Join(msgs, "; "))
+			}
+		}
+		if s.Observers < 0 || s.Observers > 64 {
+			add("%s.observers: %d out of range [0, 64] (0 = k)", p, s.Observers)
+		}
+		errs = append(errs, s.HTTP.validate(p+".http")...)
+	}
+	policy := c.policy()
+	for i, s := range c.Static {
+		p := fmt.Sprintf("static[%d]", i)
+		st, err := parseStatic(s)
+		if err != nil {
+			add("%s.target: %v", p, err)
+			continue
+		}
+		if st.addr.IsValid() {
+			if err := policy.Check(st.addr); err != nil {
+				add("%s.target: %v", p, err)
+			}
+		}
+		errs = append(errs, validateProbeList(p+".probes", st.probes, []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP})...)
+		errs = append(errs, s.HTTP.validate(p+".http")...)
+	}
+	for i, d := range c.DNS {
+		p := fmt.Sprintf("dns[%d]", i)
+		if d.Name == "" {
+			add("%s.name: required (the name to look up)", p)
+		}
+		if d.Server != "" {
+			if _, _, err := net.SplitHostPort(d.Server); err != nil {
+				add("%s.server: %q is not host:port", p, d.Server)
+			}
+		}
+		switch d.Protocol {
+		case "", "udp", "tcp":
+		default:
+			add("%s.protocol: %q; want udp or tcp", p, d.Protocol)
+		}
+		switch strings.ToUpper(d.QueryType) {
+		case "", "A", "AAAA", "SRV", "CNAME", "TXT", "NS", "PTR", "MX", "SOA":
+		default:
+			add("%s.query_type: %q; want A, AAAA, SRV, CNAME, TXT, NS, PTR, MX or SOA", p, d.QueryType)
+		}
+	}
+	if !c.Peers.Enabled && len(c.Selectors) == 0 && len(c.Static) == 0 && len(c.DNS) == 0 {
+		add("no targets: enable peers, or configure selectors, static or dns")
+	}
+	switch c.Spans {
+	case SpansOff, SpansAll, SpansFailures:
+	default:
+		add("spans: %q; want off, all or failures", c.Spans)
+	}
+	if c.Peers.Enabled && c.Source.PodUID == "" {
+		add("source.pod_uid: required with peers (set POD_UID from the downward API: fieldRef metadata.uid)")
+	}
+	for _, ip := range splitIPs(c.Source.PodIPs) {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			add("source.pod_ips: %q is not an IP address", ip)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (h HTTPProbeConfig) validate(field string) []error {
+	var errs []error
+	switch h.Scheme {
+	case "", "http", "https":
+	default:
+		errs = append(errs, fmt.Errorf("%s.scheme: %q; want http or https", field, h.Scheme))
+	}
+	if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
+		errs = append(errs, fmt.Errorf("%s.path: %q must start with /", field, h.Path))
+	}
+	for i, s := range h.ExpectedStatus {
+		if s < 100 || s > 599 {
+			errs = append(errs, fmt.Errorf("%s.expected_status[%d]: %d out of range [100, 599]", field, i, s))
+		}
+	}
+	if h.MaxRedirects < 0 || h.MaxRedirects > 10 {
+		errs = append(errs, fmt.Errorf("%s.max_redirects: %d out of range [0, 10]", field, h.MaxRedirects))
+	}
+	if h.MaxBodyBytes < 0 || h.MaxBodyBytes > 16<<20 {
+		errs = append(errs, fmt.Errorf("%s.max_body_bytes: %d out of range [0, 16MiB]", field, h.MaxBodyBytes))
+	}
+	return errs
+}
+
+func validateProbeList(field string, probes, allowed []string) []error {
+	var errs []error
+	if len(probes) == 0 {
+		errs = append(errs, fmt.Errorf("%s: empty; want one or more of %s", field, strings.Join(allowed, ", ")))
+	}
+	seen := map[string]bool{}
+	for i, p := range probes {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || p == a
+		}
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s[%d]: %q; want one of %s", field, i, p, strings.Join(allowed, ", ")))
+		}
+		if seen[p] {
+			errs = append(errs, fmt.Errorf("%s[%d]: %q listed twice", field, i, p))
+		}
+		seen[p] = true
+	}
+	return errs
+}
+
+func needsPort(probes []string) bool {
+	for _, p := range probes {
+		if p == contract.ProbeTypeTCP || p == contract.ProbeTypeHTTP {
+			return true
+		}
+	}
+	return false
+}
+
+func splitIPs(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		out = append(out, f)
+	}
+	return out
+}
+
+// staticTarget is a parsed StaticConfig.
+type staticTarget struct {
+	addr   netip.Addr // set when the target is an IP literal
+	host   string     // host name or IP text
+	port   uint16
+	url    string
+	probes []string
+}
+
+// parseStatic infers the probe from the target's form: IP -> icmp, host:port -> tcp,
+// URL -> http. Probes may override it.
+func parseStatic(s StaticConfig) (staticTarget, error) {
+	var st staticTarget
+	t := strings.TrimSpace(s.Target)
+	switch {
+	case t == "":
+		return st, errors.New("empty; want an IP address, host:port or an http(s) URL")
+	case strings.Contains(t, "://"):
+		u, err := url.Parse(t)
+		if err != nil {
+			return st, fmt.Errorf("%q: %v", t, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return st, fmt.Errorf("%q: scheme %q; want http or https", t, u.Scheme)
+		}
+		if u.User != nil {
+			return st, fmt.Errorf("%q: URLs with credentials are refused (probes never send credentials)", u.Redacted())
+		}
+		if u.Hostname() == "" {
+			return st, fmt.Errorf("%q: no host", t)
+		}
+		st.url, st.host, st.probes = t, u.Hostname(), []string{contract.ProbeTypeHTTP}
+		if p := u.Port(); p != "" {
+			n, _ := strconv.Atoi(p)
+			st.port = uint16(n)
+		}
+	default:
+		if a, err := netip.ParseAddr(t); err == nil {
+			st.addr, st.host, st.probes = a, a.String(), []string{contract.ProbeTypeICMP}
+			break
+		}
+		host, portStr, err := net.SplitHostPort(t)
+		if err != nil {
+			return st, fmt.Errorf("%q is not an IP address, host:port or URL", t)
+		}
+		n, err := strconv.Atoi(portStr)
+		if err != nil || n < 1 || n > 65535 {
+			return st, fmt.Errorf("%q: port %q out of range [1, 65535]", t, portStr)
+		}
+		if msgs := validation.IsDNS1123Subdomain(strings.ToLower(host)); len(msgs) > 0 {
+			if _, err := netip.ParseAddr(host); err != nil {
+				return st, fmt.Errorf("%q: host %q is neither an IP address nor a DNS name", t, host)
+			}
+		}
+		st.host, st.port, st.probes = host, uint16(n), []string{contract.ProbeTypeTCP}
+		if a, err := netip.ParseAddr(host); err == nil {
+			st.addr = a
+		}
+	}
+	if len(s.Probes) > 0 {
+		st.probes = s.Probes
+	}
+	if st.addr.IsValid() {
+		st.addr = st.addr.Unmap()
+	}
+	return st, nil
+}

@@ -1,0 +1,121 @@
+package podprobereceiver
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg
+}
+
+func TestDefaultConfigIsValidInsideAPod(t *testing.T) {
+	t.Setenv(EnvPodUID, "uid-1")
+	t.Setenv(EnvNamespace, "netpulse")
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	require.NoError(t, confmap.Validate(cfg))
+	require.Equal(t, "uid-1", cfg.Source.PodUID)
+	require.True(t, cfg.Peers.Enabled)
+	require.Equal(t, 3, cfg.K)
+}
+
+func TestFullConfig(t *testing.T) {
+	cfg := loadConfig(t, "full")
+	require.NoError(t, confmap.Validate(cfg))
+	require.Equal(t, kubeclient.AuthKubeConfig, cfg.AuthType)
+	require.Equal(t, 30*time.Second, cfg.Interval)
+	require.Equal(t, 4, cfg.K)
+	require.Equal(t, []string{"ipv6"}, cfg.AddressFamilies)
+	require.Equal(t, 5, cfg.ICMP.Count)
+	require.Equal(t, []string{"icmp", "tcp", "http"}, cfg.Peers.Probes)
+	require.Equal(t, "http", cfg.Selectors[0].Port)
+	require.True(t, cfg.Selectors[0].HTTP.InsecureSkipVerify)
+	require.Len(t, cfg.Static, 3)
+	require.Equal(t, "AAAA", cfg.DNS[1].QueryType)
+	require.Equal(t, SpansFailures, cfg.Spans)
+	require.Equal(t, "10.244.1.7,fd00:10:244:1::7", cfg.Source.PodIPs)
+}
+
+func TestInvalidConfigsNameTheField(t *testing.T) {
+	err := confmap.Validate(loadConfig(t, "invalid_ranges"))
+	require.Error(t, err)
+	for _, want := range []string{
+		"interval: 10ms out of range [100ms, 1h]",
+		"timeout: 0s out of range",
+		"k: 0 out of range [1, 64]",
+		"probe_budget: -1 out of range",
+		`address_families[0]: "ipv5"; want ipv4 or ipv6`,
+		"max_concurrency: 0 out of range [1, 4096]",
+		`icmp.mode: "raw"; want auto, unprivileged or privileged`,
+		"icmp.count: 0 out of range [1, 100]",
+		"icmp.echo_interval: 0s out of range [1ms, 10s]",
+		`spans: "sometimes"; want off, all or failures`,
+	} {
+		require.ErrorContains(t, err, want)
+	}
+
+	err = confmap.Validate(loadConfig(t, "invalid_targets"))
+	require.Error(t, err)
+	for _, want := range []string{
+		"peers.label_selector:",
+		`peers.probes[1]: "udp"; want one of icmp, tcp, http`,
+		"peers.port: 0 out of range [1, 65535]",
+		`selectors[0].namespace: "Not_A_Namespace"`,
+		"selectors[0].label_selector: required",
+		"selectors[0].port: required by tcp/http probes",
+		"static[0].target: link-local address 169.254.169.254 refused",
+		"static[1].target:",
+		"URLs with credentials are refused",
+		"static[2].target: loopback address ::1 refused",
+		`static[3].target: "not a target" is not an IP address, host:port or URL`,
+		"dns[0].name: required",
+		`dns[0].server: "nameserver-without-port" is not host:port`,
+	} {
+		require.ErrorContains(t, err, want)
+	}
+	require.NotContains(t, err.Error(), "pass", "credentials must not be echoed")
+
+	require.ErrorContains(t, confmap.Validate(loadConfig(t, "no_targets")), "no targets")
+}
+
+func TestParseStaticInfersProbe(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		probe string
+		host  string
+		port  uint16
+	}{
+		{"192.0.2.1", "icmp", "192.0.2.1", 0},
+		{"2001:db8::1", "icmp", "2001:db8::1", 0},
+		{"192.0.2.1:443", "tcp", "192.0.2.1", 443},
+		{"[2001:db8::1]:53", "tcp", "2001:db8::1", 53},
+		{"db.example.com:5432", "tcp", "db.example.com", 5432},
+		{"https://example.com:8443/x", "http", "example.com", 8443},
+	} {
+		st, err := parseStatic(StaticConfig{Target: tc.in})
+		require.NoError(t, err, tc.in)
+		require.Equal(t, []string{tc.probe}, st.probes, tc.in)
+		require.Equal(t, tc.host, st.host, tc.in)
+		require.Equal(t, tc.port, st.port, tc.in)
+	}
+	_, err := parseStatic(StaticConfig{Target: "ftp://x/"})
+	require.ErrorContains(t, err, "want http or https")
+	_, err = parseStatic(StaticConfig{Target: "host:99999"})
+	require.ErrorContains(t, err, "out of range")
+}

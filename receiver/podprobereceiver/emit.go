@@ -1,0 +1,204 @@
+package podprobereceiver
+
+import (
+	"time"
+
+	"github.com/lightstep/go-expohisto/structure"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
+)
+
+// observation is the outcome of one probe of one target in one round.
+type observation struct {
+	target target
+	start  time.Time
+	// success: the target answered (ICMP: at least one echo reply).
+	success   bool
+	errorType string
+	message   string
+	// durations: ICMP round-trip times of the replies, or the probe's duration.
+	durations []time.Duration
+	// ICMP only.
+	sent, lost int
+	phases     []phase
+}
+
+type phase struct {
+	name     string
+	start    time.Time
+	duration time.Duration
+}
+
+// seriesKey identifies one time series: a target address, port and probe type.
+type seriesKey struct {
+	addr  string
+	port  uint16
+	probe string
+	kind  string
+}
+
+// series is the cumulative state of one time series.
+type series struct {
+	start     pcommon.Timestamp
+	sent      int64
+	lost      int64
+	errors    map[string]int64
+	hist      *structure.Histogram[float64]
+	lastRound time.Time
+}
+
+// emitter turns observations into OTLP metrics. Sums and histograms are cumulative, as
+// Prometheus-compatible backends expect; a series that was not observed for seriesTTL is
+// forgotten.
+type emitter struct {
+	mb        *metadata.MetricsBuilder
+	res       pcommon.Resource // the source pod, built once
+	series    map[seriesKey]*series
+	seriesTTL time.Duration
+	histOn    bool
+}
+
+// maxHistogramBuckets bounds each exponential histogram; at ~20 µs .. 10 s it keeps a scale
+// of 3 or more (relative error under 5%).
+const maxHistogramBuckets = 160
+
+func newEmitter(mb *metadata.MetricsBuilder, res pcommon.Resource, ttl time.Duration) *emitter {
+	return &emitter{mb: mb, res: res, series: map[seriesKey]*series{}, seriesTTL: ttl, histOn: true}
+}
+
+func networkType(t target) metadata.AttributeNetworkType {
+	if t.addr.Is6() {
+		return metadata.AttributeNetworkTypeIpv6
+	}
+	return metadata.AttributeNetworkTypeIpv4
+}
+
+var probeTypes = map[string]metadata.AttributeNetpulseProbeType{
+	contract.ProbeTypeICMP: metadata.AttributeNetpulseProbeTypeIcmp,
+	contract.ProbeTypeTCP:  metadata.AttributeNetpulseProbeTypeTCP,
+	contract.ProbeTypeHTTP: metadata.AttributeNetpulseProbeTypeHTTP,
+	contract.ProbeTypeDNS:  metadata.AttributeNetpulseProbeTypeDNS,
+}
+
+var targetKinds = map[string]metadata.AttributeNetpulseTargetKind{
+	kindPod:      metadata.AttributeNetpulseTargetKindPod,
+	kindNode:     metadata.AttributeNetpulseTargetKindNode,
+	kindExternal: metadata.AttributeNetpulseTargetKindExternal,
+}
+
+// emit records one round's observations and returns the metrics.
+func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
+	ts := pcommon.NewTimestampFromTime(now)
+	type histOut struct {
+		key seriesKey
+		t   target
+		s   *series
+	}
+	var hists []histOut
+	for _, o := range obs {
+		t := o.target
+		key := seriesKey{addr: t.addressText(), port: t.port, probe: t.probe, kind: t.kind}
+		s := e.series[key]
+		if s == nil {
+			s = &series{start: ts, errors: map[string]int64{}}
+			s.hist = structure.NewFloat64(structure.NewConfig(structure.WithMaxSize(maxHistogramBuckets)))
+			e.series[key] = s
+		}
+		s.lastRound = now
+		nt, pt, tk := networkType(t), probeTypes[t.probe], targetKinds[t.kind]
+		var portOpts []metadata.MetricAttributeOption
+		if t.port != 0 {
+			portOpts = append(portOpts, metadata.WithDestinationPortMetricAttribute(int64(t.port)))
+		}
+		status := int64(0)
+		if o.success {
+			status = 1
+		}
+		e.mb.RecordNetpulseProbeStatusDataPoint(ts, status, key.addr, nt, pt, tk, portOpts...)
+		if t.probe == contract.ProbeTypeICMP {
+			s.sent += int64(o.sent)
+			s.lost += int64(o.lost)
+			loss := 0.0
+			if o.sent > 0 {
+				loss = float64(o.lost) / float64(o.sent)
+			}
+			e.mb.RecordNetpulseProbeLossRatioDataPoint(ts, loss, key.addr, nt, pt, tk)
+			e.mb.RecordNetpulseProbePacketsSentDataPoint(ts, s.sent, key.addr, nt, pt, tk)
+			e.mb.RecordNetpulseProbePacketsLostDataPoint(ts, s.lost, key.addr, nt, pt, tk)
+		}
+		if !o.success {
+			s.errors[o.errorType]++
+		}
+		for et, n := range s.errors {
+			e.mb.RecordNetpulseProbeErrorsDataPoint(ts, n, key.addr, nt, pt, tk, et, portOpts...)
+		}
+		if o.success {
+			for _, d := range o.durations {
+				s.hist.Update(d.Seconds())
+			}
+		}
+		hists = append(hists, histOut{key, t, s})
+	}
+	for k, s := range e.series {
+		if now.Sub(s.lastRound) > e.seriesTTL {
+			delete(e.series, k)
+		}
+	}
+
+	md := e.mb.Emit(metadata.WithResource(e.res))
+	if !e.histOn || len(hists) == 0 {
+		return md
+	}
+	// mdatagen's builder has no histograms: add the duration histogram to the same scope.
+	var sm pmetric.ScopeMetrics
+	if md.ResourceMetrics().Len() == 0 {
+		rm := md.ResourceMetrics().AppendEmpty()
+		e.res.CopyTo(rm.Resource())
+		sm = rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName(metadata.ScopeName)
+	} else {
+		sm = md.ResourceMetrics().At(0).ScopeMetrics().At(0)
+	}
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(contract.MetricDuration)
+	m.SetUnit("s")
+	m.SetDescription("Probe duration: ICMP echo round-trip time of each reply, or the duration of a successful TCP connect, HTTP request or DNS lookup.")
+	eh := m.SetEmptyExponentialHistogram()
+	eh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	for _, h := range hists {
+		dp := eh.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(h.s.start)
+		dp.SetTimestamp(ts)
+		attrs := dp.Attributes()
+		attrs.PutStr(contract.DestinationAddress, h.key.addr)
+		if h.key.port != 0 {
+			attrs.PutInt(contract.DestinationPort, int64(h.key.port))
+		}
+		attrs.PutStr(contract.NetworkType, networkType(h.t).String())
+		attrs.PutStr(contract.ProbeType, h.key.probe)
+		attrs.PutStr(contract.TargetKind, h.key.kind)
+		copyHistogram(h.s.hist, dp)
+	}
+	return md
+}
+
+func copyHistogram(h *structure.Histogram[float64], dp pmetric.ExponentialHistogramDataPoint) {
+	dp.SetCount(h.Count())
+	dp.SetScale(h.Scale())
+	dp.SetZeroCount(h.ZeroCount())
+	if h.Count() > 0 {
+		dp.SetSum(h.Sum())
+		dp.SetMin(h.Min())
+		dp.SetMax(h.Max())
+	}
+	pos := h.Positive()
+	dp.Positive().SetOffset(pos.Offset())
+	counts := dp.Positive().BucketCounts()
+	counts.EnsureCapacity(int(pos.Len()))
+	for i := uint32(0); i < pos.Len(); i++ {
+		counts.Append(pos.At(i))
+	}
+}

@@ -1,0 +1,110 @@
+package podprobereceiver
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/receiver"
+
+	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
+)
+
+// Downward-API environment variables the default configuration reads the source pod from.
+const (
+	EnvPodName   = "POD_NAME"
+	EnvPodUID    = "POD_UID"
+	EnvNamespace = "POD_NAMESPACE"
+	EnvNodeName  = "NODE_NAME"
+	EnvPodIPs    = "POD_IPS"
+	EnvPodIP     = "POD_IP"
+)
+
+// DefaultPeerSelector is the label the deploy/ agent DaemonSet puts on its pods.
+const DefaultPeerSelector = "app.kubernetes.io/name=netpulse-agent"
+
+// NewFactory creates the pod_probe receiver factory.
+func NewFactory() receiver.Factory {
+	f := &factory{receivers: map[*Config]*podProbeReceiver{}}
+	return receiver.NewFactory(metadata.Type, createDefaultConfig,
+		receiver.WithMetrics(f.createMetrics, metadata.MetricsStability),
+		receiver.WithTraces(f.createTraces, metadata.TracesStability))
+}
+
+func createDefaultConfig() component.Config {
+	podIPs := os.Getenv(EnvPodIPs)
+	if podIPs == "" {
+		podIPs = os.Getenv(EnvPodIP)
+	}
+	return &Config{
+		Config:          kubeclient.DefaultConfig(),
+		Interval:        10 * time.Second,
+		Timeout:         2 * time.Second,
+		K:               3,
+		ProbeBudget:     1000,
+		AddressFamilies: []string{"ipv4", "ipv6"},
+		MaxConcurrency:  64,
+		ICMP: ICMPConfig{
+			Mode:          ICMPAuto,
+			Count:         3,
+			EchoInterval:  100 * time.Millisecond,
+			ReceiveBuffer: 4 << 20,
+		},
+		Peers: PeersConfig{
+			Enabled:          true,
+			LabelSelector:    DefaultPeerSelector,
+			ReadyGracePeriod: 10 * time.Second,
+			ZoneFromNodes:    true,
+			Probes:           []string{contract.ProbeTypeICMP},
+			HTTP:             HTTPProbeConfig{Scheme: "http", Path: "/"},
+		},
+		Spans: SpansOff,
+		Source: SourceConfig{
+			PodName:   os.Getenv(EnvPodName),
+			PodUID:    os.Getenv(EnvPodUID),
+			Namespace: os.Getenv(EnvNamespace),
+			NodeName:  os.Getenv(EnvNodeName),
+			PodIPs:    podIPs,
+		},
+		MetricsBuilderConfig: metadata.DefaultMetricsBuilderConfig(),
+	}
+}
+
+// factory shares one receiver between the metrics and traces pipelines that use the same
+// configuration, so probes run once and feed both.
+type factory struct {
+	mu        sync.Mutex
+	receivers map[*Config]*podProbeReceiver
+}
+
+func (f *factory) get(set receiver.Settings, cfg *Config) *podProbeReceiver {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.receivers[cfg]
+	if !ok {
+		r = newReceiver(set, cfg, func() {
+			f.mu.Lock()
+			delete(f.receivers, cfg)
+			f.mu.Unlock()
+		})
+		f.receivers[cfg] = r
+	}
+	return r
+}
+
+func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
+	r := f.get(set, cfg.(*Config))
+	r.metricsConsumer = next
+	return r, nil
+}
+
+func (f *factory) createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
+	r := f.get(set, cfg.(*Config))
+	r.tracesConsumer = next
+	return r, nil
+}

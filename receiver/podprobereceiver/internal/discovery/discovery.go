@@ -1,0 +1,292 @@
+// Package discovery watches the Kubernetes objects pod_probe needs — its peers (the pods of
+// its own DaemonSet, by label), the pods behind configured selectors, and optionally node
+// labels and addresses — with label-scoped informers (never periodic LISTs, never an
+// all-pods watch) and serves filtered snapshots of them.
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ZoneLabel and RegionLabel are the well-known node topology labels.
+const (
+	ZoneLabel   = "topology.kubernetes.io/zone"
+	RegionLabel = "topology.kubernetes.io/region"
+)
+
+// Pod is the part of a pod that probing needs.
+type Pod struct {
+	UID        string
+	Name       string
+	Namespace  string
+	Node       string
+	IPs        []netip.Addr
+	ReadySince time.Time
+	// Ports maps container port names to numbers (for named selector ports).
+	Ports map[string]int32
+}
+
+// Node is the part of a node that probing needs.
+type Node struct {
+	Name string
+	Zone string
+	IPs  []netip.Addr // InternalIP first, then ExternalIP
+}
+
+// Selector is one label-scoped pod watch.
+type Selector struct {
+	Namespace     string
+	LabelSelector string
+}
+
+// Options configure a Watcher.
+type Options struct {
+	Peers     *Selector  // nil: no peer watch
+	Selectors []Selector // selector targets
+	// Nodes enables a node watch (zones and node addresses). Objects are stripped to their
+	// name, the topology labels and addresses before they are cached.
+	Nodes bool
+}
+
+// Watcher runs the informers.
+type Watcher struct {
+	opts      Options
+	factories []informers.SharedInformerFactory
+	peers     cache.SharedIndexInformer
+	selectors []cache.SharedIndexInformer
+	nodes     cache.SharedIndexInformer
+	version   atomic.Uint64
+	stopCh    chan struct{}
+	stopOnce  sync.Once
+}
+
+// New builds the informers; Start runs them.
+func New(client kubernetes.Interface, opts Options) *Watcher {
+	w := &Watcher{opts: opts, stopCh: make(chan struct{})}
+	bump := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { w.version.Add(1) },
+		UpdateFunc: func(any, any) { w.version.Add(1) },
+		DeleteFunc: func(any) { w.version.Add(1) },
+	}
+	podInformer := func(sel Selector) cache.SharedIndexInformer {
+		f := informers.NewSharedInformerFactoryWithOptions(client, 0,
+			informers.WithNamespace(sel.Namespace),
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = sel.LabelSelector }),
+			informers.WithTransform(stripPod))
+		w.factories = append(w.factories, f)
+		inf := f.Core().V1().Pods().Informer()
+		_, _ = inf.AddEventHandler(bump)
+		return inf
+	}
+	if opts.Peers != nil {
+		w.peers = podInformer(*opts.Peers)
+	}
+	for _, s := range opts.Selectors {
+		w.selectors = append(w.selectors, podInformer(s))
+	}
+	if opts.Nodes {
+		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(stripNode))
+		w.factories = append(w.factories, f)
+		w.nodes = f.Core().V1().Nodes().Informer()
+		_, _ = w.nodes.AddEventHandler(bump)
+	}
+	return w
+}
+
+// Start runs the informers in the background; it does not wait for them to sync.
+func (w *Watcher) Start() {
+	for _, f := range w.factories {
+		f.Start(w.stopCh)
+	}
+}
+
+// WaitForSync waits until every informer has listed once, or ctx ends.
+func (w *Watcher) WaitForSync(ctx context.Context) bool {
+	var synced []cache.InformerSynced
+	for _, inf := range w.all() {
+		synced = append(synced, inf.HasSynced)
+	}
+	return cache.WaitForCacheSync(ctx.Done(), synced...)
+}
+
+// Stop ends the informers and waits for their goroutines. Safe to call twice or unstarted.
+func (w *Watcher) Stop() {
+	w.stopOnce.Do(func() {
+		close(w.stopCh)
+		for _, f := range w.factories {
+			f.Shutdown()
+		}
+	})
+}
+
+// Version changes whenever a watched object changes; callers rebuild plans when it moves.
+func (w *Watcher) Version() uint64 { return w.version.Load() }
+
+func (w *Watcher) all() []cache.SharedIndexInformer {
+	var all []cache.SharedIndexInformer
+	if w.peers != nil {
+		all = append(all, w.peers)
+	}
+	all = append(all, w.selectors...)
+	if w.nodes != nil {
+		all = append(all, w.nodes)
+	}
+	return all
+}
+
+// Peers returns the probe-able peers: Ready, not terminating, with at least one IP, and
+// Ready for at least grace at now. Sorted by UID.
+func (w *Watcher) Peers(now time.Time, grace time.Duration) []Pod {
+	if w.peers == nil {
+		return nil
+	}
+	return readyPods(w.peers.GetStore().List(), now, grace)
+}
+
+// SelectorPods returns the Ready pods of selector i (no grace period).
+func (w *Watcher) SelectorPods(i int, now time.Time) []Pod {
+	return readyPods(w.selectors[i].GetStore().List(), now, 0)
+}
+
+// Nodes returns the watched nodes by name.
+func (w *Watcher) Nodes() map[string]Node {
+	out := map[string]Node{}
+	if w.nodes == nil {
+		return out
+	}
+	for _, obj := range w.nodes.GetStore().List() {
+		n := obj.(*corev1.Node)
+		node := Node{Name: n.Name, Zone: n.Labels[ZoneLabel]}
+		for _, want := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
+			for _, a := range n.Status.Addresses {
+				if a.Type != want {
+					continue
+				}
+				if ip, err := netip.ParseAddr(a.Address); err == nil {
+					node.IPs = append(node.IPs, ip.Unmap())
+				}
+			}
+		}
+		out[n.Name] = node
+	}
+	return out
+}
+
+func readyPods(objs []any, now time.Time, grace time.Duration) []Pod {
+	out := make([]Pod, 0, len(objs))
+	for _, obj := range objs {
+		p := obj.(*corev1.Pod)
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		var readySince time.Time
+		ready := false
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready, readySince = true, c.LastTransitionTime.Time
+			}
+		}
+		if !ready || (grace > 0 && !readySince.IsZero() && now.Sub(readySince) < grace) {
+			continue
+		}
+		pod := Pod{UID: string(p.UID), Name: p.Name, Namespace: p.Namespace, Node: p.Spec.NodeName, ReadySince: readySince}
+		for _, ip := range p.Status.PodIPs {
+			if a, err := netip.ParseAddr(ip.IP); err == nil {
+				pod.IPs = append(pod.IPs, a.Unmap())
+			}
+		}
+		if len(pod.IPs) == 0 {
+			continue
+		}
+		for _, c := range p.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.Name != "" && (cp.Protocol == "" || cp.Protocol == corev1.ProtocolTCP) {
+					if pod.Ports == nil {
+						pod.Ports = map[string]int32{}
+					}
+					pod.Ports[cp.Name] = cp.ContainerPort
+				}
+			}
+		}
+		out = append(out, pod)
+	}
+	slices.SortFunc(out, func(a, b Pod) int {
+		switch {
+		case a.UID < b.UID:
+			return -1
+		case a.UID > b.UID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// ResolvePort turns a selector port (number or container port name) into a number for pod.
+func ResolvePort(pod Pod, port string) (uint16, error) {
+	if n, err := strconv.Atoi(port); err == nil {
+		return uint16(n), nil
+	}
+	if n, ok := pod.Ports[port]; ok {
+		return uint16(n), nil
+	}
+	return 0, fmt.Errorf("pod %s/%s has no container port named %q", pod.Namespace, pod.Name, port)
+}
+
+// stripPod keeps only what probing reads, so the informer cache stays small.
+func stripPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // tombstones pass through
+	}
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID,
+			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIPs: p.Status.PodIPs},
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		if len(c.Ports) > 0 {
+			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+		}
+	}
+	return out, nil
+}
+
+func stripNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}}
+	for _, l := range []string{ZoneLabel, RegionLabel} {
+		if v, ok := n.Labels[l]; ok {
+			if out.Labels == nil {
+				out.Labels = map[string]string{}
+			}
+			out.Labels[l] = v
+		}
+	}
+	out.Status.Addresses = n.Status.Addresses
+	return out, nil
+}
