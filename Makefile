@@ -75,7 +75,8 @@ generate: generate-api generate-metadata generate-distribution ## regenerate all
 
 # The PodNetworkHealth API (api/v1alpha1): controller-gen writes the deepcopy functions and the
 # CRD (deploy/crds, with the boilerplate as a YAML comment); code-generator writes the typed
-# clientset, listers and informers into api/client, which is wholly generated and recreated.
+# clientset, listers and informers into api/client/{clientset,listers,informers}, which are
+# wholly generated and recreated.
 API_MODULE := github.com/netpulse/netpulse
 API_PKG    := $(API_MODULE)/api
 API_HEADER := hack/boilerplate.go.txt
@@ -84,7 +85,7 @@ generate-api: $(CONTROLLER_GEN) $(CLIENT_GEN) $(LISTER_GEN) $(INFORMER_GEN) ## r
 	$(CONTROLLER_GEN) object:headerFile=$(API_HEADER) paths=./api/v1alpha1
 	@mkdir -p $(TOOLS_BIN) && grep -v -e '^/\*' -e '^\*/' $(API_HEADER) | sed -e 's/^/# /' -e 's/ *$$//' > $(TOOLS_BIN)/boilerplate.yaml.txt
 	$(CONTROLLER_GEN) crd:crdVersions=v1,headerFile=$(TOOLS_BIN)/boilerplate.yaml.txt paths=./api/v1alpha1 output:crd:artifacts:config=deploy/crds
-	rm -rf api/client
+	rm -rf api/client/clientset api/client/listers api/client/informers
 	$(CLIENT_GEN) --go-header-file $(API_HEADER) --input-base $(API_MODULE) --input api/v1alpha1 \
 	  --clientset-name versioned --output-pkg $(API_PKG)/client/clientset --output-dir api/client/clientset
 	$(LISTER_GEN) --go-header-file $(API_HEADER) --output-pkg $(API_PKG)/client/listers --output-dir api/client/listers \
