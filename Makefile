@@ -8,14 +8,9 @@ BIN         := $(ROOT)/bin
 TOOLS_BIN   := $(BIN)/tools
 export PATH := $(TOOLS_BIN):$(PATH)
 
-# Pinned tool versions. The OpenTelemetry v0.159.0 line is the newest whose modules all
-# resolve from the module proxy here; controller-tools v0.20.x matches client-go v0.35.
-OCB_VERSION            := v0.159.0
-MDATAGEN_VERSION       := v0.159.0
-CONTROLLER_GEN_VERSION := v0.20.1
-STATICCHECK_VERSION    := v0.8.2
-# k8s.io/code-generator (client-gen, lister-gen, informer-gen) matches client-go.
-CODE_GENERATOR_VERSION := v0.35.4
+# Code generators and linters, pinned in tools/gen/go.mod. The OpenTelemetry v0.159.0 line is
+# the newest whose modules all resolve from the module proxy here; controller-tools v0.20.x
+# and k8s.io/code-generator v0.35.x match client-go v0.35.
 
 OCB            := $(TOOLS_BIN)/builder
 MDATAGEN       := $(TOOLS_BIN)/mdatagen
@@ -55,19 +50,20 @@ $(KUBE_BINS) &: tools/kube/go.mod tools/kube/go.sum
 	@touch $(KUBE_BINS)
 
 ## ---- tools -------------------------------------------------------------------------
-.PHONY: tools
-tools: $(OCB) $(MDATAGEN) $(CONTROLLER_GEN) $(STATICCHECK) ## install pinned code generators and linters into bin/tools
+# Versions are pinned in tools/gen/go.mod (ocb and mdatagen v0.159.0, controller-tools
+# v0.20.1, code-generator v0.35.4, staticcheck v0.8.2) and built from that module.
+TOOL_PKGS := go.opentelemetry.io/collector/cmd/builder go.opentelemetry.io/collector/cmd/mdatagen \
+  sigs.k8s.io/controller-tools/cmd/controller-gen honnef.co/go/tools/cmd/staticcheck \
+  k8s.io/code-generator/cmd/client-gen k8s.io/code-generator/cmd/lister-gen k8s.io/code-generator/cmd/informer-gen
+TOOLS := $(OCB) $(MDATAGEN) $(CONTROLLER_GEN) $(STATICCHECK) $(CLIENT_GEN) $(LISTER_GEN) $(INFORMER_GEN)
 
-$(OCB):
-	GOBIN=$(TOOLS_BIN) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
-$(MDATAGEN):
-	GOBIN=$(TOOLS_BIN) $(GO) install go.opentelemetry.io/collector/cmd/mdatagen@$(MDATAGEN_VERSION)
-$(CONTROLLER_GEN):
-	GOBIN=$(TOOLS_BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-$(STATICCHECK):
-	GOBIN=$(TOOLS_BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-$(CLIENT_GEN) $(LISTER_GEN) $(INFORMER_GEN) &:
-	GOBIN=$(TOOLS_BIN) $(GO) install k8s.io/code-generator/cmd/client-gen@$(CODE_GENERATOR_VERSION) k8s.io/code-generator/cmd/lister-gen@$(CODE_GENERATOR_VERSION) k8s.io/code-generator/cmd/informer-gen@$(CODE_GENERATOR_VERSION)
+.PHONY: tools
+tools: $(TOOLS) ## build the pinned code generators and linters into bin/tools
+
+$(TOOLS) &: tools/gen/go.mod tools/gen/go.sum
+	@mkdir -p $(TOOLS_BIN)
+	cd tools/gen && $(GO) build -o $(TOOLS_BIN)/ $(TOOL_PKGS)
+	@touch $(TOOLS)
 
 ## ---- generate ----------------------------------------------------------------------
 .PHONY: generate
