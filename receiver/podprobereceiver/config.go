@@ -376,11 +376,7 @@ func needsPort(probes []string) bool {
 }
 
 func splitIPs(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, f)
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 // staticTarget is a parsed StaticConfig.

@@ -25,8 +25,6 @@ import (
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 )
 
-const agentLabel = "app.kubernetes.io/name=netpulse-agent"
-
 // makeReadyPod creates a pod on node and plays the kubelet: Running, Ready, with ip.
 func makeReadyPod(t *testing.T, cs kubernetes.Interface, ns, name, node, ip string, labels map[string]string, ports ...corev1.ContainerPort) *corev1.Pod {
 	t.Helper()

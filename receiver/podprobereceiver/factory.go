@@ -71,7 +71,7 @@ func createDefaultConfig() component.Config {
 			NodeName:  os.Getenv(EnvNodeName),
 			PodIPs:    podIPs,
 		},
-		MetricsBuilderConfig: metadata.DefaultMetricsBuilderConfig(),
+		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 	}
 }
 
