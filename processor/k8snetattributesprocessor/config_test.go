@@ -1,0 +1,130 @@
+package k8snetattributesprocessor
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig()
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg.(*Config), confmap.Validate(cfg)
+}
+
+func TestLoadConfig(t *testing.T) {
+	def, err := loadConfig(t, "")
+	require.NoError(t, err)
+	assert.Equal(t, createDefaultConfig(), def)
+	assert.Equal(t, DefaultRules(), def.Rules)
+	assert.Equal(t, kubeclient.AuthServiceAccount, def.AuthType)
+	assert.True(t, def.Scope.WatchNodes)
+	assert.False(t, def.WaitForSync)
+	assert.Equal(t, 30*time.Second, def.DeletedPodGrace)
+
+	gw, err := loadConfig(t, "gateway")
+	require.NoError(t, err)
+	assert.Equal(t, &Config{
+		Config:             kubeclient.Config{AuthType: kubeclient.AuthServiceAccount, QPS: 20, Burst: 40},
+		Scope:              ScopeConfig{WatchNodes: true},
+		WaitForSync:        true,
+		WaitForSyncTimeout: 30 * time.Second,
+		DeletedPodGrace:    time.Minute,
+		PodLabels:          []string{"app.kubernetes.io/name", "team"},
+		Attributes:         []string{"k8s.pod.name", "k8s.namespace.name", "k8s.node.name", "k8s.deployment.name", "cloud.availability_zone"},
+		Rules: []RuleConfig{
+			{From: SourceResource, Attribute: "k8s.pod.ip"},
+			{From: SourceDataPoint, Attribute: "destination.address", Prefix: "destination."},
+			{From: SourceSpan, Attribute: "server.address", Prefix: "server."},
+		},
+	}, gw)
+
+	agent, err := loadConfig(t, "agent")
+	require.NoError(t, err)
+	assert.Equal(t, kubeclient.AuthKubeConfig, agent.AuthType)
+	assert.Equal(t, "/etc/netpulse/kubeconfig", agent.Kubeconfig)
+	assert.Equal(t, ScopeConfig{NodeName: "node-17", LabelSelector: "app.kubernetes.io/name=netpulse-agent", WatchNodes: false}, agent.Scope)
+	assert.Equal(t, DefaultRules(), agent.Rules, "rules not set: defaults")
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	_, err := loadConfig(t, "bad_rules")
+	require.Error(t, err)
+	for _, want := range []string{
+		`rules[1].prefix: "dest" must be empty or end with "." (e.g. "dest.")`,
+		`rules[2].from: unknown source kind "span_event"; want one of resource, datapoint, span, log`,
+		`rules[3]: empty rule; set from, attribute and prefix`,
+		`rules[4].attribute: missing; name the attribute that holds the address`,
+		`rules[5]: same from and attribute as rules[1] (datapoint "destination.address")`,
+	} {
+		assert.ErrorContains(t, err, want)
+	}
+	assert.NotContains(t, err.Error(), "rules[0]")
+
+	_, err = loadConfig(t, "bad_other")
+	require.Error(t, err)
+	for _, want := range []string{
+		`auth_type: "token" is not supported`,
+		`scope.label_selector: `,
+		`deleted_pod_grace: -1s must not be negative`,
+		`wait_for_sync_timeout: 0s must be positive when wait_for_sync is true`,
+		`pod_labels[0]: "bad key!" is not a label key`,
+		`pod_labels[2]: "team" repeats pod_labels[1]`,
+		`attributes[1]: unknown attribute "k8s.pod.ip"; want one of k8s.pod.name, `,
+	} {
+		assert.ErrorContains(t, err, want)
+	}
+}
+
+func TestValidateMore(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Rules = nil
+	assert.ErrorContains(t, cfg.Validate(), "rules: empty")
+
+	cfg = createDefaultConfig()
+	cfg.Attributes = nil
+	assert.ErrorContains(t, cfg.Validate(), "attributes: empty")
+
+	cfg = createDefaultConfig()
+	cfg.Rules = []RuleConfig{{Attribute: "a", Prefix: "x."}}
+	assert.ErrorContains(t, cfg.Validate(), "rules[0].from: missing; want one of resource, datapoint, span, log")
+
+	for prefix, want := range map[string]string{
+		".dst.":     "has an empty segment",
+		"dst..x.":   "has an empty segment",
+		"my dest.":  "contains whitespace",
+		"dst\t.":    "contains whitespace",
+		"dst":       `must be empty or end with "."`,
+		"peer.k8s.": "",
+	} {
+		cfg = createDefaultConfig()
+		cfg.Rules = []RuleConfig{{From: SourceSpan, Attribute: "a", Prefix: prefix}}
+		if want == "" {
+			assert.NoError(t, cfg.Validate(), prefix)
+		} else {
+			assert.ErrorContains(t, cfg.Validate(), "rules[0].prefix: ", prefix)
+			assert.ErrorContains(t, cfg.Validate(), want, prefix)
+		}
+	}
+
+	cfg = createDefaultConfig()
+	cfg.Scope.Namespace = "Not_A_Namespace"
+	cfg.Scope.NodeName = "node 1"
+	err := cfg.Validate()
+	assert.ErrorContains(t, err, `scope.namespace: "Not_A_Namespace" is not a namespace name`)
+	assert.ErrorContains(t, err, `scope.node_name: "node 1" is not a node name`)
+}
