@@ -1,0 +1,243 @@
+package quorum
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+)
+
+func nodeName(i int) string { return fmt.Sprintf("node-%02d", i) }
+func agentPod(i int) string { return fmt.Sprintf("netpulse/agent-%02d", i) }
+
+func clusterNodes(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = nodeName(i)
+	}
+	return out
+}
+
+// mesh builds the edges of one agent per node probing every other node's agent; reach
+// says whether observer i reaches target j. keep (may be nil) samples the edges.
+func mesh(n int, reach func(i, j int) bool, keep func(i, j int) bool) []Edge {
+	var es []Edge
+	for i := range n {
+		for j := range n {
+			if i == j || (keep != nil && !keep(i, j)) {
+				continue
+			}
+			v := summary.VerdictReachable
+			if !reach(i, j) {
+				v = summary.VerdictUnreachable
+			}
+			es = append(es, Edge{ObserverPod: agentPod(i), ObserverNode: nodeName(i), TargetNode: nodeName(j), TargetKind: summary.TargetPod, Verdict: v})
+		}
+	}
+	return es
+}
+
+// partitioned: nodes in p reach nobody and nobody reaches them (except each other when
+// together is set: a rack cut off as a whole).
+func partitioned(p map[int]bool, together bool) func(i, j int) bool {
+	return func(i, j int) bool {
+		if p[i] && p[j] {
+			return together
+		}
+		return !p[i] && !p[j]
+	}
+}
+
+func TestOnePartitionedNode(t *testing.T) {
+	for _, n := range []int{4, 5, 10} {
+		t.Run(fmt.Sprint(n, " nodes"), func(t *testing.T) {
+			x := n - 1
+			r := Evaluate(clusterNodes(n), mesh(n, partitioned(map[int]bool{x: true}, false), nil), Config{})
+			assert.False(t, r.Suppressed, r.SuppressedReason)
+			assert.Equal(t, []string{nodeName(x)}, r.Marked(), "exactly the partitioned node")
+			assert.Empty(t, r.UnexplainedFailing, "the partitioned node's own failures are explained")
+			ns := r.Nodes[x]
+			assert.Equal(t, ReasonUnreachableFromPeers, ns.Reason)
+			assert.Len(t, ns.FailingObservers, n-1)
+			assert.Empty(t, ns.ReachingObservers)
+			listed := strings.Count(ns.Message, "netpulse/agent-")
+			assert.Equal(t, min(n-1, MaxPeersInMessage), listed, ns.Message)
+			if n-1 > MaxPeersInMessage {
+				assert.Contains(t, ns.Message, fmt.Sprintf("and %d more", n-1-MaxPeersInMessage))
+			}
+			assert.Contains(t, ns.Message, "netpulse/agent-00 (node-00), netpulse/agent-01 (node-01)", "sorted")
+			for i := range n - 1 {
+				assert.False(t, r.Nodes[i].Problem)
+				assert.Equal(t, ReasonReachable, r.Nodes[i].Reason, "no other node blamed")
+			}
+		})
+	}
+}
+
+func TestBrokenProberMarksNothing(t *testing.T) {
+	for _, n := range []int{4, 5, 10} {
+		t.Run(fmt.Sprint(n, " nodes"), func(t *testing.T) {
+			broken := 1
+			reach := func(i, j int) bool { return i != broken }
+			r := Evaluate(clusterNodes(n), mesh(n, reach, nil), Config{})
+			assert.Empty(t, r.Marked())
+			assert.Empty(t, r.Candidates, "one failing observer never meets a quorum of 2")
+			assert.Equal(t, []string{agentPod(broken)}, r.UnexplainedFailing)
+			// 1 of 4 observers (25%) is more than 20%: suppressed; 1 of 5 or 10 is not.
+			assert.Equal(t, n == 4, r.Suppressed, r.SuppressedReason)
+		})
+	}
+}
+
+func TestEverythingFailingIsSuppressed(t *testing.T) {
+	for _, n := range []int{3, 10} {
+		r := Evaluate(clusterNodes(n), mesh(n, func(i, j int) bool { return false }, nil), Config{})
+		assert.True(t, r.Suppressed)
+		assert.Empty(t, r.Marked())
+		assert.Contains(t, r.SuppressedReason, "no node is marked")
+		for _, ns := range r.Nodes {
+			assert.Equal(t, ReasonSuppressed, ns.Reason)
+		}
+	}
+}
+
+func TestTwoPartitionedNodesInTen(t *testing.T) {
+	for _, together := range []bool{false, true} {
+		t.Run(fmt.Sprint("reach each other=", together), func(t *testing.T) {
+			r := Evaluate(clusterNodes(10), mesh(10, partitioned(map[int]bool{3: true, 7: true}, together), nil), Config{})
+			assert.False(t, r.Suppressed, r.SuppressedReason)
+			assert.Equal(t, []string{nodeName(3), nodeName(7)}, r.Marked())
+		})
+	}
+	// Three in ten exceed floor(0.2 x 10) = 2: a systemic problem, suppressed.
+	r := Evaluate(clusterNodes(10), mesh(10, partitioned(map[int]bool{1: true, 3: true, 7: true}, false), nil), Config{})
+	assert.True(t, r.Suppressed)
+	assert.Equal(t, []string{nodeName(1), nodeName(3), nodeName(7)}, r.Candidates)
+	assert.Empty(t, r.Marked())
+}
+
+func TestQuorumNotMet(t *testing.T) {
+	// Only one observer fails to reach node-03 (an asymmetric path problem).
+	reach := func(i, j int) bool { return !(i == 0 && j == 3) }
+	r := Evaluate(clusterNodes(5), mesh(5, reach, nil), Config{})
+	assert.Empty(t, r.Marked())
+	assert.Equal(t, ReasonBelowQuorum, r.Nodes[3].Reason)
+	assert.Equal(t, []string{nodeName(0)}, r.Nodes[3].FailingObservers)
+	// A partitioned node in a 3-node cluster has only 2 observers: quorum 3 is not met.
+	// Nothing explains the failures then, so marking is suppressed as well.
+	r = Evaluate(clusterNodes(3), mesh(3, partitioned(map[int]bool{2: true}, false), nil), Config{Quorum: 3})
+	assert.Empty(t, r.Marked())
+	assert.Empty(t, r.Candidates)
+	assert.Len(t, r.Nodes[2].FailingObservers, 2)
+	assert.True(t, r.Suppressed)
+	// Failing observers must outnumber those that still reach the node: 2 fail, 7 reach.
+	reach = func(i, j int) bool { return !(j == 5 && i < 2) }
+	r = Evaluate(clusterNodes(10), mesh(10, reach, nil), Config{})
+	assert.False(t, r.Suppressed, r.SuppressedReason)
+	assert.Empty(t, r.Marked())
+	assert.Equal(t, ReasonBelowQuorum, r.Nodes[5].Reason)
+	assert.Equal(t, "unreachable from 2 observer nodes, reachable from 7 (quorum 2): netpulse/agent-00 (node-00), netpulse/agent-01 (node-01)", r.Nodes[5].Message)
+}
+
+func TestOneBrokenPodIsNotANodeProblem(t *testing.T) {
+	es := mesh(5, func(i, j int) bool { return true }, nil)
+	// node-04 also hosts a broken workload pod that every observer fails to reach.
+	for i := range 4 {
+		es = append(es, Edge{ObserverPod: agentPod(i), ObserverNode: nodeName(i), TargetNode: nodeName(4), TargetKind: summary.TargetPod, Verdict: summary.VerdictUnreachable})
+	}
+	r := Evaluate(clusterNodes(5), es, Config{})
+	assert.Empty(t, r.Marked())
+	assert.Empty(t, r.Nodes[4].FailingObservers)
+}
+
+func TestIgnoredEdgesAndNoObservations(t *testing.T) {
+	es := []Edge{
+		{ObserverPod: "a", ObserverNode: "n1", TargetNode: "", TargetKind: summary.TargetExternal, Verdict: summary.VerdictUnreachable},
+		{ObserverPod: "a", ObserverNode: "n1", TargetNode: "n2", TargetKind: summary.TargetPod, Verdict: summary.VerdictUnknown},
+		{ObserverPod: "a", ObserverNode: "", TargetNode: "n2", TargetKind: summary.TargetPod, Verdict: summary.VerdictUnreachable},
+	}
+	r := Evaluate([]string{"n1", "n2", "n3"}, es, Config{})
+	assert.False(t, r.Suppressed)
+	assert.Zero(t, r.Observers)
+	require.Len(t, r.Nodes, 3)
+	for _, ns := range r.Nodes {
+		assert.Equal(t, ReasonNoObservations, ns.Reason)
+	}
+}
+
+// Safety property: whatever the partition (up to the marking bound), the sampling of edges
+// and a broken prober, only partitioned nodes are ever marked; with enough observers, all
+// of them are.
+func TestOnlyPartitionedNodesAreMarked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for iter := range 300 {
+		n := 4 + rng.IntN(27)
+		maxMarked := max(1, n/5)
+		p := map[int]bool{}
+		for len(p) < 1+rng.IntN(maxMarked) {
+			p[rng.IntN(n)] = true
+		}
+		together := rng.IntN(2) == 0
+		broken := -1
+		if rng.IntN(3) == 0 {
+			broken = rng.IntN(n)
+		}
+		base := partitioned(p, together)
+		reach := func(i, j int) bool { return i != broken && base(i, j) }
+		keepP := 0.5 + rng.Float64()/2
+		keepM := map[[2]int]bool{}
+		keep := func(i, j int) bool {
+			k := [2]int{i, j}
+			if v, ok := keepM[k]; ok {
+				return v
+			}
+			keepM[k] = rng.Float64() < keepP
+			return keepM[k]
+		}
+		es := mesh(n, reach, keep)
+		rng.Shuffle(len(es), func(a, b int) { es[a], es[b] = es[b], es[a] })
+		r := Evaluate(clusterNodes(n), es, Config{})
+		for _, m := range r.Marked() {
+			var idx int
+			_, _ = fmt.Sscanf(m, "node-%d", &idx)
+			assert.True(t, p[idx], "iter %d: %s marked but not partitioned (n=%d p=%v broken=%d)", iter, m, n, p, broken)
+		}
+		// Deterministic whatever the edge order.
+		rng.Shuffle(len(es), func(a, b int) { es[a], es[b] = es[b], es[a] })
+		assert.Equal(t, r, Evaluate(clusterNodes(n), es, Config{}), "iter %d", iter)
+	}
+	// Full mesh, no broken prober: every partitioned node is found.
+	for _, n := range []int{5, 12, 30} {
+		p := map[int]bool{0: true}
+		if n >= 10 {
+			p[n-1] = true
+		}
+		r := Evaluate(clusterNodes(n), mesh(n, partitioned(p, false), nil), Config{})
+		assert.Len(t, r.Marked(), len(p), "n=%d", n)
+	}
+}
+
+func TestEdgesFromSummaries(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	sum := func(node string, last time.Time, v summary.Verdict) summary.Summary {
+		return summary.Summary{
+			Key:              summary.PairKey{SourceNamespace: "netpulse", SourcePod: "agent-a", TargetKind: summary.TargetPod},
+			Target:           summary.Target{Kind: summary.TargetPod, Node: node},
+			Verdict:          v,
+			LastObserved:     last,
+			ObservedFromNode: "node-a",
+		}
+	}
+	es := EdgesFromSummaries([]summary.Summary{
+		sum("node-b", now.Add(-time.Minute), summary.VerdictUnreachable),
+		sum("node-c", now.Add(-time.Hour), summary.VerdictUnreachable), // stale
+	}, now, 10*time.Minute)
+	assert.Equal(t, []Edge{{ObserverPod: "netpulse/agent-a", ObserverNode: "node-a", TargetNode: "node-b", TargetKind: summary.TargetPod, Verdict: summary.VerdictUnreachable}}, es)
+	assert.Len(t, EdgesFromSummaries([]summary.Summary{sum("node-c", now.Add(-time.Hour), summary.VerdictReachable)}, now, 0), 1)
+}

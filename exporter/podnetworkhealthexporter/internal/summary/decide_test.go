@@ -1,0 +1,169 @@
+package summary
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func baseSummary() Summary {
+	return Summary{
+		Key: simKey, Verdict: VerdictReachable, LastObserved: t0,
+		RTT:     Latency{Count: 90, P50: 300 * time.Microsecond, P90: 320 * time.Microsecond, P99: 330 * time.Microsecond, Max: 2 * time.Millisecond},
+		HasLoss: true, LossRatio: 0.01, Sent: 90, Lost: 1,
+	}
+}
+
+func TestDecideRules(t *testing.T) {
+	p := DefaultPolicy()
+	base := baseSummary()
+	written := WrittenFrom(base, t0)
+	later := func(d time.Duration, mut func(*Summary)) (bool, string) {
+		s := base
+		s.LastObserved = t0.Add(d) // new data arrived: the content differs
+		if mut != nil {
+			mut(&s)
+		}
+		return Decide(written, s, t0.Add(d), p)
+	}
+	type want struct {
+		write  bool
+		reason string
+	}
+	cases := []struct {
+		name string
+		got  func() (bool, string)
+		want want
+	}{
+		{"never written", func() (bool, string) { return Decide(Written{}, base, t0, p) }, want{true, ReasonInitial}},
+		{"identical content, even after the heartbeat", func() (bool, string) { return Decide(written, base, t0.Add(time.Hour), p) }, want{false, ReasonUnchanged}},
+		{"verdict change at once", func() (bool, string) {
+			return later(time.Second, func(s *Summary) { s.Verdict = VerdictUnreachable })
+		}, want{true, ReasonVerdict}},
+		{"RTT within 20%", func() (bool, string) {
+			return later(2*time.Minute, func(s *Summary) { s.RTT.P50 = 355 * time.Microsecond })
+		}, want{false, ReasonWithin}},
+		{"RTT beyond 20% but under the 100us floor", func() (bool, string) {
+			return later(2*time.Minute, func(s *Summary) { s.RTT.P50 = 390 * time.Microsecond })
+		}, want{false, ReasonWithin}},
+		{"RTT beyond 20% and the floor", func() (bool, string) {
+			return later(2*time.Minute, func(s *Summary) { s.RTT.P50 = 450 * time.Microsecond })
+		}, want{true, ReasonLatency}},
+		{"RTT gone", func() (bool, string) {
+			return later(2*time.Minute, func(s *Summary) { s.RTT = Latency{} })
+		}, want{true, ReasonLatency}},
+		{"loss within 0.05", func() (bool, string) {
+			return later(2*time.Minute, func(s *Summary) { s.LossRatio = 0.06 })
+		}, want{false, ReasonWithin}},
+		{"loss beyond 0.05", func() (bool, string) {
+			return later(2*time.Minute, func(s *Summary) { s.LossRatio = 0.061 })
+		}, want{true, ReasonLoss}},
+		{"loss change within MinChangeInterval is deferred", func() (bool, string) {
+			return later(30*time.Second, func(s *Summary) { s.LossRatio = 0.5 })
+		}, want{false, ReasonDeferred}},
+		{"loss and RTT while Unreachable restate the verdict", func() (bool, string) {
+			w := WrittenFrom(Summary{Key: simKey, Verdict: VerdictUnreachable, HasLoss: true, LossRatio: 0.3, Sent: 30, Lost: 9}, t0)
+			return Decide(w, Summary{Key: simKey, Verdict: VerdictUnreachable, HasLoss: true, LossRatio: 0.9, LastObserved: t0}, t0.Add(5*time.Minute), p)
+		}, want{false, ReasonWithin}},
+		{"heartbeat", func() (bool, string) { return later(10*time.Minute, nil) }, want{true, ReasonHeartbeat}},
+		{"before the heartbeat", func() (bool, string) { return later(10*time.Minute-time.Second, nil) }, want{false, ReasonWithin}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, r := c.got()
+			assert.Equal(t, c.want, want{w, r})
+		})
+	}
+}
+
+func TestDecideHeartbeatPolicy(t *testing.T) {
+	base := baseSummary()
+	written := WrittenFrom(base, t0)
+	s := base
+	s.LastObserved = t0.Add(time.Minute)
+	w, r := Decide(written, s, t0.Add(5*time.Minute), Policy{HeartbeatInterval: 5 * time.Minute})
+	assert.True(t, w)
+	assert.Equal(t, ReasonHeartbeat, r)
+	w, _ = Decide(written, s, t0.Add(5*time.Minute), Policy{})
+	assert.False(t, w, "zero policy = defaults: 10m heartbeat")
+	s.LossRatio = 0.5
+	w, r = Decide(written, s, t0.Add(time.Second), Policy{MinChangeInterval: -1})
+	assert.Equal(t, []any{true, ReasonLoss}, []any{w, r}, "MinChangeInterval disabled")
+}
+
+// Drift accumulates against the last *written* value instead of hiding under the
+// tolerance one small step at a time.
+func TestDecideComparesWithLastWritten(t *testing.T) {
+	p := DefaultPolicy()
+	s := baseSummary()
+	s.RTT.P50 = 1 * time.Millisecond
+	last := WrittenFrom(s, t0)
+	writes := 0
+	now := t0
+	for range 30 { // +5% per 2 minutes
+		now = now.Add(2 * time.Minute)
+		s.RTT.P50 = s.RTT.P50 * 105 / 100
+		s.LastObserved = now
+		if w, r := Decide(last, s, now, p); w {
+			writes++
+			if r != ReasonHeartbeat {
+				assert.Equal(t, ReasonLatency, r)
+			}
+			last = WrittenFrom(s, now)
+		}
+	}
+	assert.GreaterOrEqual(t, writes, 6)
+}
+
+// Property: whatever the summary, writing it and asking again never writes (until the
+// content changes).
+func TestDecideNeverRewritesIdenticalContent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	verdicts := []Verdict{VerdictUnknown, VerdictReachable, VerdictUnreachable}
+	for range 500 {
+		s := baseSummary()
+		s.Verdict = verdicts[rng.IntN(3)]
+		s.RTT.P50 = time.Duration(rng.Int64N(int64(time.Second)))
+		s.HasLoss = rng.IntN(2) == 0
+		s.LossRatio = rng.Float64()
+		s.Probes = []ProbeResult{{Type: "icmp", Sent: rng.Uint64N(100), LastFailure: &Failure{Time: t0, Reason: "Timeout"}}}
+		s.Outages = []Outage{{Start: t0, Message: "x"}}
+		w := WrittenFrom(s, t0)
+		after := time.Duration(rng.Int64N(int64(24 * time.Hour)))
+		write, reason := Decide(w, s, t0.Add(after), DefaultPolicy())
+		assert.False(t, write)
+		assert.Equal(t, ReasonUnchanged, reason)
+	}
+}
+
+func TestFingerprintSeesEveryField(t *testing.T) {
+	base := baseSummary()
+	base.Probes = []ProbeResult{{Type: "icmp", Sent: 3, LastFailure: &Failure{Time: t0, Reason: "Timeout", Message: "m"}}}
+	base.Outages = []Outage{{Start: t0, Message: "m"}}
+	base.ObserverNodes = []string{"node-a"}
+	f := Fingerprint(base)
+	muts := map[string]func(*Summary){
+		"verdict":        func(s *Summary) { s.Verdict = VerdictUnknown },
+		"p99":            func(s *Summary) { s.RTT.P99++ },
+		"loss":           func(s *Summary) { s.LossRatio += 1e-9 },
+		"last observed":  func(s *Summary) { s.LastObserved = s.LastObserved.Add(time.Nanosecond) },
+		"probe sent":     func(s *Summary) { s.Probes[0].Sent++ },
+		"failure msg":    func(s *Summary) { s.Probes[0].LastFailure.Message = "n" },
+		"outage end":     func(s *Summary) { s.Outages[0].End = t0.Add(time.Second) },
+		"observer nodes": func(s *Summary) { s.ObserverNodes = []string{"node-b"} },
+		"window":         func(s *Summary) { s.WindowStart = t0 },
+		"target node":    func(s *Summary) { s.Target.Node = "x" },
+	}
+	for name, mut := range muts {
+		s := base
+		s.Probes = []ProbeResult{base.Probes[0]}
+		fl := *base.Probes[0].LastFailure
+		s.Probes[0].LastFailure = &fl
+		s.Outages = append([]Outage(nil), base.Outages...)
+		mut(&s)
+		assert.NotEqual(t, f, Fingerprint(s), name)
+	}
+	assert.Equal(t, f, Fingerprint(base), "the mutations worked on copies")
+}

@@ -1,0 +1,670 @@
+package summary
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/netpulse/netpulse/internal/contract"
+)
+
+// SkipReason says why a data point of a pod_probe metric was not used. Metrics with other
+// names are ignored silently: they are not skips.
+type SkipReason string
+
+// Skip reasons.
+const (
+	// SkipMissingSource: the Resource lacks k8s.namespace.name, k8s.pod.name or k8s.pod.uid.
+	SkipMissingSource SkipReason = "missing_source"
+	// SkipMissingTarget: no (string, non-empty) destination.address.
+	SkipMissingTarget SkipReason = "missing_target"
+	// SkipUnknownProbeType: netpulse.probe.type is absent or not icmp/tcp/http/dns.
+	SkipUnknownProbeType SkipReason = "unknown_probe_type"
+	// SkipInvalidValue: NaN, infinite or negative value, a ratio above 1, or a malformed
+	// histogram (negative buckets, scale out of range, absurd bucket ranges or counts).
+	SkipInvalidValue SkipReason = "invalid_value"
+	// SkipUnsupportedType: a known metric name with an unexpected data type (for example the
+	// duration as an explicit-bucket histogram).
+	SkipUnsupportedType SkipReason = "unsupported_type"
+	// SkipOutOfOrder: a cumulative point older than the last one seen of its stream.
+	SkipOutOfOrder SkipReason = "out_of_order"
+)
+
+// DecoderConfig configures a Decoder. Zero fields take the defaults.
+type DecoderConfig struct {
+	// StreamTTL: Expire forgets the previous cumulative value of streams not seen for this
+	// long (default 2h: longer than the pod_probe receiver's 1h series TTL, so a pair that
+	// the sampling planner revisits rarely is still diffed, not re-counted from zero).
+	StreamTTL time.Duration
+	// FirstSightMaxAge: when > 0, a cumulative point seen for the first time whose
+	// StartTimestamp is more than this before its Timestamp only sets the baseline (its
+	// history is not counted as one round). 0 (the default) treats every first sight as the
+	// delta, which is exact for the receiver's first emission of a series (StartTimestamp ==
+	// Timestamp) and over-counts once after a gateway restart.
+	FirstSightMaxAge time.Duration
+}
+
+// DefaultStreamTTL is the default DecoderConfig.StreamTTL.
+const DefaultStreamTTL = 2 * time.Hour
+
+func (c DecoderConfig) withDefaults() DecoderConfig {
+	if c.StreamTTL <= 0 {
+		c.StreamTTL = DefaultStreamTTL
+	}
+	return c
+}
+
+// DecodeResult is what one Decode call found.
+type DecodeResult struct {
+	// Observations, one per source pod x target (address, port) x probe type x round,
+	// ordered by source, target, probe type and time.
+	Observations []Observation
+	// Skipped counts data points of pod_probe metrics that were not used, by reason.
+	Skipped map[SkipReason]int
+	// Resets counts cumulative streams that restarted (new StartTimestamp or a count that
+	// went down); their current value was used as the delta.
+	Resets int
+}
+
+// Decoder turns pod_probe metrics into Observations. It keeps the previous value of each
+// cumulative stream (sums and the duration histogram) to turn cumulative data into the
+// increments of each round. Safe for concurrent use.
+type Decoder struct {
+	cfg     DecoderConfig
+	mu      sync.Mutex
+	streams map[string]*stream
+}
+
+type stream struct {
+	start, ts pcommon.Timestamp
+	value     float64
+	hist      Histogram
+	seen      time.Time
+}
+
+// NewDecoder returns a Decoder.
+func NewDecoder(cfg DecoderConfig) *Decoder {
+	return &Decoder{cfg: cfg.withDefaults(), streams: map[string]*stream{}}
+}
+
+// Streams is the number of cumulative streams remembered.
+func (d *Decoder) Streams() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.streams)
+}
+
+// Expire forgets streams not seen (by Decode's now) for StreamTTL; it returns how many.
+func (d *Decoder) Expire(now time.Time) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for k, s := range d.streams {
+		if now.Sub(s.seen) > d.cfg.StreamTTL {
+			delete(d.streams, k)
+			n++
+		}
+	}
+	return n
+}
+
+type metricKind int
+
+const (
+	mStatus metricKind = iota
+	mLoss
+	mSent
+	mLost
+	mErrors
+	mDuration
+)
+
+var metricKinds = map[string]metricKind{
+	contract.MetricStatus:      mStatus,
+	contract.MetricLossRatio:   mLoss,
+	contract.MetricPacketsSent: mSent,
+	contract.MetricPacketsLost: mLost,
+	contract.MetricErrors:      mErrors,
+	contract.MetricDuration:    mDuration,
+}
+
+// groupKey identifies one Observation: source x target address/port x probe type x round.
+type groupKey struct {
+	ns, pod, uid string
+	addr         string
+	port         int64
+	probe        string
+	ts           pcommon.Timestamp
+}
+
+// point is one usable data point.
+type point struct {
+	kind       metricKind
+	group      groupKey
+	src        Source
+	target     Target
+	stream     string // cumulative streams only
+	cumulative bool
+	start, ts  pcommon.Timestamp
+	value      float64
+	hist       Histogram
+	errorType  string
+	dropped    bool // out of order
+}
+
+// Decode decodes one batch. now is the arrival time (it dates the streams for Expire).
+// Malformed data points are skipped and counted; they never stop the others.
+func (d *Decoder) Decode(md pmetric.Metrics, now time.Time) DecodeResult {
+	res := DecodeResult{Skipped: map[SkipReason]int{}}
+	var pts []point
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		rm := rms.At(i)
+		src, srcOK := sourceOf(rm.Resource().Attributes())
+		sms := rm.ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				kind, known := metricKinds[m.Name()]
+				if !known {
+					continue
+				}
+				if !srcOK {
+					res.Skipped[SkipMissingSource] += dataPointCount(m)
+					continue
+				}
+				pts = appendPoints(pts, m, kind, src, &res)
+			}
+		}
+	}
+	d.mu.Lock()
+	d.diff(pts, now, &res)
+	d.mu.Unlock()
+
+	res.Observations = assemble(pts)
+	return res
+}
+
+func dataPointCount(m pmetric.Metric) int {
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints().Len()
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints().Len()
+	case pmetric.MetricTypeHistogram:
+		return m.Histogram().DataPoints().Len()
+	case pmetric.MetricTypeExponentialHistogram:
+		return m.ExponentialHistogram().DataPoints().Len()
+	case pmetric.MetricTypeSummary:
+		return m.Summary().DataPoints().Len()
+	}
+	return 0
+}
+
+func str(attrs pcommon.Map, key string) string {
+	v, ok := attrs.Get(key)
+	if !ok || v.Type() != pcommon.ValueTypeStr {
+		return ""
+	}
+	return v.Str()
+}
+
+// sourceOf reads the source pod from the Resource; all of namespace, name and UID are
+// required (the object lives in the namespace, is named after the pod and owned by its UID).
+func sourceOf(attrs pcommon.Map) (Source, bool) {
+	s := Source{
+		Namespace: str(attrs, contract.K8sNamespaceName),
+		Name:      str(attrs, contract.K8sPodName),
+		UID:       str(attrs, contract.K8sPodUID),
+		Node:      str(attrs, contract.K8sNodeName),
+		IP:        str(attrs, contract.K8sPodIP),
+	}
+	return s, s.Namespace != "" && s.Name != "" && s.UID != ""
+}
+
+// targetOf reads the target and probe type from data point attributes.
+func targetOf(attrs pcommon.Map) (Target, string, SkipReason) {
+	t := Target{Address: str(attrs, contract.DestinationAddress)}
+	if t.Address == "" {
+		return t, "", SkipMissingTarget
+	}
+	probe := str(attrs, contract.ProbeType)
+	if probeIndex(probe) < 0 {
+		return t, "", SkipUnknownProbeType
+	}
+	if v, ok := attrs.Get(contract.DestinationPort); ok {
+		switch v.Type() {
+		case pcommon.ValueTypeInt:
+			if p := v.Int(); p > 0 && p <= 65535 {
+				t.Port = p
+			}
+		case pcommon.ValueTypeStr:
+			if p, err := strconv.ParseInt(v.Str(), 10, 64); err == nil && p > 0 && p <= 65535 {
+				t.Port = p
+			}
+		}
+	}
+	dst := func(key string) string { return str(attrs, contract.DestinationPrefix+key) }
+	t.Namespace, t.Name, t.UID = dst(contract.K8sNamespaceName), dst(contract.K8sPodName), dst(contract.K8sPodUID)
+	t.Node, t.Zone = dst(contract.K8sNodeName), dst(contract.CloudZone)
+	switch {
+	case str(attrs, contract.TargetKind) == "node":
+		t.Kind = TargetNode
+		t.Namespace, t.Name, t.UID = "", t.Node, ""
+	case t.UID != "" || (t.Name != "" && t.Namespace != ""):
+		t.Kind = TargetPod
+	case t.Node != "":
+		t.Kind = TargetNode
+		t.Namespace, t.Name, t.UID = "", t.Node, ""
+	default:
+		t.Kind = TargetExternal
+		t.Namespace, t.Name, t.UID = "", "", ""
+	}
+	return t, probe, ""
+}
+
+// streamKey identifies a cumulative stream: the source pod, the metric and the data point
+// attributes except the target identity that k8s_net_attributes adds (destination.* other
+// than destination.address and destination.port): enrichment that appears or changes later
+// must not make a stream look new.
+func streamKey(src *Source, metric string, attrs pcommon.Map) string {
+	type kv struct{ k, v string }
+	var kvs []kv
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		if strings.HasPrefix(k, contract.DestinationPrefix) && k != contract.DestinationAddress && k != contract.DestinationPort {
+			return true
+		}
+		kvs = append(kvs, kv{k, v.AsString()})
+		return true
+	})
+	slices.SortFunc(kvs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	var b strings.Builder
+	for _, s := range []string{src.Namespace, src.Name, src.UID, metric} {
+		b.WriteString(strconv.Itoa(len(s)) + ":" + s)
+	}
+	for _, e := range kvs {
+		b.WriteString(strconv.Itoa(len(e.k)) + ":" + e.k + strconv.Itoa(len(e.v)) + ":" + e.v)
+	}
+	return b.String()
+}
+
+func finiteNonNegative(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+
+func numberValue(dp pmetric.NumberDataPoint) (float64, bool) {
+	switch dp.ValueType() {
+	case pmetric.NumberDataPointValueTypeInt:
+		return float64(dp.IntValue()), true
+	case pmetric.NumberDataPointValueTypeDouble:
+		return dp.DoubleValue(), true
+	}
+	return 0, false
+}
+
+func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src Source, res *DecodeResult) []point {
+	base := func(attrs pcommon.Map, ts, start pcommon.Timestamp) (point, bool) {
+		t, probe, reason := targetOf(attrs)
+		if reason != "" {
+			res.Skipped[reason]++
+			return point{}, false
+		}
+		p := point{
+			kind: kind, src: src, target: t, ts: ts, start: start,
+			group: groupKey{ns: src.Namespace, pod: src.Name, uid: src.UID, addr: t.Address, port: t.Port, probe: probe, ts: ts},
+		}
+		if kind == mErrors {
+			p.errorType = str(attrs, contract.ErrorType)
+			if p.errorType == "" {
+				p.errorType = contract.ErrorTypeOther
+			}
+		}
+		return p, true
+	}
+
+	if kind == mDuration {
+		if m.Type() != pmetric.MetricTypeExponentialHistogram {
+			res.Skipped[SkipUnsupportedType] += dataPointCount(m)
+			return pts
+		}
+		eh := m.ExponentialHistogram()
+		cumulative := eh.AggregationTemporality() != pmetric.AggregationTemporalityDelta
+		dps := eh.DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			dp := dps.At(i)
+			p, ok := base(dp.Attributes(), dp.Timestamp(), dp.StartTimestamp())
+			if !ok {
+				continue
+			}
+			h, ok := histFromPdata(dp)
+			if !ok {
+				res.Skipped[SkipInvalidValue]++
+				continue
+			}
+			p.hist, p.cumulative = h, cumulative
+			if cumulative {
+				p.stream = streamKey(&src, m.Name(), dp.Attributes())
+			}
+			pts = append(pts, p)
+		}
+		return pts
+	}
+
+	var dps pmetric.NumberDataPointSlice
+	cumulative := false
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		dps = m.Gauge().DataPoints()
+		cumulative = kind == mSent || kind == mLost || kind == mErrors // a counter read as a gauge
+	case pmetric.MetricTypeSum:
+		dps = m.Sum().DataPoints()
+		cumulative = m.Sum().AggregationTemporality() != pmetric.AggregationTemporalityDelta
+	default:
+		res.Skipped[SkipUnsupportedType] += dataPointCount(m)
+		return pts
+	}
+	counter := kind == mSent || kind == mLost || kind == mErrors
+	for i := 0; i < dps.Len(); i++ {
+		dp := dps.At(i)
+		p, ok := base(dp.Attributes(), dp.Timestamp(), dp.StartTimestamp())
+		if !ok {
+			continue
+		}
+		v, ok := numberValue(dp)
+		if !ok || !finiteNonNegative(v) || (kind == mLoss && v > 1) || (counter && v > 1<<53) {
+			res.Skipped[SkipInvalidValue]++
+			continue
+		}
+		p.value = v
+		if counter {
+			p.cumulative = cumulative
+			if cumulative {
+				p.stream = streamKey(&src, m.Name(), dp.Attributes())
+			}
+		}
+		pts = append(pts, p)
+	}
+	return pts
+}
+
+// maxAcceptedBuckets rejects absurd histograms (the receiver sends at most 160 buckets).
+const maxAcceptedBuckets = 4096
+
+// histFromPdata converts the positive range of an exponential histogram point.
+func histFromPdata(dp pmetric.ExponentialHistogramDataPoint) (Histogram, bool) {
+	scale := dp.Scale()
+	if scale < MinScale || scale > MaxScale {
+		return Histogram{}, false
+	}
+	neg := dp.Negative().BucketCounts()
+	for i := 0; i < neg.Len(); i++ {
+		if neg.At(i) != 0 {
+			return Histogram{}, false // durations are never negative
+		}
+	}
+	pos := dp.Positive()
+	n := pos.BucketCounts().Len()
+	if n > maxAcceptedBuckets || int64(pos.Offset())+int64(n) > math.MaxInt32 {
+		return Histogram{}, false
+	}
+	h := Histogram{Scale: scale, ZeroCount: dp.ZeroCount(), Offset: pos.Offset(), Counts: pos.BucketCounts().AsRaw()}
+	total := h.ZeroCount
+	for _, c := range h.Counts {
+		if total+c < total || total+c > 1<<53 {
+			return Histogram{}, false
+		}
+		total += c
+	}
+	for _, v := range []struct {
+		has bool
+		v   float64
+	}{{dp.HasMin(), dp.Min()}, {dp.HasMax(), dp.Max()}, {dp.HasSum(), dp.Sum()}} {
+		if v.has && !finiteNonNegative(v.v) {
+			return Histogram{}, false
+		}
+	}
+	h.trim()
+	if total == 0 {
+		return Histogram{Scale: scale}, true
+	}
+	lo, hi := h.bucketRange()
+	if len(h.Counts) > 0 {
+		if l, _ := bucketBounds(scale, h.Offset); l <= 0 || math.IsInf(hi, 0) {
+			return Histogram{}, false // bucket range outside float64
+		}
+	}
+	h.Min, h.Max = lo, hi
+	if dp.HasMin() && dp.Min() >= lo && dp.Min() <= hi {
+		h.Min = dp.Min()
+	}
+	if dp.HasMax() && dp.Max() >= h.Min && dp.Max() <= hi {
+		h.Max = dp.Max()
+	}
+	return h, true
+}
+
+// diff turns cumulative points into increments, in stream and time order, and updates the
+// remembered streams. Caller holds d.mu.
+func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
+	idx := make([]int, 0, len(pts))
+	for i := range pts {
+		if pts[i].cumulative {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if c := strings.Compare(pts[a].stream, pts[b].stream); c != 0 {
+			return c
+		}
+		return cmp.Compare(pts[a].ts, pts[b].ts)
+	})
+	for _, i := range idx {
+		p := &pts[i]
+		s := d.streams[p.stream]
+		if s == nil {
+			s = &stream{}
+			d.streams[p.stream] = s
+			baselineOnly := d.cfg.FirstSightMaxAge > 0 && p.start != 0 && p.ts > p.start &&
+				p.ts.AsTime().Sub(p.start.AsTime()) > d.cfg.FirstSightMaxAge
+			s.start, s.ts, s.value, s.hist, s.seen = p.start, p.ts, p.value, p.hist, now
+			if baselineOnly {
+				p.value, p.hist = 0, Histogram{Scale: p.hist.Scale}
+			}
+			continue
+		}
+		s.seen = now
+		switch {
+		case p.ts < s.ts:
+			p.dropped = true
+			res.Skipped[SkipOutOfOrder]++
+			continue
+		case p.ts == s.ts && p.start == s.start:
+			// A duplicate (a retried export): nothing new.
+			p.value, p.hist = 0, Histogram{Scale: p.hist.Scale}
+			continue
+		}
+		restarted := p.start != s.start && p.start != 0 && s.start != 0
+		if p.kind == mDuration {
+			var delta Histogram
+			reset := restarted
+			if !reset {
+				delta, reset = subtractCumulative(&p.hist, &s.hist)
+			}
+			s.hist = p.hist
+			if reset {
+				res.Resets++
+			} else {
+				p.hist = delta
+			}
+		} else {
+			cur := p.value
+			if restarted || cur < s.value {
+				res.Resets++
+			} else {
+				p.value = cur - s.value
+			}
+			s.value = cur
+		}
+		s.start, s.ts = p.start, p.ts
+	}
+}
+
+// builder collects the points of one Observation.
+type builder struct {
+	obs                     Observation
+	hasStatus, hasLossGauge bool
+	hasSent, hasLost        bool
+	lossGauge               float64
+	errs                    map[string]float64
+}
+
+// assemble groups points into Observations.
+func assemble(pts []point) []Observation {
+	groups := map[groupKey]*builder{}
+	var order []*builder
+	for i := range pts {
+		p := &pts[i]
+		if p.dropped {
+			continue
+		}
+		b := groups[p.group]
+		if b == nil {
+			b = &builder{}
+			b.obs.Source = p.src
+			b.obs.Target = p.target
+			b.obs.ProbeType = p.group.probe
+			b.obs.Timestamp = p.ts.AsTime()
+			groups[p.group] = b
+			order = append(order, b)
+		} else {
+			mergeTarget(&b.obs.Target, &p.target)
+		}
+		switch p.kind {
+		case mStatus:
+			b.obs.Success = b.obs.Success || p.value > 0 // duplicates: any success counts
+			b.hasStatus = true
+		case mLoss:
+			b.lossGauge, b.hasLossGauge = p.value, true
+		case mSent:
+			b.obs.Sent += uint64(p.value)
+			b.hasSent = true
+		case mLost:
+			b.obs.Lost += uint64(p.value)
+			b.hasLost = true
+		case mErrors:
+			if p.value > 0 {
+				if b.errs == nil {
+					b.errs = map[string]float64{}
+				}
+				b.errs[p.errorType] += p.value
+			}
+		case mDuration:
+			b.obs.RTT.Merge(&p.hist)
+		}
+	}
+	out := make([]Observation, 0, len(order))
+	for _, b := range order {
+		if o, ok := b.finish(); ok {
+			out = append(out, o)
+		}
+	}
+	slices.SortStableFunc(out, compareObservations)
+	return out
+}
+
+// mergeTarget fills fields of t that are empty from o (points of one group agree; a field
+// missing on one of them is taken from another).
+func mergeTarget(t, o *Target) {
+	if t.Kind == TargetExternal && o.Kind != TargetExternal {
+		addr, port := t.Address, t.Port
+		*t = *o
+		t.Address, t.Port = addr, port
+		return
+	}
+	if t.Kind != o.Kind {
+		return
+	}
+	for _, f := range []struct{ dst, src *string }{
+		{&t.Namespace, &o.Namespace}, {&t.Name, &o.Name}, {&t.UID, &o.UID}, {&t.Node, &o.Node}, {&t.Zone, &o.Zone},
+	} {
+		if *f.dst == "" {
+			*f.dst = *f.src
+		}
+	}
+}
+
+// finish infers what the points of a group did not say directly. ok is false when the
+// group says nothing about the outcome of the round.
+func (b *builder) finish() (Observation, bool) {
+	o := b.obs
+	if b.hasLost && !b.hasSent {
+		o.Lost = 0 // a lost count without its sent count cannot be used
+	}
+	if o.Lost > o.Sent {
+		o.Lost = o.Sent
+	}
+	switch {
+	case o.Sent > 0:
+		o.LossRatio, o.HasLoss = float64(o.Lost)/float64(o.Sent), true
+	case b.hasLossGauge:
+		o.LossRatio, o.HasLoss = b.lossGauge, true
+	}
+	errType := ""
+	best := 0.0
+	for et, n := range b.errs {
+		if n > best || (n == best && et < errType) {
+			errType, best = et, n
+		}
+	}
+	if !b.hasStatus {
+		switch {
+		case errType != "":
+			o.Success = false
+		case o.Sent > 0:
+			o.Success = o.Lost < o.Sent
+		case b.hasLossGauge:
+			o.Success = b.lossGauge < 1
+		case o.RTT.Count() > 0:
+			o.Success = true
+		default:
+			return o, false
+		}
+	}
+	if o.Success {
+		return o, true
+	}
+	o.ErrorType = errType
+	what := errType
+	if what == "" {
+		what = "failed"
+	}
+	o.Message = fmt.Sprintf("%s %s: %s", o.ProbeType, o.Target.targetText(), what)
+	if o.Sent > 0 {
+		o.Message += fmt.Sprintf(" (%d of %d echoes lost)", o.Lost, o.Sent)
+	}
+	return o, true
+}
+
+func compareObservations(a, b Observation) int {
+	for _, c := range []int{
+		strings.Compare(a.Source.Namespace, b.Source.Namespace),
+		strings.Compare(a.Source.Name, b.Source.Name),
+		strings.Compare(a.Source.UID, b.Source.UID),
+		strings.Compare(a.Target.Address, b.Target.Address),
+		cmp.Compare(a.Target.Port, b.Target.Port),
+		cmp.Compare(probeIndex(a.ProbeType), probeIndex(b.ProbeType)),
+		a.Timestamp.Compare(b.Timestamp),
+	} {
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}

@@ -1,0 +1,201 @@
+package summary
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netpulse/netpulse/internal/contract"
+)
+
+// TargetKind is what a probe target is; the values are those of the PodNetworkHealth API.
+type TargetKind string
+
+// Target kinds.
+const (
+	TargetPod      TargetKind = "Pod"
+	TargetNode     TargetKind = "Node"
+	TargetExternal TargetKind = "External"
+)
+
+// Source is the probing pod (from the Resource).
+type Source struct {
+	Namespace string
+	Name      string
+	UID       string
+	Node      string
+	IP        string
+}
+
+// Target is what was probed (from data point attributes, enriched by k8s_net_attributes).
+type Target struct {
+	Kind      TargetKind
+	Namespace string // Pod
+	Name      string // Pod name, or Node name
+	UID       string // Pod
+	Node      string // the node the target runs on (Pod), or the node itself (Node)
+	Zone      string
+	Address   string // destination.address
+	Port      int64  // destination.port, 0 when there is none
+}
+
+// Observation is what one source observed of one target with one probe type in one probe
+// round. The Decoder produces them from pod_probe metrics; tests and simulations build them
+// directly.
+type Observation struct {
+	Source    Source
+	Target    Target
+	ProbeType string // one of the contract.ProbeType* values
+	// Timestamp is the round's time: every data point of a round carries the same one.
+	Timestamp time.Time
+	// Success: the target answered (ICMP: at least one echo reply).
+	Success bool
+	// ErrorType is the contract's error.type of a failure ("" when unknown or on success).
+	ErrorType string
+	// Message describes a failure for humans.
+	Message string
+	// Sent and Lost are the ICMP echoes of this round (0 and 0 when unknown or not ICMP).
+	Sent, Lost uint64
+	// LossRatio is Lost/Sent, or the loss gauge when the counters are unknown; valid only
+	// when HasLoss.
+	LossRatio float64
+	HasLoss   bool
+	// RTT holds this round's samples in seconds: ICMP round-trip times, otherwise the
+	// duration of the successful probe. Empty when none.
+	RTT Histogram
+}
+
+// PairKey identifies a (source pod -> target) pair: one PodNetworkHealth object. It is
+// comparable (a map key). Only the fields of the target's kind are set: Pod: namespace,
+// name, UID; Node: name (the address when the name is unknown); External: the address.
+type PairKey struct {
+	SourceNamespace string
+	SourcePod       string
+	SourceUID       string
+	TargetKind      TargetKind
+	TargetNamespace string
+	TargetName      string
+	TargetUID       string
+	TargetAddress   string
+}
+
+// KeyOf returns the pair an observation belongs to.
+func KeyOf(o *Observation) PairKey {
+	k := PairKey{
+		SourceNamespace: o.Source.Namespace,
+		SourcePod:       o.Source.Name,
+		SourceUID:       o.Source.UID,
+		TargetKind:      o.Target.Kind,
+	}
+	switch o.Target.Kind {
+	case TargetPod:
+		k.TargetNamespace, k.TargetName, k.TargetUID = o.Target.Namespace, o.Target.Name, o.Target.UID
+	case TargetNode:
+		k.TargetName = o.Target.Name
+		if k.TargetName == "" {
+			k.TargetAddress = o.Target.Address
+		}
+	default:
+		k.TargetKind = TargetExternal
+		k.TargetAddress = o.Target.Address
+	}
+	return k
+}
+
+// String renders the key for logs and stable ordering, e.g.
+// "ns/agent-a(uid)->Pod:ns/agent-b(uid)" or "ns/agent-a(uid)->External:192.0.2.10".
+func (k PairKey) String() string {
+	var b strings.Builder
+	b.WriteString(k.SourceNamespace + "/" + k.SourcePod + "(" + k.SourceUID + ")->" + string(k.TargetKind) + ":")
+	switch k.TargetKind {
+	case TargetPod:
+		b.WriteString(k.TargetNamespace + "/" + k.TargetName + "(" + k.TargetUID + ")")
+	default:
+		if k.TargetName != "" {
+			b.WriteString(k.TargetName)
+		} else {
+			b.WriteString(k.TargetAddress)
+		}
+	}
+	return b.String()
+}
+
+// Less orders keys (field by field).
+func (k PairKey) Less(o PairKey) bool {
+	a := [...]string{k.SourceNamespace, k.SourcePod, k.SourceUID, string(k.TargetKind), k.TargetNamespace, k.TargetName, k.TargetUID, k.TargetAddress}
+	b := [...]string{o.SourceNamespace, o.SourcePod, o.SourceUID, string(o.TargetKind), o.TargetNamespace, o.TargetName, o.TargetUID, o.TargetAddress}
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// valid reports whether the key names a source and a target.
+func (k PairKey) valid() bool {
+	if k.SourceNamespace == "" || (k.SourcePod == "" && k.SourceUID == "") {
+		return false
+	}
+	switch k.TargetKind {
+	case TargetPod:
+		return k.TargetUID != "" || (k.TargetName != "" && k.TargetNamespace != "")
+	case TargetNode:
+		return k.TargetName != "" || k.TargetAddress != ""
+	default:
+		return k.TargetAddress != ""
+	}
+}
+
+// probeIndex maps the contract's probe types to a fixed order (icmp, tcp, http, dns).
+func probeIndex(t string) int {
+	switch t {
+	case contract.ProbeTypeICMP:
+		return 0
+	case contract.ProbeTypeTCP:
+		return 1
+	case contract.ProbeTypeHTTP:
+		return 2
+	case contract.ProbeTypeDNS:
+		return 3
+	}
+	return -1
+}
+
+var probeTypes = [...]string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP, contract.ProbeTypeDNS}
+
+const numProbeTypes = len(probeTypes)
+
+// FailureReason maps a contract error.type to the CamelCase reason the PodNetworkHealth API
+// uses for probe failures and outages (api/v1alpha1 FailureReason*): timeout -> Timeout,
+// refused -> ConnectionRefused, unreachable -> HostUnreachable, dns_error -> DNSError,
+// tls_error -> TLSError, http_status -> HTTPStatus, anything else (other, permission,
+// unknown, "") -> Error.
+func FailureReason(errorType string) string {
+	switch errorType {
+	case contract.ErrorTypeTimeout:
+		return "Timeout"
+	case contract.ErrorTypeRefused:
+		return "ConnectionRefused"
+	case contract.ErrorTypeUnreachable:
+		return "HostUnreachable"
+	case contract.ErrorTypeDNS:
+		return "DNSError"
+	case contract.ErrorTypeTLS:
+		return "TLSError"
+	case contract.ErrorTypeHTTPStatus:
+		return "HTTPStatus"
+	}
+	return "Error"
+}
+
+// targetText renders address[:port] for messages.
+func (t *Target) targetText() string {
+	if t.Port == 0 {
+		return t.Address
+	}
+	if strings.Contains(t.Address, ":") {
+		return "[" + t.Address + "]:" + strconv.FormatInt(t.Port, 10)
+	}
+	return t.Address + ":" + strconv.FormatInt(t.Port, 10)
+}

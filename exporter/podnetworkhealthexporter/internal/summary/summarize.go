@@ -1,0 +1,779 @@
+package summary
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/netpulse/netpulse/internal/contract"
+)
+
+// Verdict is a pair's reachability; the values are those of the PodNetworkHealth API.
+type Verdict string
+
+// Verdicts.
+const (
+	VerdictUnknown     Verdict = "Unknown"
+	VerdictReachable   Verdict = "Reachable"
+	VerdictUnreachable Verdict = "Unreachable"
+)
+
+// Config configures a Summarizer. Zero fields take the defaults.
+type Config struct {
+	// Window is how far back the figures (quantiles, loss, per-probe results, observers)
+	// look, from the pair's newest observation (default 5m).
+	Window time.Duration
+	// Slots divides the window into this many time slots (default 10, at most 120): the
+	// figures cover the slots of the last Window, i.e. between Window-Window/Slots and
+	// Window of observations. Memory per pair is bounded by Slots, not by the probe rate.
+	Slots int
+	// FailuresToUnreachable consecutive failed rounds make a pair Unreachable (default 3).
+	FailuresToUnreachable int
+	// SuccessesToReachable consecutive successful rounds make an Unreachable pair
+	// Reachable again (default 2).
+	SuccessesToReachable int
+	// MaxOutages is the length of the outage history, newest first (default 20, the API's
+	// bound).
+	MaxOutages int
+}
+
+// Defaults of Config.
+const (
+	DefaultWindow                = 5 * time.Minute
+	DefaultSlots                 = 10
+	DefaultFailuresToUnreachable = 3
+	DefaultSuccessesToReachable  = 2
+	DefaultMaxOutages            = 20
+)
+
+// maxObserversPerSlot bounds the distinct observers remembered per slot.
+const maxObserversPerSlot = 8
+
+// maxMessage is the API's bound on messages (characters).
+const maxMessage = 256
+
+func (c Config) withDefaults() Config {
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
+	}
+	if c.Slots <= 0 {
+		c.Slots = DefaultSlots
+	}
+	c.Slots = min(c.Slots, 120)
+	if c.FailuresToUnreachable <= 0 {
+		c.FailuresToUnreachable = DefaultFailuresToUnreachable
+	}
+	if c.SuccessesToReachable <= 0 {
+		c.SuccessesToReachable = DefaultSuccessesToReachable
+	}
+	if c.MaxOutages <= 0 {
+		c.MaxOutages = DefaultMaxOutages
+	}
+	return c
+}
+
+// Latency summarises RTT samples. Count is 0 when there were none (the durations are then
+// zero). Always P50 <= P90 <= P99 <= Max.
+type Latency struct {
+	Count              uint64
+	P50, P90, P99, Max time.Duration
+}
+
+// Failure is one failed probe.
+type Failure struct {
+	Time time.Time
+	// ErrorType is the contract's error.type ("" when unknown); Reason is its CamelCase
+	// form for the API (FailureReason).
+	ErrorType string
+	Reason    string
+	Message   string
+}
+
+// Outage is one period during which the pair was Unreachable.
+type Outage struct {
+	// Start is the time of the first failed round of the run that made the pair
+	// Unreachable.
+	Start time.Time
+	// End is the time of the first successful round of the run that made it Reachable
+	// again; zero while the outage is ongoing.
+	End time.Time
+	// Reason is the CamelCase failure reason of the first failed round.
+	Reason  string
+	Message string
+}
+
+// Ongoing reports whether the outage has not ended.
+func (o Outage) Ongoing() bool { return o.End.IsZero() }
+
+// ProbeResult is what one probe type observed over the window.
+type ProbeResult struct {
+	Type string
+	// Probes and Failures count this type's observations (one per round) in the window.
+	Probes, Failures uint64
+	// Sent and Lost: ICMP echoes when the echo counters are known, otherwise Probes and
+	// Failures (a TCP connect, HTTP request or DNS lookup is one probe).
+	Sent, Lost uint64
+	// RTT of this type's successful probes in the window.
+	RTT Latency
+	// LastSuccess and LastFailure may lie before the window (zero / nil when never).
+	LastSuccess time.Time
+	LastFailure *Failure
+}
+
+// Summary is the state of one pair, everything the writer needs for its status.
+type Summary struct {
+	Key    PairKey
+	Source Source // as of the newest observation
+	Target Target
+
+	Verdict Verdict
+	// VerdictSince is the round that set the verdict (zero while Unknown).
+	VerdictSince time.Time
+	// ConsecutiveFailures / ConsecutiveSuccesses: the current run of rounds.
+	ConsecutiveFailures, ConsecutiveSuccesses int
+
+	// RTT is the primary latency over the window: ICMP RTTs when there are any, otherwise
+	// the durations of the other probe types together. RTTFrom names the probe types it
+	// comes from ("icmp", "tcp,http", ...).
+	RTT     Latency
+	RTTFrom string
+	// LossRatio over the window: ICMP Lost/Sent echoes; without ICMP echoes, failed probes
+	// of all types over probes. Valid when HasLoss.
+	LossRatio  float64
+	HasLoss    bool
+	Sent, Lost uint64
+
+	// Probes holds one result per probe type seen, in the order icmp, tcp, http, dns.
+	Probes []ProbeResult
+
+	// Rounds and FailedRounds in the window.
+	Rounds, FailedRounds int
+	// LastObserved is the newest round; ObservedFromNode the source's node then.
+	LastObserved     time.Time
+	ObservedFromNode string
+	// Observers: distinct (source pod UID, node) in the window; ObserverNodes their nodes,
+	// sorted.
+	Observers     int
+	ObserverNodes []string
+
+	// Outages, newest first, at most Config.MaxOutages; only the first may be ongoing.
+	Outages []Outage
+
+	// WindowStart and WindowEnd: the first and last round the window figures cover.
+	WindowStart, WindowEnd time.Time
+}
+
+// Transition is a verdict change of one pair, for Events. When a pair changed several
+// times between two Transitions calls, the changes are coalesced: Old is the verdict
+// before the first, New the verdict after the last, At and Message those of the last, and
+// Flips how many there were. A pair that flapped back (Old == New, Flips >= 2) is still
+// reported, so the writer can say so; writers that only want real changes skip Old == New.
+type Transition struct {
+	Key      PairKey
+	Old, New Verdict
+	At       time.Time
+	Flips    int
+	Message  string
+}
+
+// Stats counts what the Summarizer did not use.
+type Stats struct {
+	Pairs int
+	// Ignored: observations without a usable pair key, probe type or timestamp.
+	Ignored uint64
+	// Late: observations older than the pair's newest round: they count towards the window
+	// figures (when still inside the window) but not towards the verdict.
+	Late uint64
+}
+
+// Summarizer keeps per-pair state: the verdict with hysteresis, the outage history and a
+// sliding window of figures. Safe for concurrent use.
+type Summarizer struct {
+	cfg     Config
+	slotW   time.Duration
+	mu      sync.Mutex
+	pairs   map[PairKey]*pairState
+	pending map[PairKey]*Transition
+	gen     uint64 // Transitions calls
+	ignored uint64
+	late    uint64
+}
+
+// NewSummarizer returns a Summarizer.
+func NewSummarizer(cfg Config) *Summarizer {
+	cfg = cfg.withDefaults()
+	w := max(cfg.Window/time.Duration(cfg.Slots), time.Millisecond)
+	return &Summarizer{cfg: cfg, slotW: w, pairs: map[PairKey]*pairState{}, pending: map[PairKey]*Transition{}}
+}
+
+// Config returns the effective configuration.
+func (s *Summarizer) Config() Config { return s.cfg }
+
+// machine is the verdict state machine of a pair.
+type machine struct {
+	verdict                Verdict
+	since                  time.Time
+	consecFail, consecSucc int
+	failStart, succStart   time.Time
+	failErrorType          string
+}
+
+type probeAgg struct {
+	probes, failures, sent, lost uint64
+	hist                         Histogram
+}
+
+type observer struct{ uid, node string }
+
+type slot struct {
+	id          int64
+	used        bool
+	first, last time.Time
+	rounds      int
+	failed      int
+	probes      [numProbeTypes]probeAgg
+	observers   []observer
+}
+
+type probeLast struct {
+	success time.Time
+	failure *Failure
+}
+
+// undoState is the state before the newest round, kept while that round failed: if more
+// observations of the same round arrive and one succeeded, the round is re-evaluated.
+type undoState struct {
+	m       machine
+	outages []Outage
+	pend    Transition
+	hadPend bool
+	gen     uint64 // Summarizer.gen when saved
+}
+
+type pairState struct {
+	key          PairKey
+	source       Source
+	target       Target
+	m            machine
+	hasRound     bool
+	lastRound    time.Time
+	lastRoundOK  bool
+	undo         *undoState
+	ring         []slot
+	newest       int64
+	hasSlots     bool
+	last         [numProbeTypes]probeLast
+	lastObserved time.Time
+	outages      []Outage
+}
+
+// Add feeds observations. Observations of one pair with the same Timestamp form one round
+// (a round succeeds when any of its observations succeeded); observations of a round may
+// arrive in several calls. It returns how many observations were ignored (no usable pair
+// key, unknown probe type or zero timestamp).
+func (s *Summarizer) Add(obs ...Observation) int {
+	type rk struct {
+		key PairKey
+		ts  int64
+	}
+	idx := map[rk]int{}
+	var groups [][]*Observation
+	var keys []PairKey
+	ignored := 0
+	for i := range obs {
+		o := &obs[i]
+		k := KeyOf(o)
+		if !k.valid() || probeIndex(o.ProbeType) < 0 || o.Timestamp.IsZero() {
+			ignored++
+			continue
+		}
+		r := rk{k, o.Timestamp.UnixNano()}
+		g, ok := idx[r]
+		if !ok {
+			g = len(groups)
+			idx[r] = g
+			groups = append(groups, nil)
+			keys = append(keys, k)
+		}
+		groups[g] = append(groups[g], o)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ignored += uint64(ignored)
+	for g, round := range groups {
+		p := s.pairs[keys[g]]
+		if p == nil {
+			p = &pairState{key: keys[g], m: machine{verdict: VerdictUnknown}}
+			s.pairs[keys[g]] = p
+		}
+		s.applyRound(p, round)
+	}
+	return ignored
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// slotFor returns the window slot for ts, or nil when ts is older than the window.
+func (s *Summarizer) slotFor(p *pairState, ts time.Time) *slot {
+	n := int64(s.cfg.Slots)
+	id := floorDiv(ts.UnixNano(), int64(s.slotW))
+	if p.ring == nil {
+		p.ring = make([]slot, n)
+	}
+	if !p.hasSlots || id > p.newest {
+		p.newest, p.hasSlots = id, true
+	}
+	if id <= p.newest-n {
+		return nil
+	}
+	sl := &p.ring[((id%n)+n)%n]
+	if !sl.used || sl.id != id {
+		if sl.used && sl.id > id {
+			return nil
+		}
+		*sl = slot{id: id, used: true, first: ts, last: ts}
+	}
+	if ts.Before(sl.first) {
+		sl.first = ts
+	}
+	if ts.After(sl.last) {
+		sl.last = ts
+	}
+	return sl
+}
+
+func (s *Summarizer) applyRound(p *pairState, round []*Observation) {
+	ts := round[0].Timestamp
+	ok := false
+	for _, o := range round {
+		ok = ok || o.Success
+	}
+	if !ts.Before(p.lastObserved) {
+		lastObs := round[len(round)-1]
+		p.lastObserved, p.source = ts, lastObs.Source
+		t := lastObs.Target
+		for _, o := range round {
+			mergeTarget(&t, &o.Target)
+		}
+		p.target = t
+	}
+	for _, o := range round {
+		l := &p.last[probeIndex(o.ProbeType)]
+		if o.Success {
+			if ts.After(l.success) {
+				l.success = ts
+			}
+		} else if l.failure == nil || !ts.Before(l.failure.Time) {
+			l.failure = &Failure{Time: ts, ErrorType: o.ErrorType, Reason: FailureReason(o.ErrorType), Message: truncate(o.Message, maxMessage)}
+		}
+	}
+	sl := s.slotFor(p, ts)
+	if sl != nil {
+		for _, o := range round {
+			a := &sl.probes[probeIndex(o.ProbeType)]
+			a.probes++
+			if !o.Success {
+				a.failures++
+			}
+			a.sent += o.Sent
+			a.lost += min(o.Lost, o.Sent)
+			if o.RTT.Count() > 0 {
+				a.hist.Merge(&o.RTT)
+			}
+			ob := observer{o.Source.UID, o.Source.Node}
+			if len(sl.observers) < maxObserversPerSlot && !slices.Contains(sl.observers, ob) {
+				sl.observers = append(sl.observers, ob)
+			}
+		}
+	}
+
+	switch {
+	case !p.hasRound || ts.After(p.lastRound):
+		if sl != nil {
+			sl.rounds++
+			if !ok {
+				sl.failed++
+			}
+		}
+		p.undo = nil
+		if !ok {
+			u := &undoState{m: p.m, outages: slices.Clone(p.outages), gen: s.gen}
+			if t := s.pending[p.key]; t != nil {
+				u.pend, u.hadPend = *t, true
+			}
+			p.undo = u
+		}
+		s.step(p, ok, ts, round)
+		p.hasRound, p.lastRound, p.lastRoundOK = true, ts, ok
+	case ts.Equal(p.lastRound):
+		if ok && !p.lastRoundOK && p.undo != nil {
+			// More of the newest round arrived and it succeeded after all.
+			if sl != nil && sl.failed > 0 {
+				sl.failed--
+			}
+			u := p.undo
+			before := p.m.verdict
+			consumed := u.gen != s.gen // Transitions reported the failed round's outcome
+			p.m, p.outages = u.m, u.outages
+			if !consumed {
+				if u.hadPend {
+					t := u.pend
+					s.pending[p.key] = &t
+				} else {
+					delete(s.pending, p.key)
+				}
+			}
+			p.undo = nil
+			msg := s.step(p, true, ts, round)
+			if consumed {
+				// The reader saw `before`: report the correction relative to it.
+				delete(s.pending, p.key)
+				if p.m.verdict != before {
+					if msg == "" {
+						msg = "reachable: a late observation of the round succeeded"
+					}
+					s.pending[p.key] = &Transition{Key: p.key, Old: before, New: p.m.verdict, At: ts, Flips: 1, Message: msg}
+				}
+			}
+			p.lastRoundOK = true
+		}
+	default:
+		s.late += uint64(len(round))
+	}
+}
+
+// failureText describes the failures of a round, e.g. "icmp 10.0.0.5: timeout (3 of 3
+// echoes lost); tcp 10.0.0.5:80: refused".
+func failureText(round []*Observation) string {
+	var parts []string
+	for _, o := range round {
+		if o.Success {
+			continue
+		}
+		m := o.Message
+		if m == "" {
+			m = o.ProbeType + " " + o.Target.targetText() + ": failed"
+		}
+		if !slices.Contains(parts, m) {
+			parts = append(parts, m)
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, "; ")
+}
+
+func firstErrorType(round []*Observation) string {
+	best := ""
+	bestIdx := math.MaxInt
+	for _, o := range round {
+		if !o.Success && o.ErrorType != "" && probeIndex(o.ProbeType) < bestIdx {
+			best, bestIdx = o.ErrorType, probeIndex(o.ProbeType)
+		}
+	}
+	return best
+}
+
+// step advances the verdict state machine by one round; it returns the transition
+// message ("" when the verdict did not change).
+func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*Observation) string {
+	m := &p.m
+	old := m.verdict
+	msg := ""
+	if ok {
+		m.consecFail = 0
+		if m.consecSucc == 0 {
+			m.succStart = ts
+		}
+		m.consecSucc++
+		switch {
+		case m.verdict == VerdictUnknown:
+			m.verdict = VerdictReachable
+			msg = "reachable: first successful round"
+		case m.verdict == VerdictUnreachable && m.consecSucc >= s.cfg.SuccessesToReachable:
+			m.verdict = VerdictReachable
+			msg = "reachable again"
+			if len(p.outages) > 0 && p.outages[0].Ongoing() {
+				o := &p.outages[0]
+				o.End = m.succStart
+				if o.End.Before(o.Start) {
+					o.End = o.Start
+				}
+				o.Message = "restored after " + o.End.Sub(o.Start).Round(time.Second).String()
+				msg = o.Message
+			}
+		}
+	} else {
+		m.consecSucc = 0
+		if m.consecFail == 0 {
+			m.failStart = ts
+			m.failErrorType = firstErrorType(round)
+		}
+		m.consecFail++
+		if m.verdict != VerdictUnreachable && m.consecFail >= s.cfg.FailuresToUnreachable {
+			m.verdict = VerdictUnreachable
+			msg = truncate(fmt.Sprintf("unreachable after %d consecutive failed rounds: %s", m.consecFail, failureText(round)), maxMessage)
+			start := m.failStart
+			if len(p.outages) > 0 && start.Before(p.outages[0].End) {
+				start = p.outages[0].End // never overlap the previous outage
+			}
+			o := Outage{Start: start, Reason: FailureReason(m.failErrorType), Message: msg}
+			p.outages = append([]Outage{o}, p.outages...)
+			if len(p.outages) > s.cfg.MaxOutages {
+				p.outages = p.outages[:s.cfg.MaxOutages]
+			}
+		}
+	}
+	if m.verdict == old {
+		return ""
+	}
+	m.since = ts
+	if t := s.pending[p.key]; t != nil {
+		t.New, t.At, t.Message = m.verdict, ts, msg
+		t.Flips++
+	} else {
+		s.pending[p.key] = &Transition{Key: p.key, Old: old, New: m.verdict, At: ts, Flips: 1, Message: msg}
+	}
+	return msg
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-3]) + "..."
+}
+
+func secondsToDuration(v float64) time.Duration {
+	if math.IsNaN(v) || v <= 0 {
+		return 0
+	}
+	if v >= float64(math.MaxInt64)/1e9 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(math.Round(v * 1e9))
+}
+
+// LatencyOf summarises a histogram of seconds.
+func LatencyOf(h *Histogram) Latency {
+	n := h.Count()
+	if n == 0 {
+		return Latency{}
+	}
+	q := func(x float64) time.Duration {
+		v, _ := h.Quantile(x)
+		return secondsToDuration(v)
+	}
+	l := Latency{Count: n, P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: secondsToDuration(h.Max)}
+	l.P90 = max(l.P90, l.P50)
+	l.P99 = max(l.P99, l.P90)
+	l.Max = max(l.Max, l.P99)
+	return l
+}
+
+// summary computes a pair's Summary. Caller holds s.mu.
+func (s *Summarizer) summary(p *pairState) Summary {
+	out := Summary{
+		Key:                  p.key,
+		Source:               p.source,
+		Target:               p.target,
+		Verdict:              p.m.verdict,
+		VerdictSince:         p.m.since,
+		ConsecutiveFailures:  p.m.consecFail,
+		ConsecutiveSuccesses: p.m.consecSucc,
+		LastObserved:         p.lastObserved,
+		ObservedFromNode:     p.source.Node,
+		Outages:              slices.Clone(p.outages),
+	}
+	var agg [numProbeTypes]probeAgg
+	var observers []observer
+	n := int64(s.cfg.Slots)
+	for i := range p.ring {
+		sl := &p.ring[i]
+		if !sl.used || sl.id <= p.newest-n {
+			continue
+		}
+		out.Rounds += sl.rounds
+		out.FailedRounds += sl.failed
+		if out.WindowStart.IsZero() || sl.first.Before(out.WindowStart) {
+			out.WindowStart = sl.first
+		}
+		if sl.last.After(out.WindowEnd) {
+			out.WindowEnd = sl.last
+		}
+		for j := range agg {
+			a, b := &agg[j], &sl.probes[j]
+			a.probes += b.probes
+			a.failures += b.failures
+			a.sent += b.sent
+			a.lost += b.lost
+			a.hist.Merge(&b.hist)
+		}
+		for _, ob := range sl.observers {
+			if !slices.Contains(observers, ob) {
+				observers = append(observers, ob)
+			}
+		}
+	}
+	out.Observers = len(observers)
+	for _, ob := range observers {
+		if ob.node != "" && !slices.Contains(out.ObserverNodes, ob.node) {
+			out.ObserverNodes = append(out.ObserverNodes, ob.node)
+		}
+	}
+	slices.Sort(out.ObserverNodes)
+
+	var totalProbes, totalFailures uint64
+	for j, a := range agg {
+		l := p.last[j]
+		if a.probes == 0 && l.success.IsZero() && l.failure == nil {
+			continue
+		}
+		r := ProbeResult{Type: probeTypes[j], Probes: a.probes, Failures: a.failures, Sent: a.probes, Lost: a.failures,
+			RTT: LatencyOf(&a.hist), LastSuccess: l.success}
+		if a.sent > 0 {
+			r.Sent, r.Lost = a.sent, a.lost
+		}
+		if l.failure != nil {
+			f := *l.failure
+			r.LastFailure = &f
+		}
+		out.Probes = append(out.Probes, r)
+		totalProbes += a.probes
+		totalFailures += a.failures
+	}
+
+	icmp := &agg[probeIndex(contract.ProbeTypeICMP)]
+	if icmp.hist.Count() > 0 {
+		out.RTT, out.RTTFrom = LatencyOf(&icmp.hist), contract.ProbeTypeICMP
+	} else {
+		var h Histogram
+		var from []string
+		for j := 1; j < numProbeTypes; j++ {
+			if agg[j].hist.Count() > 0 {
+				h.Merge(&agg[j].hist)
+				from = append(from, probeTypes[j])
+			}
+		}
+		out.RTT, out.RTTFrom = LatencyOf(&h), strings.Join(from, ",")
+	}
+	switch {
+	case icmp.sent > 0:
+		out.Sent, out.Lost = icmp.sent, icmp.lost
+	case totalProbes > 0:
+		out.Sent, out.Lost = totalProbes, totalFailures
+	}
+	if out.Sent > 0 {
+		out.LossRatio, out.HasLoss = float64(out.Lost)/float64(out.Sent), true
+	}
+	return out
+}
+
+// Summary returns the current summary of one pair.
+func (s *Summarizer) Summary(key PairKey) (Summary, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pairs[key]
+	if p == nil {
+		return Summary{}, false
+	}
+	return s.summary(p), true
+}
+
+// Summaries returns the summaries of all pairs, ordered by key.
+func (s *Summarizer) Summaries() []Summary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Summary, 0, len(s.pairs))
+	for _, p := range s.pairs {
+		out = append(out, s.summary(p))
+	}
+	slices.SortFunc(out, func(a, b Summary) int { return comparePairKeys(a.Key, b.Key) })
+	return out
+}
+
+func comparePairKeys(a, b PairKey) int {
+	switch {
+	case a.Less(b):
+		return -1
+	case b.Less(a):
+		return 1
+	}
+	return 0
+}
+
+// Keys returns the known pairs, ordered.
+func (s *Summarizer) Keys() []PairKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]PairKey, 0, len(s.pairs))
+	for k := range s.pairs {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, comparePairKeys)
+	return out
+}
+
+// Transitions returns the verdict changes since the previous call (coalesced per pair,
+// see Transition), ordered by time and key, and forgets them.
+func (s *Summarizer) Transitions() []Transition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Transition, 0, len(s.pending))
+	for _, t := range s.pending {
+		out = append(out, *t)
+	}
+	clear(s.pending)
+	s.gen++
+	slices.SortFunc(out, func(a, b Transition) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		return comparePairKeys(a.Key, b.Key)
+	})
+	return out
+}
+
+// Forget drops a pair (and its pending transition); it reports whether it existed.
+func (s *Summarizer) Forget(key PairKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pairs[key]
+	delete(s.pairs, key)
+	delete(s.pending, key)
+	return ok
+}
+
+// ExpireIdle drops the pairs whose newest observation is more than ttl before now (their
+// target or source went away) and returns their keys, ordered.
+func (s *Summarizer) ExpireIdle(now time.Time, ttl time.Duration) []PairKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PairKey
+	for k, p := range s.pairs {
+		if now.Sub(p.lastObserved) > ttl {
+			out = append(out, k)
+			delete(s.pairs, k)
+			delete(s.pending, k)
+		}
+	}
+	slices.SortFunc(out, comparePairKeys)
+	return out
+}
+
+// Stats returns counters.
+func (s *Summarizer) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Pairs: len(s.pairs), Ignored: s.ignored, Late: s.late}
+}
