@@ -1,0 +1,178 @@
+package podnetworkhealthexporter
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
+	"github.com/netpulse/netpulse/internal/kubeclient"
+)
+
+// Config of the pod_network_health exporter.
+type Config struct {
+	kubeclient.Config `mapstructure:",squash"`
+
+	// No sending queue or retry: consuming only updates in-memory summaries, which cannot
+	// fail transiently; API writes are queued, coalesced and retried by the writer itself.
+
+	// Window is how far back the status figures (quantiles, loss, observers) look.
+	Window time.Duration `mapstructure:"window"`
+	// FailuresToUnreachable consecutive failed rounds turn a pair Unreachable;
+	// SuccessesToReachable consecutive successful rounds bring it back.
+	FailuresToUnreachable int `mapstructure:"failures_to_unreachable"`
+	SuccessesToReachable  int `mapstructure:"successes_to_reachable"`
+	// MaxOutages kept per object, newest first.
+	MaxOutages int `mapstructure:"max_outages"`
+
+	// Heartbeat rewrites an unchanged status this often, so staleness is visible.
+	Heartbeat time.Duration `mapstructure:"heartbeat"`
+	// RTTTolerance (relative) and LossTolerance (absolute) bound how far latency and loss
+	// may move before the status is rewritten ahead of the heartbeat.
+	RTTTolerance  float64 `mapstructure:"rtt_tolerance"`
+	LossTolerance float64 `mapstructure:"loss_tolerance"`
+	// TargetTTL: objects whose pair has not been observed this long are deleted (the target
+	// went away); pairs are forgotten with them.
+	TargetTTL time.Duration `mapstructure:"target_ttl"`
+	// Workers write objects in parallel (the client's qps/burst bound the rate).
+	Workers int `mapstructure:"workers"`
+
+	LeaderElection LeaderElectionConfig `mapstructure:"leader_election"`
+	Events         EventsConfig         `mapstructure:"events"`
+	NodeConditions NodeConditionsConfig `mapstructure:"node_conditions"`
+	ReadinessGate  ReadinessGateConfig  `mapstructure:"readiness_gate"`
+}
+
+// LeaderElectionConfig makes exactly one replica the writer (client-go Lease election).
+type LeaderElectionConfig struct {
+	Enabled        bool   `mapstructure:"enabled"`
+	LeaseName      string `mapstructure:"lease_name"`
+	LeaseNamespace string `mapstructure:"lease_namespace"`
+	// Identity of this candidate (default: POD_NAME, else the host name).
+	Identity      string        `mapstructure:"identity"`
+	LeaseDuration time.Duration `mapstructure:"lease_duration"`
+	RenewDeadline time.Duration `mapstructure:"renew_deadline"`
+	RetryPeriod   time.Duration `mapstructure:"retry_period"`
+}
+
+// EventsConfig: Events on verdict transitions (ConnectivityOutageDetected / ConnectivityRestored).
+type EventsConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// PerMinute bounds Events emitted per minute (burst: the same number).
+	PerMinute int `mapstructure:"per_minute"`
+}
+
+// NodeConditionsConfig: the opt-in node-level pod-network signal.
+type NodeConditionsConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Type of the condition written (never one the kubelet owns).
+	Type string `mapstructure:"type"`
+	// Quorum: distinct observer nodes that must fail to reach a node before it is marked.
+	Quorum int `mapstructure:"quorum"`
+	// MaxFailingShare of observers failing beyond which marking suppresses itself.
+	MaxFailingShare float64 `mapstructure:"max_failing_share"`
+	// Heartbeat rewrites unchanged conditions this often.
+	Heartbeat time.Duration `mapstructure:"heartbeat"`
+}
+
+// ReadinessGateConfig: the opt-in pod network-readiness condition (alpha feature gate
+// exporter.podnetworkhealth.readinessGate).
+type ReadinessGateConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// ConditionType pods declare in spec.readinessGates.
+	ConditionType string `mapstructure:"condition_type"`
+	// MaxFlipsPerMinute bounds how many pods may be flipped per minute.
+	MaxFlipsPerMinute int `mapstructure:"max_flips_per_minute"`
+	// FailOpenTimeout: a pod never reached this long after creation is set True anyway
+	// (reason FailOpen); 0 disables.
+	FailOpenTimeout time.Duration `mapstructure:"fail_open_timeout"`
+}
+
+// Conditions the kubelet owns; netpulse never writes them.
+var kubeletConditions = map[string]bool{
+	"Ready": true, "MemoryPressure": true, "DiskPressure": true, "PIDPressure": true, "NetworkUnavailable": true,
+}
+
+// Validate names every offending field.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := c.Config.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Window < 10*time.Second || c.Window > 24*time.Hour {
+		add("window: %v out of range [10s, 24h]", c.Window)
+	}
+	if c.FailuresToUnreachable < 1 || c.FailuresToUnreachable > 100 {
+		add("failures_to_unreachable: %d out of range [1, 100]", c.FailuresToUnreachable)
+	}
+	if c.SuccessesToReachable < 1 || c.SuccessesToReachable > 100 {
+		add("successes_to_reachable: %d out of range [1, 100]", c.SuccessesToReachable)
+	}
+	if c.MaxOutages < 1 || c.MaxOutages > 20 {
+		add("max_outages: %d out of range [1, 20] (the CRD allows at most 20)", c.MaxOutages)
+	}
+	if c.Heartbeat < 10*time.Second || c.Heartbeat > 24*time.Hour {
+		add("heartbeat: %v out of range [10s, 24h]", c.Heartbeat)
+	}
+	if c.RTTTolerance < 0 || c.RTTTolerance > 10 {
+		add("rtt_tolerance: %v out of range [0, 10] (relative change)", c.RTTTolerance)
+	}
+	if c.LossTolerance < 0 || c.LossTolerance > 1 {
+		add("loss_tolerance: %v out of range [0, 1]", c.LossTolerance)
+	}
+	if c.TargetTTL < time.Minute || c.TargetTTL > 30*24*time.Hour {
+		add("target_ttl: %v out of range [1m, 720h]", c.TargetTTL)
+	}
+	if c.Workers < 1 || c.Workers > 64 {
+		add("workers: %d out of range [1, 64]", c.Workers)
+	}
+	if le := c.LeaderElection; le.Enabled {
+		if msgs := validation.IsDNS1123Subdomain(le.LeaseName); len(msgs) > 0 {
+			add("leader_election.lease_name: %q: %s", le.LeaseName, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsDNS1123Label(le.LeaseNamespace); len(msgs) > 0 {
+			add("leader_election.lease_namespace: %q: %s (set it, e.g. from POD_NAMESPACE)", le.LeaseNamespace, strings.Join(msgs, "; "))
+		}
+		if le.LeaseDuration <= le.RenewDeadline || le.RenewDeadline <= le.RetryPeriod || le.RetryPeriod <= 0 {
+			add("leader_election: want lease_duration (%v) > renew_deadline (%v) > retry_period (%v) > 0", le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+		}
+	}
+	if c.Events.Enabled && (c.Events.PerMinute < 1 || c.Events.PerMinute > 600) {
+		add("events.per_minute: %d out of range [1, 600]", c.Events.PerMinute)
+	}
+	if nc := c.NodeConditions; nc.Enabled {
+		if kubeletConditions[nc.Type] {
+			add("node_conditions.type: %q is owned by the kubelet; netpulse never writes it", nc.Type)
+		} else if msgs := validation.IsQualifiedName(nc.Type); nc.Type == "" || len(msgs) > 0 {
+			add("node_conditions.type: %q is not a valid condition type: %s", nc.Type, strings.Join(msgs, "; "))
+		}
+		if nc.Quorum < 1 || nc.Quorum > 100 {
+			add("node_conditions.quorum: %d out of range [1, 100]", nc.Quorum)
+		}
+		if nc.MaxFailingShare <= 0 || nc.MaxFailingShare > 1 {
+			add("node_conditions.max_failing_share: %v out of range (0, 1]", nc.MaxFailingShare)
+		}
+		if nc.Heartbeat < 10*time.Second {
+			add("node_conditions.heartbeat: %v below 10s", nc.Heartbeat)
+		}
+	}
+	if rg := c.ReadinessGate; rg.Enabled {
+		if gate := metadata.ExporterPodnetworkhealthReadinessGateFeatureGate; !gate.IsEnabled() {
+			add("readiness_gate.enabled: requires the alpha feature gate: run with --feature-gates=%s", gate.ID())
+		}
+		if msgs := validation.IsQualifiedName(rg.ConditionType); len(msgs) > 0 {
+			add("readiness_gate.condition_type: %q: %s", rg.ConditionType, strings.Join(msgs, "; "))
+		}
+		if rg.MaxFlipsPerMinute < 1 || rg.MaxFlipsPerMinute > 6000 {
+			add("readiness_gate.max_flips_per_minute: %d out of range [1, 6000]", rg.MaxFlipsPerMinute)
+		}
+		if rg.FailOpenTimeout < 0 {
+			add("readiness_gate.fail_open_timeout: %v is negative", rg.FailOpenTimeout)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,6 @@
+//go:generate mdatagen metadata.yaml
+
+// Package podnetworkhealthexporter implements the pod_network_health exporter: summarised
+// pod-network health written back into Kubernetes as PodNetworkHealth status, Events, and
+// opt-in node and pod conditions.
+package podnetworkhealthexporter // import "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"

@@ -1,0 +1,58 @@
+package podnetworkhealthexporter
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// leaderLoop campaigns for the writer Lease until ctx ends: lead(ctx) is called when this
+// instance acquires it and must return at once (work it starts stops when its ctx is
+// cancelled, on losing the lease); the lease is
+// released on shutdown so another replica takes over within one retry period. The returned
+// channel closes when the loop and any lead call have returned.
+func leaderLoop(ctx context.Context, client kubernetes.Interface, cfg LeaderElectionConfig, logger *zap.Logger, lead func(context.Context)) (<-chan struct{}, error) {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: cfg.LeaseName, Namespace: cfg.LeaseNamespace},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   cfg.LeaseDuration,
+		RenewDeadline:   cfg.RenewDeadline,
+		RetryPeriod:     cfg.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            "pod_network_health",
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leadCtx context.Context) {
+				logger.Info("pod_network_health: acquired the writer lease", zap.String("identity", cfg.Identity))
+				lead(leadCtx)
+			},
+			OnStoppedLeading: func() {
+				logger.Info("pod_network_health: released or lost the writer lease", zap.String("identity", cfg.Identity))
+			},
+			OnNewLeader: func(identity string) {
+				if identity != cfg.Identity {
+					logger.Info("pod_network_health: another replica writes", zap.String("leader", identity))
+				}
+			},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Run returns when leadership is lost; campaign again until shutdown.
+		for ctx.Err() == nil {
+			elector.Run(ctx)
+		}
+	}()
+	return done, nil
+}

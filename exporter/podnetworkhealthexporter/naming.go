@@ -1,0 +1,62 @@
+package podnetworkhealthexporter
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// maxNameLen keeps object names well inside the 253-character limit and readable in
+// `kubectl get pnh`.
+const maxNameLen = 120
+
+// ObjectName is the deterministic name of the object for a pair: "<source>.<target>-<hash>",
+// where target is the target pod's name (prefixed by its namespace when it differs from the
+// source's), "node.<name>" or "ext.<address>". The hash of the full identity keeps names
+// unique after sanitising and truncation; the same pair always maps to the same name.
+func ObjectName(sourceNS, sourcePod, targetKind, targetNS, targetName, targetAddr string) string {
+	var target string
+	switch targetKind {
+	case "Pod":
+		target = targetName
+		if targetNS != "" && targetNS != sourceNS {
+			target = targetNS + "." + targetName
+		}
+	case "Node":
+		target = "node." + targetName
+	default:
+		target = "ext." + targetAddr
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{sourceNS, sourcePod, targetKind, targetNS, targetName, targetAddr}, "\x00")))
+	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	base := sanitize(sourcePod + "." + target)
+	if len(base) > maxNameLen-len(suffix) {
+		base = sanitize(base[:maxNameLen-len(suffix)])
+	}
+	return base + suffix
+}
+
+// sanitize maps s onto the DNS-subdomain alphabet: lowercase alphanumerics, '-' and '.',
+// starting and ending alphanumeric.
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	// Each dot-separated label must start and end alphanumeric; empty labels go.
+	var labels []string
+	for _, l := range strings.Split(b.String(), ".") {
+		if l = strings.Trim(l, "-"); l != "" {
+			labels = append(labels, l)
+		}
+	}
+	if len(labels) == 0 {
+		return "pair"
+	}
+	return strings.Join(labels, ".")
+}

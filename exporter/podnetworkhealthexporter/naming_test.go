@@ -1,0 +1,30 @@
+package podnetworkhealthexporter
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestObjectName(t *testing.T) {
+	n := ObjectName("shop", "agent-a", "Pod", "shop", "agent-b", "10.0.0.2")
+	require.True(t, strings.HasPrefix(n, "agent-a.agent-b-"), n)
+	require.Equal(t, n, ObjectName("shop", "agent-a", "Pod", "shop", "agent-b", "10.0.0.2"), "deterministic")
+	require.NotEqual(t, n, ObjectName("shop", "agent-a", "Pod", "other", "agent-b", "10.0.0.2"))
+	require.True(t, strings.HasPrefix(ObjectName("shop", "agent-a", "Pod", "other", "agent-b", ""), "agent-a.other.agent-b-"))
+	require.True(t, strings.HasPrefix(ObjectName("ns", "a", "Node", "", "node-1", ""), "a.node.node-1-"))
+	require.True(t, strings.HasPrefix(ObjectName("ns", "a", "External", "", "", "2001:db8::1"), "a.ext.2001-db8--1-"))
+
+	long := strings.Repeat("x", 250)
+	for _, name := range []string{
+		ObjectName("ns", long, "Pod", "ns", long, ""),
+		ObjectName("ns", "A_B", "External", "", "", "[::1]:53"),
+		ObjectName("ns", "-", "External", "", "", "..."),
+	} {
+		require.LessOrEqual(t, len(name), maxNameLen)
+		require.Empty(t, validation.IsDNS1123Subdomain(name), name)
+	}
+	require.NotEqual(t, ObjectName("ns", long+"1", "Pod", "ns", "b", ""), ObjectName("ns", long+"2", "Pod", "ns", "b", ""), "truncation keeps names unique")
+}

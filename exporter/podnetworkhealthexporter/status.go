@@ -1,0 +1,204 @@
+package podnetworkhealthexporter
+
+import (
+	"math"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+)
+
+// nameOf is the object name of a pair.
+func nameOf(k summary.PairKey) string {
+	return ObjectName(k.SourceNamespace, k.SourcePod, string(k.TargetKind), k.TargetNamespace, k.TargetName, k.TargetAddress)
+}
+
+// specOf is the immutable identity of a pair's object.
+func specOf(k summary.PairKey) v1alpha1.PodNetworkHealthSpec {
+	spec := v1alpha1.PodNetworkHealthSpec{
+		SourcePodRef: v1alpha1.PodReference{Namespace: k.SourceNamespace, Name: k.SourcePod, UID: types.UID(k.SourceUID)},
+	}
+	switch {
+	case k.TargetKind == summary.TargetPod:
+		spec.TargetKind = v1alpha1.TargetKindPod
+		spec.TargetPodRef = &v1alpha1.PodReference{Namespace: k.TargetNamespace, Name: k.TargetName, UID: types.UID(k.TargetUID)}
+	case k.TargetKind == summary.TargetNode && k.TargetName != "":
+		spec.TargetKind = v1alpha1.TargetKindNode
+		spec.TargetNodeRef = &v1alpha1.NodeReference{Name: k.TargetName}
+	default:
+		spec.TargetKind = v1alpha1.TargetKindExternal
+		spec.TargetEndpoint = &v1alpha1.EndpointReference{Address: k.TargetAddress}
+	}
+	return spec
+}
+
+// objectOf renders a pair's summary as the object the API should hold: in the source pod's
+// namespace, owned by the source pod (garbage-collected with it).
+func objectOf(s summary.Summary) *v1alpha1.PodNetworkHealth {
+	k := s.Key
+	obj := &v1alpha1.PodNetworkHealth{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      nameOf(k),
+			Namespace: k.SourceNamespace,
+			Labels:    map[string]string{LabelManagedBy: LabelManagedByValue},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: k.SourcePod, UID: types.UID(k.SourceUID),
+			}},
+		},
+		Spec:   specOf(k),
+		Status: statusOf(s),
+	}
+	if len(validation.IsValidLabelValue(k.SourcePod)) == 0 {
+		obj.Labels[LabelSourcePod] = k.SourcePod
+	}
+	return obj
+}
+
+func timePtr(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t.Truncate(time.Second))
+	return &mt
+}
+
+func latencyOf(l summary.Latency) *v1alpha1.LatencySummary {
+	if l.Count == 0 {
+		return nil
+	}
+	return v1alpha1.NewLatencySummary(l.P50, l.P90, l.P99, l.Max)
+}
+
+func clampInt32(v uint64) int32 {
+	if v > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(v)
+}
+
+// statusOf maps a summary onto the API's status. Times are truncated to seconds (what the
+// API stores), so an unchanged summary renders an identical status.
+func statusOf(s summary.Summary) v1alpha1.PodNetworkHealthStatus {
+	st := v1alpha1.PodNetworkHealthStatus{
+		Reachability:     v1alpha1.Reachability(s.Verdict),
+		Latency:          latencyOf(s.RTT),
+		LastObservedTime: timePtr(s.LastObserved),
+		ObservedFromNode: s.ObservedFromNode,
+		ObserverCount:    int32(min(s.Observers, math.MaxInt32)),
+	}
+	if s.HasLoss {
+		st.LossRatio = v1alpha1.RatioFromFloat(s.LossRatio)
+	}
+	if !s.WindowStart.IsZero() {
+		st.Window = v1alpha1.DurationOf(s.WindowEnd.Sub(s.WindowStart).Truncate(time.Second))
+	}
+	for _, p := range s.Probes {
+		pr := v1alpha1.ProbeResult{
+			Type:            v1alpha1.ProbeType(p.Type),
+			Sent:            clampInt32(p.Sent),
+			Lost:            clampInt32(min(p.Lost, p.Sent)),
+			Latency:         latencyOf(p.RTT),
+			LastSuccessTime: timePtr(p.LastSuccess),
+		}
+		if f := p.LastFailure; f != nil {
+			reason := f.Reason
+			if reason == "" {
+				reason = v1alpha1.FailureReasonError
+			}
+			pr.LastFailure = &v1alpha1.ProbeFailure{
+				Time:    metav1.NewTime(f.Time.Truncate(time.Second)),
+				Reason:  reason,
+				Message: v1alpha1.TruncateMessage(f.Message, v1alpha1.MaxMessageLength),
+			}
+		}
+		st.Probes = append(st.Probes, pr)
+	}
+	for i, o := range s.Outages {
+		if i == v1alpha1.MaxOutages {
+			break
+		}
+		st.Outages = append(st.Outages, v1alpha1.Outage{
+			Start:   metav1.NewTime(o.Start.Truncate(time.Second)),
+			End:     timePtr(o.End),
+			Reason:  o.Reason,
+			Message: v1alpha1.TruncateMessage(o.Message, v1alpha1.MaxMessageLength),
+		})
+	}
+	cond := metav1.Condition{
+		Type:               v1alpha1.ConditionReachable,
+		LastTransitionTime: metav1.NewTime(s.VerdictSince.Truncate(time.Second)),
+	}
+	switch s.Verdict {
+	case summary.VerdictReachable:
+		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonProbesSucceeded
+		cond.Message = "the target answered the last probe rounds"
+	case summary.VerdictUnreachable:
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonProbesFailed
+		cond.Message = "the target did not answer the last probe rounds"
+		if len(s.Outages) > 0 && s.Outages[0].Ongoing() && s.Outages[0].Message != "" {
+			cond.Message = v1alpha1.TruncateMessage(s.Outages[0].Message, v1alpha1.MaxMessageLength)
+		}
+	default:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, v1alpha1.ReasonNoRecentObservations
+		cond.Message = "not enough probe rounds for a verdict yet"
+	}
+	if cond.LastTransitionTime.IsZero() {
+		cond.LastTransitionTime = metav1.NewTime(s.LastObserved.Truncate(time.Second))
+	}
+	st.Conditions = []metav1.Condition{cond}
+	return st
+}
+
+// keyOfObject recovers the pair of an existing object (to resume after a restart or a
+// leadership change without rewriting what the API already has).
+func keyOfObject(o *v1alpha1.PodNetworkHealth) summary.PairKey {
+	k := summary.PairKey{
+		SourceNamespace: o.Spec.SourcePodRef.Namespace,
+		SourcePod:       o.Spec.SourcePodRef.Name,
+		SourceUID:       string(o.Spec.SourcePodRef.UID),
+	}
+	switch o.Spec.TargetKind {
+	case v1alpha1.TargetKindPod:
+		k.TargetKind = summary.TargetPod
+		if r := o.Spec.TargetPodRef; r != nil {
+			k.TargetNamespace, k.TargetName, k.TargetUID = r.Namespace, r.Name, string(r.UID)
+		}
+	case v1alpha1.TargetKindNode:
+		k.TargetKind = summary.TargetNode
+		if r := o.Spec.TargetNodeRef; r != nil {
+			k.TargetName = r.Name
+		}
+	default:
+		k.TargetKind = summary.TargetExternal
+		if r := o.Spec.TargetEndpoint; r != nil {
+			k.TargetAddress = r.Address
+		}
+	}
+	return k
+}
+
+// writtenOf approximates what was written for an existing object, so the write budget
+// carries on across restarts: the heartbeat counts from its last observed time.
+func writtenOf(o *v1alpha1.PodNetworkHealth) summary.Written {
+	w := summary.Written{Verdict: summary.Verdict(o.Status.Reachability), Fingerprint: 1}
+	if o.Status.LastObservedTime != nil {
+		w.At = o.Status.LastObservedTime.Time
+	} else {
+		w.At = o.CreationTimestamp.Time
+	}
+	if l := o.Status.Latency; l != nil {
+		if d, err := l.P50.Duration(); err == nil {
+			w.HasRTT, w.RTTP50 = true, d
+		}
+	}
+	if o.Status.LossRatio != "" {
+		if f, err := o.Status.LossRatio.Float64(); err == nil {
+			w.HasLoss, w.LossRatio = true, f
+		}
+	}
+	return w
+}
