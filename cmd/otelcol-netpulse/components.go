@@ -3,6 +3,8 @@
 package main
 
 import (
+	podnetworkhealthexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
+	k8snetattributesprocessor "github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
 	podprobereceiver "github.com/netpulse/netpulse/receiver/podprobereceiver"
 	prometheusexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
 	prometheusremotewriteexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusremotewriteexporter"
@@ -81,6 +83,7 @@ func components() (otelcol.Factories, error) {
 		otlphttpexporter.NewFactory(),
 		prometheusexporter.NewFactory(),
 		prometheusremotewriteexporter.NewFactory(),
+		podnetworkhealthexporter.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -91,20 +94,23 @@ func components() (otelcol.Factories, error) {
 		otlphttpexporter.NewFactory().Type():              "go.opentelemetry.io/collector/exporter/otlphttpexporter v0.159.0",
 		prometheusexporter.NewFactory().Type():            "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter v0.159.0",
 		prometheusremotewriteexporter.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusremotewriteexporter v0.159.0",
+		podnetworkhealthexporter.NewFactory().Type():      "github.com/netpulse/netpulse v0.0.0",
 	})
 
 	factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
 		batchprocessor.NewFactory(),
 		memorylimiterprocessor.NewFactory(),
 		k8sattributesprocessor.NewFactory(),
+		k8snetattributesprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
 	factories.ProcessorModules = makeModulesMap(factories.Processors, map[component.Type]string{
-		batchprocessor.NewFactory().Type():         "go.opentelemetry.io/collector/processor/batchprocessor v0.159.0",
-		memorylimiterprocessor.NewFactory().Type(): "go.opentelemetry.io/collector/processor/memorylimiterprocessor v0.159.0",
-		k8sattributesprocessor.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor v0.159.0",
+		batchprocessor.NewFactory().Type():            "go.opentelemetry.io/collector/processor/batchprocessor v0.159.0",
+		memorylimiterprocessor.NewFactory().Type():    "go.opentelemetry.io/collector/processor/memorylimiterprocessor v0.159.0",
+		k8sattributesprocessor.NewFactory().Type():    "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor v0.159.0",
+		k8snetattributesprocessor.NewFactory().Type(): "github.com/netpulse/netpulse v0.0.0",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory]()

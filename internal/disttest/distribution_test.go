@@ -14,9 +14,9 @@ import (
 
 // The components users expect beside netpulse's own, by kind (component types at v0.159).
 var wantComponents = map[string][]string{
-	"receivers":  {"otlp"},
-	"processors": {"batch", "memory_limiter", "k8s_attributes"},
-	"exporters":  {"debug", "otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write"},
+	"receivers":  {"otlp", "pod_probe"},
+	"processors": {"batch", "memory_limiter", "k8s_attributes", "k8s_net_attributes"},
+	"exporters":  {"debug", "otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write", "pod_network_health"},
 	"extensions": {"health_check", "pprof", "zpages", "file_storage"},
 }
 
@@ -60,4 +60,18 @@ func TestValidateRejectsInvalidConfig(t *testing.T) {
 	out, err := exec.Command(Collector(t), "validate", "--config", testdata(t, "otelcol-invalid.yaml")).CombinedOutput()
 	require.Error(t, err, "an invalid config validated:\n%s", out)
 	require.True(t, strings.Contains(string(out), "batch"), "the error should name the offending component:\n%s", out)
+}
+
+// The collector configurations shipped in deploy/ validate as they are (with the
+// downward-API environment a pod would have).
+func TestValidateDeployConfigs(t *testing.T) {
+	root, err := kubetest.RepoRoot()
+	require.NoError(t, err)
+	for _, cfg := range []string{"agent-gateway/config/agent.yaml", "agent-gateway/config/gateway.yaml"} {
+		cmd := exec.Command(Collector(t), "validate", "--config", filepath.Join(root, "deploy", cfg))
+		cmd.Env = append(cmd.Environ(), "POD_NAME=p", "POD_UID=6f1c0e7a-0000-4000-8000-000000000001", "POD_NAMESPACE=netpulse",
+			"NODE_NAME=n", "POD_IP=10.0.0.1", "POD_IPS=10.0.0.1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s does not validate:\n%s", cfg, out)
+	}
 }

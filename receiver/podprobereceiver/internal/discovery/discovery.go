@@ -195,7 +195,12 @@ func readyPods(objs []any, now time.Time, grace time.Duration) []Pod {
 		var readySince time.Time
 		ready := false
 		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			switch {
+			case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+				ready, readySince = true, c.LastTransitionTime.Time
+			case c.Type == corev1.ContainersReady && c.Status == corev1.ConditionTrue && len(p.Spec.ReadinessGates) > 0 && !ready:
+				// Its containers are ready and it waits on a readiness gate - possibly the
+				// network-readiness gate, which needs this very probe to open.
 				ready, readySince = true, c.LastTransitionTime.Time
 			}
 		}
@@ -261,10 +266,11 @@ func stripPod(obj any) (any, error) {
 		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIPs: p.Status.PodIPs},
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}}
+		if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
 		}
 	}
+	out.Spec.ReadinessGates = p.Spec.ReadinessGates
 	for _, c := range p.Spec.Containers {
 		if len(c.Ports) > 0 {
 			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
