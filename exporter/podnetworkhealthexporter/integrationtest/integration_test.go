@@ -526,3 +526,7 @@ func TestAPIServerOutageUnderLoad(t *testing.T) {
 	}, 40*time.Second, 200*time.Millisecond, "objects did not converge after the API server returned")
 	t.Logf("FIGURE all %d objects converged %v after the API server was restarted (%v after it reported ready)", pairs, time.Since(restart).Round(100*time.Millisecond), time.Since(back).Round(100*time.Millisecond))
 }
+
+func applyReadinessRBAC(ctx context.Context) error {
+	return kubetest.Apply(ctx, cp.Config, kubetest.DeployPath("rbac", "gateway-readiness-gate.yaml"))
+}

@@ -1,0 +1,201 @@
+package integrationtest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/featuregate"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
+)
+
+// mesh feeds rounds from every agent to every other until stop is closed; down[i] makes
+// agent i's pod unreachable from everyone (and everyone from it), like a partitioned node.
+type mesh struct {
+	agents  []*probetest.Agent
+	targets []probetest.Target
+	mu      sync.Mutex
+	down    map[int]bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newMesh(t *testing.T, ns string, n int) *mesh {
+	m := &mesh{down: map[int]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	for i := range n {
+		node := fmt.Sprintf("%s-node-%d", ns, i)
+		_, err := admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		p := makePod(t, ns, fmt.Sprintf("agent-%d", i), node)
+		ip := fmt.Sprintf("192.0.2.%d", 20+i)
+		m.agents = append(m.agents, probetest.NewAgent(ns, p.Name, string(p.UID), node, ip))
+		m.targets = append(m.targets, probetest.Target{NS: ns, Pod: p.Name, UID: string(p.UID), Node: node, IP: ip})
+	}
+	return m
+}
+
+func (m *mesh) set(i int, down bool) {
+	m.mu.Lock()
+	m.down[i] = down
+	m.mu.Unlock()
+}
+
+func (m *mesh) run(exp exporter.Metrics) {
+	go func() {
+		defer close(m.done)
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			now := time.Now()
+			for i, a := range m.agents {
+				var tgts []probetest.Target
+				var res []probetest.Outcome
+				m.mu.Lock()
+				for j, tg := range m.targets {
+					if i == j {
+						continue
+					}
+					tgts = append(tgts, tg)
+					res = append(res, probetest.Outcome{OK: !m.down[i] && !m.down[j], RTT: 300 * time.Microsecond})
+				}
+				m.mu.Unlock()
+				_ = exp.ConsumeMetrics(context.Background(), a.Round(now, tgts, res))
+			}
+		}
+	}()
+}
+
+func (m *mesh) close() { close(m.stop); <-m.done }
+
+func nodeCondition(t *testing.T, node, typ string) *corev1.NodeCondition {
+	n, err := admin.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	for _, c := range n.Status.Conditions {
+		if string(c.Type) == typ {
+			return &c
+		}
+	}
+	return nil
+}
+
+// One node partitioned among five: only that node gets the condition (quorum of distinct
+// observer nodes), no other node is blamed; turning the signal off removes the condition.
+func TestNodeConditionByQuorumAndCleanup(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	const typ = "netpulse.io/PodNetworkProblem"
+	m := newMesh(t, "quorum", 5)
+	cfg := testConfig("pnh-quorum")
+	cfg.LeaderElection.Enabled = false
+	cfg.NodeConditions.Enabled = true
+	cfg.NodeConditions.Heartbeat = time.Minute
+	exp := startExporter(t, cfg, "gw-q", nil)
+	m.run(exp)
+	m.set(4, true)
+	bad := "quorum-node-4"
+	require.Eventually(t, func() bool {
+		c := nodeCondition(t, bad, typ)
+		return c != nil && c.Status == corev1.ConditionTrue
+	}, 40*time.Second, 200*time.Millisecond, "the partitioned node is never marked")
+	c := nodeCondition(t, bad, typ)
+	t.Logf("node condition: %s %s: %s", c.Status, c.Reason, c.Message)
+	require.Contains(t, c.Message, "agent-", "the message names failing peers")
+	for i := range 4 {
+		c := nodeCondition(t, fmt.Sprintf("quorum-node-%d", i), typ)
+		require.True(t, c == nil || c.Status == corev1.ConditionFalse, "node %d blamed: %+v", i, c)
+	}
+	// Kubelet-owned conditions are untouched: the node has none but ours.
+	n, err := admin.CoreV1().Nodes().Get(ctx, bad, metav1.GetOptions{})
+	require.NoError(t, err)
+	for _, c := range n.Status.Conditions {
+		require.Equal(t, typ, string(c.Type))
+	}
+	m.close()
+	require.NoError(t, exp.Shutdown(ctx))
+
+	// The signal turned off: the next writer removes the stale condition.
+	cfg2 := testConfig("pnh-quorum-off")
+	cfg2.LeaderElection.Enabled = false
+	exp2 := startExporter(t, cfg2, "gw-q2", nil)
+	defer func() { require.NoError(t, exp2.Shutdown(ctx)) }()
+	require.Eventually(t, func() bool { return nodeCondition(t, bad, typ) == nil }, 20*time.Second, 200*time.Millisecond, "stale node condition not cleaned up")
+}
+
+// A pod that declares the network-readiness gate gets the condition once it is reached
+// from another node (alpha feature gate on).
+func TestReadinessGate(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	gate := metadata.ExporterPodnetworkhealthReadinessGateFeatureGate
+	require.NoError(t, featuregate.GlobalRegistry().Set(gate.ID(), true))
+	defer func() { _ = featuregate.GlobalRegistry().Set(gate.ID(), false) }()
+	// RBAC for pods/status is opt-in: apply it for this test.
+	require.NoError(t, applyReadinessRBAC(ctx))
+
+	m := newMesh(t, "gated", 2)
+	ns := "gated"
+	gated, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: "gated-node-1", ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "netpulse.io/network-ready"}},
+			Containers: []corev1.Container{{Name: "c", Image: "example.invalid/x:1"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	web := probetest.Target{NS: ns, Pod: gated.Name, UID: string(gated.UID), Node: "gated-node-1", IP: "192.0.2.50"}
+	m.targets = append(m.targets, web)
+
+	cfg := testConfig("pnh-gated")
+	cfg.LeaderElection.Enabled = false
+	cfg.ReadinessGate.Enabled = true
+	exp := startExporter(t, cfg, "gw-g", nil)
+	defer func() { require.NoError(t, exp.Shutdown(ctx)) }()
+	m.run(exp) // agent-0 on gated-node-0 reaches web on gated-node-1
+	defer m.close()
+	require.Eventually(t, func() bool {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == "netpulse.io/network-ready" && c.Status == corev1.ConditionTrue {
+				t.Logf("readiness condition: %s: %s", c.Reason, c.Message)
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 200*time.Millisecond, "the gated pod never got the network-ready condition")
+}
+
+// Pairs that are no longer observed are deleted after target_ttl.
+func TestTargetGoneObjectsDeletedAfterTTL(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	m := newMesh(t, "ttl", 2)
+	cfg := testConfig("pnh-ttl")
+	cfg.LeaderElection.Enabled = false
+	cfg.TargetTTL = time.Minute
+	exp := startExporter(t, cfg, "gw-t", nil)
+	defer func() { require.NoError(t, exp.Shutdown(ctx)) }()
+	m.run(exp)
+	require.Eventually(t, func() bool {
+		l, err := pnhClient.NetpulseV1alpha1().PodNetworkHealths("ttl").List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 2
+	}, 20*time.Second, 200*time.Millisecond)
+	m.close() // nothing is observed any more
+	gone := time.Now()
+	require.Eventually(t, func() bool {
+		l, err := pnhClient.NetpulseV1alpha1().PodNetworkHealths("ttl").List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	}, 2*time.Minute, time.Second, "objects of unobserved pairs were not deleted")
+	t.Logf("FIGURE objects deleted %v after the last observation (target_ttl %v)", time.Since(gone).Round(time.Second), cfg.TargetTTL)
+}
