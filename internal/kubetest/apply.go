@@ -60,22 +60,11 @@ func Apply(ctx context.Context, cfg *rest.Config, paths ...string) error {
 	}
 	var crds []string
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		objs, err := DecodeFile(f)
 		if err != nil {
 			return err
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var obj unstructured.Unstructured
-			if err := dec.Decode(&obj.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
+		for _, obj := range objs {
 			gvk := obj.GroupVersionKind()
 			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if meta.IsNoMatchError(err) {
@@ -89,7 +78,7 @@ func Apply(ctx context.Context, cfg *rest.Config, paths ...string) error {
 			if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 				ri = dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 			}
-			if _, err := ri.Apply(ctx, obj.GetName(), &obj, metav1.ApplyOptions{FieldManager: "kubetest", Force: true}); err != nil {
+			if _, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "kubetest", Force: true}); err != nil {
 				return fmt.Errorf("%s: apply %s %s: %w", f, gvk.Kind, obj.GetName(), err)
 			}
 			if gvk.Kind == "CustomResourceDefinition" {
@@ -122,6 +111,28 @@ func Apply(ctx context.Context, cfg *rest.Config, paths ...string) error {
 		}
 	}
 	return nil
+}
+
+// DecodeFile reads every object of a multi-document YAML (or JSON) file.
+func DecodeFile(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
+		}
+	}
 }
 
 // DeployPath returns <repo>/deploy/<parts...>.

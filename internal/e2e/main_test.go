@@ -1,0 +1,180 @@
+// Package e2e is netpulse's end-to-end fault suite: the real otelcol-netpulse binary with the
+// unchanged deploy/ configuration as agents on a simulated cluster (internal/simcluster),
+// faults injected into the simulated network, and assertions on what the system reports.
+//
+// One cluster serves the whole package (TestMain). Every scenario starts by waiting for a
+// healthy mesh and heals what it injected, so scenarios run in any order and alone
+// (go test -run TestPartition ./internal/e2e).
+//
+// Today the agents report to an OTLP sink in the test process (otlpChecker). When the
+// gateway's components land, TestMain starts the gateway slot with
+// deploy/agent-gateway/config/gateway.yaml instead, and a PodNetworkHealth checker joins
+// `checkers`: every scenario's expectation is written in terms of pods and paths, not of a
+// backend, so the same scenarios then assert on the API objects too.
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/netpulse/netpulse/internal/simcluster"
+	"github.com/netpulse/netpulse/internal/simcluster/simclustertest"
+)
+
+// keepEnv=1 keeps the run directory (logs, kubeconfigs) after a passing run too.
+const keepEnv = "NETPULSE_E2E_KEEP"
+
+// Suite parameters: short rounds keep the suite to a couple of minutes.
+const (
+	nodes         = 4 // with k=3 in agent.yaml every agent probes every other one each round
+	probeInterval = time.Second
+	probeTimeout  = 500 * time.Millisecond
+)
+
+// env is the package's shared cluster.
+type env struct {
+	cl   *simcluster.Cluster
+	sink *simcluster.OTLPSink
+	// agentsStarted is when StartAgents began (for the first-convergence figure).
+	agentsStarted time.Time
+	checkers      []checker
+}
+
+var (
+	shared   *env
+	setupErr error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if testing.Short() {
+		setupErr = errShort
+		return m.Run()
+	}
+	if msg := simclustertest.NotRootMessage(); msg != "" {
+		setupErr = fmt.Errorf("%s", msg)
+		return m.Run() // each test fails (or, with the opt-in, skips) with the reason
+	}
+	start := time.Now()
+	e, err := startEnv()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: setting up the simulated cluster failed: %v\n", err)
+		if e != nil && e.cl != nil {
+			e.cl.SetKeepDir(true)
+			fmt.Fprintf(os.Stderr, "%s\n", e.cl.Logs(40))
+		}
+		setupErr = err
+		code := m.Run()
+		stopEnv(e)
+		return code
+	}
+	shared = e
+	// Ctrl-C or a kill: clean up before dying (a crash is covered by the sweep of the next
+	// start, and Pdeathsig ends the children).
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+	go func() {
+		if s, ok := <-sigc; ok {
+			fmt.Fprintf(os.Stderr, "e2e: %v: stopping the simulated cluster\n", s)
+			_ = stopEnv(e)
+			os.Exit(1)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "e2e: cluster with %d agents up in %.1fs; kubectl --kubeconfig %s get pods -n netpulse\n",
+		nodes, time.Since(start).Seconds(), e.cl.AdminKubeconfig)
+	code := m.Run()
+	if os.Getenv(keepEnv) == "1" {
+		e.cl.SetKeepDir(true)
+	}
+	if code != 0 {
+		e.cl.SetKeepDir(true)
+		fmt.Fprintf(os.Stderr, "e2e: failed; run directory kept: %s\n", e.cl.Dir)
+	}
+	if err := stopEnv(e); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stop: %v\n", err)
+		code = 1
+	}
+	fmt.Fprintf(os.Stderr, "e2e: suite total %.1fs\n", time.Since(start).Seconds())
+	return code
+}
+
+var errShort = fmt.Errorf("end-to-end tests do not run with -short")
+
+func startEnv() (*env, error) {
+	bin, err := simclustertest.Collector()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cl, err := simcluster.Start(ctx, simcluster.Options{
+		Nodes:     nodes,
+		Collector: bin,
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &env{cl: cl}
+	// Until the gateway components land, the agents report to this sink; later the gateway
+	// slot runs deploy/agent-gateway/config/gateway.yaml:
+	//   gw, err := cl.StartGateway(ctx, simcluster.GatewayOptions{})
+	//   ... AgentOptions{GatewayEndpoint: gw.Endpoint}
+	if e.sink, err = simcluster.StartOTLPSink(simcluster.HostIPv4.String() + ":0"); err != nil {
+		return e, err
+	}
+	e.checkers = []checker{&otlpChecker{sink: e.sink}}
+	e.agentsStarted = time.Now()
+	err = cl.StartAgents(ctx, simcluster.AgentOptions{
+		GatewayEndpoint: e.sink.Endpoint(),
+		ProbeInterval:   probeInterval,
+		ProbeTimeout:    probeTimeout,
+		PeerGrace:       0,
+	})
+	return e, err
+}
+
+func stopEnv(e *env) error {
+	if e == nil {
+		return nil
+	}
+	var err error
+	if e.cl != nil {
+		err = e.cl.Stop()
+	}
+	if e.sink != nil {
+		e.sink.Stop()
+	}
+	return err
+}
+
+// requireEnv returns the shared cluster or ends the test with the reason it is missing.
+func requireEnv(t *testing.T) *env {
+	t.Helper()
+	if setupErr == errShort {
+		t.Skip(errShort.Error())
+	}
+	simclustertest.RequireRoot(t)
+	if setupErr != nil {
+		t.Fatalf("simulated cluster unavailable: %v", setupErr)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cluster logs:\n%s", shared.cl.Logs(25))
+		}
+	})
+	return shared
+}

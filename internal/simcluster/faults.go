@@ -1,0 +1,181 @@
+package simcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// nftTable is the harness's table inside a node's namespace.
+const nftTable = "netpulse_sim"
+
+// faultState is what is currently injected on a node.
+type faultState struct {
+	partitioned bool
+	lossPercent int
+	delay       time.Duration
+}
+
+// Faults describes what is injected on a node.
+type Faults struct {
+	Partitioned bool
+	LossPercent int
+	Delay       time.Duration
+}
+
+// Faults returns what is injected on node.
+func (c *Cluster) Faults(node string) (Faults, error) {
+	n, err := c.node(node)
+	if err != nil {
+		return Faults{}, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return Faults{Partitioned: n.faults.partitioned, LossPercent: n.faults.lossPercent, Delay: n.faults.delay}, nil
+}
+
+// Partition cuts node off from every other node: nft in the node's namespace drops all
+// traffic from and to the other nodes' (and pods') addresses, IPv4 and IPv6. Traffic with
+// the host side of the bridge (API server, gateway) and neighbour discovery still pass, so
+// the agent keeps reporting and the neighbours stay resolved: peers see timeouts, and the
+// node's own probes fail at its firewall (EPERM, error.type "permission").
+func (c *Cluster) Partition(node string) error {
+	return c.withNode(node, func(n *nodeState) error {
+		n.faults.partitioned = true
+		return applyNft(n)
+	})
+}
+
+// Loss drops percent % of the packets the node receives from the other nodes (nft
+// "numgen random mod 100 < percent drop" on input): echo requests towards the node are
+// lost with that probability. 0 removes the loss.
+func (c *Cluster) Loss(node string, percent int) error {
+	if percent < 0 || percent > 100 {
+		return fmt.Errorf("simcluster: loss %d%% out of range [0, 100]", percent)
+	}
+	return c.withNode(node, func(n *nodeState) error {
+		n.faults.lossPercent = percent
+		return applyNft(n)
+	})
+}
+
+// Delay makes the node answer ICMP and ICMPv6 echo requests d late: the kernel's echo
+// replies are switched off in the namespace (net.ipv4.icmp_echo_ignore_all and
+// net.ipv6.icmp.echo_ignore_all) and a userspace responder with raw sockets in the
+// namespace answers after d. 0 restores the kernel's replies.
+func (c *Cluster) Delay(node string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("simcluster: negative delay %v", d)
+	}
+	return c.withNode(node, func(n *nodeState) error {
+		n.responder.close()
+		n.responder = nil
+		n.faults.delay = 0
+		if d == 0 {
+			return setEchoIgnore(n.Netns, false)
+		}
+		r, err := startEchoResponder(n.Netns, d)
+		if err != nil {
+			return fmt.Errorf("simcluster: echo responder in %s: %w", n.Netns, err)
+		}
+		if err := setEchoIgnore(n.Netns, true); err != nil {
+			r.close()
+			return err
+		}
+		n.responder = r
+		n.faults.delay = d
+		return nil
+	})
+}
+
+// Heal removes every fault from node.
+func (c *Cluster) Heal(node string) error {
+	return c.withNode(node, func(n *nodeState) error { return heal(n) })
+}
+
+// HealAll removes every fault from every node.
+func (c *Cluster) HealAll() error {
+	var errs []error
+	for _, n := range c.nodes {
+		errs = append(errs, c.Heal(n.Name))
+	}
+	return errors.Join(errs...)
+}
+
+func heal(n *nodeState) error {
+	n.faults = faultState{}
+	err1 := applyNft(n)
+	n.responder.close()
+	n.responder = nil
+	err2 := setEchoIgnore(n.Netns, false)
+	return errors.Join(err1, err2)
+}
+
+func (c *Cluster) withNode(node string, fn func(*nodeState) error) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return fn(n)
+}
+
+func setEchoIgnore(netns string, on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	return inNetns(netns, func() error {
+		return errors.Join(hostSysctl("net.ipv4.icmp_echo_ignore_all", v), hostSysctl("net.ipv6.icmp.echo_ignore_all", v))
+	})
+}
+
+// applyNft replaces the node's table with one rendering its fault state, atomically.
+func applyNft(n *nodeState) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return run(ctx, []byte(nftRuleset(n.faults)), "ip", "netns", "exec", n.Netns, "nft", "-f", "-")
+}
+
+// nftRuleset renders the table for f (or just its removal when f injects nothing).
+func nftRuleset(f faultState) string {
+	var b strings.Builder
+	// Create-then-delete makes the delete succeed whether or not the table exists; the
+	// whole file is one transaction.
+	fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", nftTable, nftTable)
+	if !f.partitioned && f.lossPercent == 0 {
+		return b.String()
+	}
+	p4, p6 := Prefix4.String(), Prefix6.String()
+	fmt.Fprintf(&b, "table inet %s {\n", nftTable)
+	// Loopback, neighbour discovery and the host side of the bridge are never affected.
+	exempt := func(dir, iface, host4, host6 string) {
+		fmt.Fprintf(&b, "\t\t%s %q accept\n", iface, "lo")
+		b.WriteString("\t\ticmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit, nd-router-advert } accept\n")
+		fmt.Fprintf(&b, "\t\tip %s %s accept\n\t\tip6 %s %s accept\n", dir, host4, dir, host6)
+	}
+	b.WriteString("\tchain input {\n\t\ttype filter hook input priority filter; policy accept;\n")
+	exempt("saddr", "iifname", HostIPv4.String(), HostIPv6.String())
+	if f.partitioned {
+		fmt.Fprintf(&b, "\t\tip saddr %s counter drop\n\t\tip6 saddr %s counter drop\n", p4, p6)
+	}
+	switch {
+	case f.lossPercent >= 100:
+		fmt.Fprintf(&b, "\t\tip saddr %s counter drop\n\t\tip6 saddr %s counter drop\n", p4, p6)
+	case f.lossPercent > 0:
+		fmt.Fprintf(&b, "\t\tip saddr %s numgen random mod 100 < %d counter drop\n", p4, f.lossPercent)
+		fmt.Fprintf(&b, "\t\tip6 saddr %s numgen random mod 100 < %d counter drop\n", p6, f.lossPercent)
+	}
+	b.WriteString("\t}\n")
+	if f.partitioned {
+		b.WriteString("\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n")
+		exempt("daddr", "oifname", HostIPv4.String(), HostIPv6.String())
+		fmt.Fprintf(&b, "\t\tip daddr %s counter drop\n\t\tip6 daddr %s counter drop\n", p4, p6)
+		b.WriteString("\t}\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}

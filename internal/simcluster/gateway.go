@@ -1,0 +1,102 @@
+package simcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"time"
+)
+
+// GatewayOptions configure a gateway collector in the host's network namespace.
+type GatewayOptions struct {
+	// Name is POD_NAME (and the leader-election identity): default "netpulse-gateway-0".
+	Name string
+	// Config is the collector configuration (default deploy/agent-gateway/config/gateway.yaml).
+	Config string
+	// Env adds or overrides environment variables.
+	Env map[string]string
+	// ReadyURL is polled until it answers 2xx/3xx before StartGateway returns; default the
+	// health_check extension of gateway.yaml (http://198.18.0.1:13133/); "-" does not wait.
+	ReadyURL string
+	// ReadyTimeout bounds that wait (default 90s).
+	ReadyTimeout time.Duration
+}
+
+// Gateway is a running gateway collector.
+type Gateway struct {
+	Name string
+	// Endpoint is the OTLP/gRPC address agents send to (HostIPv4:4317, gateway.yaml's port).
+	Endpoint string
+	Process  *Process
+}
+
+// StartGateway runs a collector with opts.Config on the host side of the bridge, with the
+// environment the gateway Deployment gives it (POD_IP=198.18.0.1, POD_NAME,
+// POD_NAMESPACE=netpulse) plus NETPULSE_K8S_AUTH=kubeConfig and KUBECONFIG = the
+// netpulse-gateway service account's kubeconfig. Point agents at its Endpoint.
+func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gateway, error) {
+	if c.opts.Collector == "" {
+		return nil, errors.New("simcluster: Options.Collector (the otelcol-netpulse binary) is required to run a gateway")
+	}
+	if opts.Name == "" {
+		opts.Name = "netpulse-gateway-0"
+	}
+	if opts.Config == "" {
+		opts.Config = filepath.Join(c.opts.RepoRoot, "deploy", "agent-gateway", "config", "gateway.yaml")
+	}
+	if opts.ReadyURL == "" {
+		opts.ReadyURL = "http://" + net.JoinHostPort(HostIPv4.String(), "13133") + "/"
+	}
+	if opts.ReadyTimeout == 0 {
+		opts.ReadyTimeout = 90 * time.Second
+	}
+	env := mergeEnv(append(cleanEnv(),
+		"POD_NAME="+opts.Name,
+		"POD_NAMESPACE="+Namespace,
+		"POD_IP="+HostIPv4.String(),
+		"GOMEMLIMIT=400MiB",
+		"NETPULSE_K8S_AUTH=kubeConfig",
+		"KUBECONFIG="+c.GatewayKubeconfig,
+	), opts.Env)
+	logPath := filepath.Join(c.Dir, "logs", "gateway-"+opts.Name+".log")
+	proc, err := startProcess("gateway "+opts.Name, "", []string{c.opts.Collector, "--config", opts.Config}, env, logPath)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{Name: opts.Name, Endpoint: net.JoinHostPort(HostIPv4.String(), "4317"), Process: proc}
+	c.mu.Lock()
+	c.gateways = append(c.gateways, g)
+	c.mu.Unlock()
+	c.logf("simcluster: gateway %s pid %d (%s)", opts.Name, proc.Pid(), opts.Config)
+	if opts.ReadyURL == "-" {
+		return g, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
+	defer cancel()
+	for !probeOnce(ctx, opts.ReadyURL) {
+		if proc.Exited() {
+			return g, fmt.Errorf("simcluster: gateway %s exited: %v\n%s", opts.Name, proc.Err(), proc.LogTail(40))
+		}
+		select {
+		case <-ctx.Done():
+			return g, fmt.Errorf("simcluster: gateway %s not ready at %s: %w\n%s", opts.Name, opts.ReadyURL, ctx.Err(), proc.LogTail(40))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return g, nil
+}
+
+// StopGateway stops a gateway (SIGTERM, then SIGKILL) and forgets it.
+func (c *Cluster) StopGateway(g *Gateway) error {
+	c.mu.Lock()
+	for i, x := range c.gateways {
+		if x == g {
+			c.gateways = append(c.gateways[:i], c.gateways[i+1:]...)
+			break
+		}
+	}
+	c.mu.Unlock()
+	return g.Process.Stop(10 * time.Second)
+}

@@ -1,0 +1,377 @@
+package simcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The address plan. Everything the harness sends goes to loopback, to the host side of its
+// own bridge, or to the addresses of its own network namespaces: 198.18.0.0/24 (RFC 2544
+// benchmarking space) and fd00:6e70::/64 (ULA; 6e70 is "np").
+var (
+	// HostIPv4 and HostIPv6 are the host side of the bridge: the API server, the gateway
+	// slot and test sinks listen here.
+	HostIPv4 = netip.MustParseAddr("198.18.0.1")
+	HostIPv6 = netip.MustParseAddr("fd00:6e70::1")
+	// Prefix4 and Prefix6 are the simulated network.
+	Prefix4 = netip.MustParsePrefix("198.18.0.0/24")
+	Prefix6 = netip.MustParsePrefix("fd00:6e70::/64")
+)
+
+// MaxNodes bounds Options.Nodes: node i owns 198.18.0.(10+i), and pod-IP generations
+// 1..5 use 198.18.0.(10+i+40*g), which must stay below .255 and not collide.
+const MaxNodes = 39
+
+// nodeIPv4 is the permanent address of node i (1-based): 198.18.0.(10+i).
+func nodeIPv4(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(10 + i)}) }
+
+// nodeIPv6 is fd00:6e70::<10+i>, written so that node 1 is fd00:6e70::11.
+func nodeIPv6(i int) netip.Addr {
+	return netip.MustParseAddr(fmt.Sprintf("fd00:6e70::%d", 10+i))
+}
+
+// podIPv4 is the address of the gen-th pod on node i. Generation 0 (the first pod) uses the
+// node's own address, as a pod sharing the node's namespace would; later generations (pods
+// re-created by DeletePod/CreatePod or RollAgents) get fresh addresses, as real pods do,
+// cycling through five blocks: 198.18.0.(10+i+40*g').
+func podIPv4(i, gen int) netip.Addr {
+	if gen == 0 {
+		return nodeIPv4(i)
+	}
+	return netip.AddrFrom4([4]byte{198, 18, 0, byte(10 + i + 40*((gen-1)%5+1))})
+}
+
+// podIPv6 is fd00:6e70::<gen>:<10+i> (generation 0: the node's own address).
+func podIPv6(i, gen int) netip.Addr {
+	if gen == 0 {
+		return nodeIPv6(i)
+	}
+	return netip.MustParseAddr(fmt.Sprintf("fd00:6e70::%x:%d", gen, 10+i))
+}
+
+// Names. A run owns "<prefix>-<runid>-<i>" network namespaces, the bridge
+// "<prefix><runid>" and host-side veths "<prefix><runid>h<i>" (at most 15 bytes with the
+// default prefix "np" and a 6-hex-digit run ID).
+func netnsName(prefix, runID string, i int) string { return fmt.Sprintf("%s-%s-%d", prefix, runID, i) }
+func bridgeName(prefix, runID string) string       { return prefix + runID }
+func hostVethName(prefix, runID string, i int) string {
+	return fmt.Sprintf("%s%sh%d", prefix, runID, i)
+}
+
+var prefixRE = regexp.MustCompile(`^[a-z]{1,4}$`)
+
+func leftoverPatterns(prefix string) (netns, link *regexp.Regexp) {
+	q := regexp.QuoteMeta(prefix)
+	return regexp.MustCompile(`^` + q + `-[0-9a-f]{6}-[0-9]+$`),
+		regexp.MustCompile(`^` + q + `[0-9a-f]{6}(h[0-9]+)?$`)
+}
+
+// run executes a command (ip, nft) and returns its combined output in the error.
+func run(ctx context.Context, stdin []byte, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = cleanEnv()
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func ip(ctx context.Context, args ...string) error { return run(ctx, nil, "ip", args...) }
+
+// cleanEnv is the environment of every child process: a fixed PATH and nothing inherited
+// (no proxies, no KUBECONFIG of the caller).
+func cleanEnv() []string {
+	return []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
+}
+
+// hostSysctl writes a sysctl of the calling process's (host) network namespace.
+func hostSysctl(name, value string) error {
+	p := "/proc/sys/" + strings.ReplaceAll(name, ".", "/")
+	if err := os.WriteFile(p, []byte(value), 0o644); err != nil {
+		return fmt.Errorf("sysctl %s=%q: %w", name, value, err)
+	}
+	return nil
+}
+
+// nsSysctl writes a sysctl inside the named network namespace.
+func nsSysctl(netns, name, value string) error {
+	return inNetns(netns, func() error { return hostSysctl(name, value) })
+}
+
+// createBridge creates the run's bridge with the host addresses.
+func createBridge(ctx context.Context, br string) error {
+	if err := ip(ctx, "link", "add", br, "type", "bridge", "mcast_snooping", "0", "stp_state", "0"); err != nil {
+		return err
+	}
+	if err := hostSysctl("net.ipv6.conf."+br+".accept_dad", "0"); err != nil {
+		return err
+	}
+	if err := ip(ctx, "addr", "add", HostIPv4.String()+"/24", "dev", br); err != nil {
+		return err
+	}
+	if err := ip(ctx, "addr", "add", HostIPv6.String()+"/64", "dev", br, "nodad"); err != nil {
+		return err
+	}
+	return ip(ctx, "link", "set", br, "up")
+}
+
+// createNodeNetns creates node i's namespace, its veth into the bridge and its addresses.
+// There is deliberately no default route: the namespace reaches only the simulated network
+// (and the host side of the bridge) through the connected routes of eth0.
+func createNodeNetns(ctx context.Context, netns, br, hostVeth string, v4, v6 netip.Addr) error {
+	if err := ip(ctx, "netns", "add", netns); err != nil {
+		return err
+	}
+	for _, kv := range [][2]string{
+		{"net.ipv6.conf.all.accept_dad", "0"},
+		{"net.ipv6.conf.default.accept_dad", "0"},
+		// Unprivileged ICMP ("ping" datagram sockets) for every group, as the agent pod's
+		// securityContext.sysctls sets it.
+		{"net.ipv4.ping_group_range", "0 2147483647"},
+	} {
+		if err := nsSysctl(netns, kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	if err := ip(ctx, "link", "add", hostVeth, "type", "veth", "peer", "name", "eth0", "netns", netns); err != nil {
+		return err
+	}
+	// The host-side port needs no IPv6 of its own (no link-local address, no DAD).
+	if err := hostSysctl("net.ipv6.conf."+hostVeth+".disable_ipv6", "1"); err != nil {
+		return err
+	}
+	if err := ip(ctx, "link", "set", hostVeth, "master", br, "up"); err != nil {
+		return err
+	}
+	if err := nsSysctl(netns, "net.ipv6.conf.eth0.accept_dad", "0"); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"addr", "add", v4.String() + "/24", "dev", "eth0"},
+		{"addr", "add", v6.String() + "/64", "dev", "eth0", "nodad"},
+		{"link", "set", "eth0", "up"},
+	} {
+		if err := ip(ctx, append([]string{"-n", netns}, args...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addPodAddrs / delPodAddrs manage the extra addresses of later pod generations.
+func addPodAddrs(ctx context.Context, netns string, v4, v6 netip.Addr) error {
+	if err := ip(ctx, "-n", netns, "addr", "add", v4.String()+"/24", "dev", "eth0"); err != nil {
+		return err
+	}
+	return ip(ctx, "-n", netns, "addr", "add", v6.String()+"/64", "dev", "eth0", "nodad")
+}
+
+func delPodAddrs(ctx context.Context, netns string, v4, v6 netip.Addr) error {
+	err4 := ip(ctx, "-n", netns, "addr", "del", v4.String()+"/24", "dev", "eth0")
+	err6 := ip(ctx, "-n", netns, "addr", "del", v6.String()+"/64", "dev", "eth0")
+	return errors.Join(err4, err6)
+}
+
+// deleteNetns kills whatever still runs in the namespace and deletes it (its veth goes
+// with it).
+func deleteNetns(ctx context.Context, netns string) error {
+	killNetnsPids(ctx, netns)
+	return ip(ctx, "netns", "delete", netns)
+}
+
+func killNetnsPids(ctx context.Context, netns string) {
+	out, err := exec.CommandContext(ctx, "ip", "netns", "pids", netns).Output()
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 && pid != os.Getpid() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// SweepLeftovers removes what crashed runs with this name prefix left behind: processes in
+// and network namespaces named "<prefix>-<6 hex>-<n>", and host links named
+// "<prefix><6 hex>" / "<prefix><6 hex>h<n>" (bridges and veths). nft tables live inside the
+// namespaces and go with them. It refuses to run while another cluster holds the host-wide
+// lock (a live run is not a leftover); Start sweeps by itself once it holds the lock.
+func SweepLeftovers(prefix string) error {
+	lk, err := tryLock()
+	if err != nil {
+		return err
+	}
+	defer lk.release()
+	return sweep(context.Background(), prefix, func(string, ...any) {})
+}
+
+func sweep(ctx context.Context, prefix string, logf func(string, ...any)) error {
+	if !prefixRE.MatchString(prefix) {
+		return fmt.Errorf("simcluster: prefix %q must be 1-4 lower-case letters", prefix)
+	}
+	nsRE, linkRE := leftoverPatterns(prefix)
+	var errs []error
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		if nsRE.MatchString(e.Name()) {
+			logf("simcluster: sweeping leftover network namespace %s", e.Name())
+			if err := deleteNetns(ctx, e.Name()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	links, _ := os.ReadDir("/sys/class/net")
+	// Veths first (they may be gone with their namespace already), then bridges.
+	for _, pass := range []bool{false, true} {
+		for _, l := range links {
+			name := l.Name()
+			if !linkRE.MatchString(name) || isBridge(name) != pass {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join("/sys/class/net", name)); err != nil {
+				continue
+			}
+			logf("simcluster: sweeping leftover link %s", name)
+			if err := ip(ctx, "link", "delete", name); err != nil && !linkGone(name) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// linkGone reports whether a link has disappeared (e.g. with its namespace, meanwhile).
+func linkGone(link string) bool {
+	_, err := os.Stat(filepath.Join("/sys/class/net", link))
+	return os.IsNotExist(err)
+}
+
+func isBridge(link string) bool {
+	_, err := os.Stat(filepath.Join("/sys/class/net", link, "bridge"))
+	return err == nil
+}
+
+// checkAddressesFree fails when some interface already holds the host addresses (e.g. a
+// bridge of another prefix): the plan would be ambiguous.
+func checkAddressesFree() error {
+	out, err := exec.Command("ip", "-o", "addr", "show").Output()
+	if err != nil {
+		return fmt.Errorf("ip addr show: %w", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] != "inet" && f[i] != "inet6" {
+				continue
+			}
+			p, err := netip.ParsePrefix(f[i+1])
+			if err != nil {
+				continue
+			}
+			if p.Overlaps(Prefix4) || p.Overlaps(Prefix6) {
+				return fmt.Errorf("simcluster: %s already has %s (overlapping %s / %s); remove it or run SweepLeftovers", f[1], f[i+1], Prefix4, Prefix6)
+			}
+		}
+	}
+	return nil
+}
+
+// hostLock serialises clusters on one host: they all use the same address plan.
+type hostLock struct{ f *os.File }
+
+func lockPath() string {
+	if st, err := os.Stat("/run/lock"); err == nil && st.IsDir() {
+		return "/run/lock/netpulse-simcluster.lock"
+	}
+	return filepath.Join(os.TempDir(), "netpulse-simcluster.lock")
+}
+
+func openLock() (*os.File, error) {
+	return os.OpenFile(lockPath(), os.O_CREATE|os.O_RDWR, 0o644)
+}
+
+func lockHolder(f *os.File) string {
+	b := make([]byte, 64)
+	n, _ := f.ReadAt(b, 0)
+	return strings.TrimSpace(string(b[:n]))
+}
+
+func (l *hostLock) markOwner() {
+	_ = l.f.Truncate(0)
+	_, _ = l.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+}
+
+// acquireLock waits (polling, so ctx and timeout are honoured) for the host-wide lock.
+func acquireLock(ctx context.Context, timeout time.Duration, logf func(string, ...any)) (*hostLock, error) {
+	f, err := openLock()
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	logged := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			l := &hostLock{f: f}
+			l.markOwner()
+			return l, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("simcluster: lock %s: %w", f.Name(), err)
+		}
+		if !logged {
+			logf("simcluster: waiting for %s (another simulated cluster is running, pid %s)", f.Name(), lockHolder(f))
+			logged = true
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("simcluster: another simulated cluster (pid %s) still holds %s after %v", lockHolder(f), lockPath(), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func tryLock() (*hostLock, error) {
+	f, err := openLock()
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder := lockHolder(f)
+		f.Close()
+		return nil, fmt.Errorf("simcluster: a simulated cluster is running (pid %s holds %s); not sweeping", holder, lockPath())
+	}
+	return &hostLock{f: f}, nil
+}
+
+func (l *hostLock) release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	_ = l.f.Truncate(0)
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	_ = l.f.Close()
+	l.f = nil
+}
