@@ -39,6 +39,10 @@ type Config struct {
 	TargetTTL time.Duration `mapstructure:"target_ttl"`
 	// Workers write objects in parallel (the client's qps/burst bound the rate).
 	Workers int `mapstructure:"workers"`
+	// Namespace restricts the objects this exporter watches and writes to one namespace
+	// (all-in-one mode: each agent writes its own pod's objects with a namespaced Role).
+	// Empty: all namespaces (the gateway).
+	Namespace string `mapstructure:"namespace"`
 
 	LeaderElection LeaderElectionConfig `mapstructure:"leader_election"`
 	Events         EventsConfig         `mapstructure:"events"`
@@ -129,6 +133,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers < 1 || c.Workers > 64 {
 		add("workers: %d out of range [1, 64]", c.Workers)
+	}
+	if c.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
+			add("namespace: %q: %s", c.Namespace, strings.Join(msgs, "; "))
+		}
 	}
 	if le := c.LeaderElection; le.Enabled {
 		if msgs := validation.IsDNS1123Subdomain(le.LeaseName); len(msgs) > 0 {

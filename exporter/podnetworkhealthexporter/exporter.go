@@ -153,7 +153,7 @@ func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
 	if e.pnh, err = versioned.NewForConfig(&crdCfg); err != nil {
 		return fmt.Errorf("pod_network_health: %w", err)
 	}
-	e.writer = newWriter(e.pnh, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)
+	e.writer = newWriter(e.pnh, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -265,7 +265,7 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 	sums := e.summ.Summaries()
 	var sets []*desired
 	for _, s := range sums {
-		if s.Key.SourceUID == "" || s.Key.SourceNamespace == "" {
+		if s.Key.SourceUID == "" || s.Key.SourceNamespace == "" || (e.cfg.Namespace != "" && s.Key.SourceNamespace != e.cfg.Namespace) {
 			continue
 		}
 		write, reason := summary.Decide(e.written[s.Key], s, now, e.policy)

@@ -65,8 +65,9 @@ type writer struct {
 	wg      sync.WaitGroup
 }
 
-func newWriter(client versioned.Interface, qps float64, burst int, logger *zap.Logger, done func(writeResult)) *writer {
+func newWriter(client versioned.Interface, namespace string, qps float64, burst int, logger *zap.Logger, done func(writeResult)) *writer {
 	factory := externalversions.NewSharedInformerFactoryWithOptions(client, 0,
+		externalversions.WithNamespace(namespace),
 		externalversions.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = labels.Set{LabelManagedBy: LabelManagedByValue}.String()
 		}))

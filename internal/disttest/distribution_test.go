@@ -67,7 +67,7 @@ func TestValidateRejectsInvalidConfig(t *testing.T) {
 func TestValidateDeployConfigs(t *testing.T) {
 	root, err := kubetest.RepoRoot()
 	require.NoError(t, err)
-	for _, cfg := range []string{"agent-gateway/config/agent.yaml", "agent-gateway/config/gateway.yaml"} {
+	for _, cfg := range []string{"agent-gateway/config/agent.yaml", "agent-gateway/config/gateway.yaml", "all-in-one/config/all-in-one.yaml"} {
 		cmd := exec.Command(Collector(t), "validate", "--config", filepath.Join(root, "deploy", cfg))
 		cmd.Env = append(cmd.Environ(), "POD_NAME=p", "POD_UID=6f1c0e7a-0000-4000-8000-000000000001", "POD_NAMESPACE=netpulse",
 			"NODE_NAME=n", "POD_IP=10.0.0.1", "POD_IPS=10.0.0.1")
