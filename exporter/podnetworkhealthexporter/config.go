@@ -60,6 +60,10 @@ type LeaderElectionConfig struct {
 	LeaseDuration time.Duration `mapstructure:"lease_duration"`
 	RenewDeadline time.Duration `mapstructure:"renew_deadline"`
 	RetryPeriod   time.Duration `mapstructure:"retry_period"`
+	// LeaderLabel, when set, is put on this replica's own pod (named Identity, in
+	// LeaseNamespace) with value "true" while it holds the Lease and removed when it stops,
+	// so a Service selecting on it sends every agent's data to the writer.
+	LeaderLabel string `mapstructure:"leader_label"`
 }
 
 // EventsConfig: Events on verdict transitions (ConnectivityOutageDetected / ConnectivityRestored).
@@ -145,6 +149,11 @@ func (c *Config) Validate() error {
 		}
 		if msgs := validation.IsDNS1123Label(le.LeaseNamespace); len(msgs) > 0 {
 			add("leader_election.lease_namespace: %q: %s (set it, e.g. from POD_NAMESPACE)", le.LeaseNamespace, strings.Join(msgs, "; "))
+		}
+		if le.LeaderLabel != "" {
+			if msgs := validation.IsQualifiedName(le.LeaderLabel); len(msgs) > 0 {
+				add("leader_election.leader_label: %q: %s", le.LeaderLabel, strings.Join(msgs, "; "))
+			}
 		}
 		if le.LeaseDuration <= le.RenewDeadline || le.RenewDeadline <= le.RetryPeriod || le.RetryPeriod <= 0 {
 			add("leader_election: want lease_duration (%v) > renew_deadline (%v) > retry_period (%v) > 0", le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)

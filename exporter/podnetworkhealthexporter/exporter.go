@@ -202,6 +202,19 @@ func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
 func (e *pnhExporter) lead(ctx context.Context) {
 	e.tb.PodNetworkHealthIsLeader.Record(ctx, 1)
 	defer e.tb.PodNetworkHealthIsLeader.Record(context.Background(), 0)
+	if le := e.cfg.LeaderElection; le.Enabled && le.LeaderLabel != "" {
+		if err := labelOwnPod(ctx, e.kube, le, "true"); err != nil {
+			e.logger.Error("pod_network_health: cannot label this pod as the leader; agents behind a leader-selecting Service will not reach it", zap.Error(err))
+		}
+		defer func() {
+			// Best effort: a replica that crashed loses its pod (and label) anyway.
+			unlabelCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := labelOwnPod(unlabelCtx, e.kube, le, ""); err != nil {
+				e.logger.Warn("pod_network_health: cannot remove the leader label", zap.Error(err))
+			}
+		}()
+	}
 	e.writer.startInformer()
 	for !e.writer.synced(ctx) {
 		if ctx.Err() != nil {

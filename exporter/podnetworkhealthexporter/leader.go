@@ -2,9 +2,12 @@ package podnetworkhealthexporter
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -55,4 +58,22 @@ func leaderLoop(ctx context.Context, client kubernetes.Interface, cfg LeaderElec
 		}
 	}()
 	return done, nil
+}
+
+// labelOwnPod sets (or, with value "", removes) the leader label on this replica's pod with
+// a JSON merge patch, so only the Lease holder matches the gateway Service's selector.
+func labelOwnPod(ctx context.Context, client kubernetes.Interface, cfg LeaderElectionConfig, value string) error {
+	var v any = value
+	if value == "" {
+		v = nil // merge patch: delete the key
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{cfg.LeaderLabel: v}}})
+	if err != nil {
+		return err
+	}
+	_, err = client.CoreV1().Pods(cfg.LeaseNamespace).Patch(ctx, cfg.Identity, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("label pod %s/%s %s=%q: %w", cfg.LeaseNamespace, cfg.Identity, cfg.LeaderLabel, value, err)
+	}
+	return nil
 }

@@ -306,6 +306,25 @@ func TestLeaderElectionHandover(t *testing.T) {
 	defer tt1.Shutdown(ctx)
 	cfg0, cfg1 := testConfig("pnh-handover"), testConfig("pnh-handover")
 	cfg0.Heartbeat, cfg1.Heartbeat = 10*time.Second, 10*time.Second
+	// The replicas' own pods: the leader labels itself so the gateway Service selects it.
+	const leaderLabel = "netpulse.io/gateway-leader"
+	cfg0.LeaderElection.LeaderLabel, cfg1.LeaderElection.LeaderLabel = leaderLabel, leaderLabel
+	for _, name := range []string{"gw-0", "gw-1"} {
+		_, err := admin.CoreV1().Pods("netpulse").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "netpulse", Labels: map[string]string{"app.kubernetes.io/name": "netpulse-gateway"}},
+			Spec:       restrictedSpec(),
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	labelled := func() []string {
+		l, err := admin.CoreV1().Pods("netpulse").List(ctx, metav1.ListOptions{LabelSelector: leaderLabel + "=true"})
+		require.NoError(t, err)
+		var names []string
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		return names
+	}
 	exp0 := startExporter(t, cfg0, "gw-0", tt0)
 	exp1 := startExporter(t, cfg1, "gw-1", tt1)
 	stopped0 := false
@@ -345,6 +364,8 @@ func TestLeaderElectionHandover(t *testing.T) {
 		}
 		return n
 	}
+	require.Eventually(t, func() bool { return len(labelled()) == 1 && labelled()[0] == leader }, 10*time.Second, 100*time.Millisecond,
+		"only the leader's pod carries the leader label: %v", labelled())
 	w0, w1 := writes(tt0), writes(tt1)
 	t.Logf("writes before hand-over: gw-0=%d gw-1=%d (leader %s)", w0, w1, leader)
 	if leader == "gw-0" {
@@ -388,6 +409,8 @@ func TestLeaderElectionHandover(t *testing.T) {
 	}, 15*time.Second, 100*time.Millisecond, "the follower never took the lease")
 	t.Logf("FIGURE lease hand-over took %v (lease %v, retry %v; the stopping leader releases it)", time.Since(handover).Round(10*time.Millisecond), cfg0.LeaderElection.LeaseDuration, cfg0.LeaderElection.RetryPeriod)
 	require.Eventually(t, func() bool { return writes(followerTT) > before }, 15*time.Second, 200*time.Millisecond, "the new leader never wrote (heartbeat 10s)")
+	require.Eventually(t, func() bool { return len(labelled()) == 1 && labelled()[0] == newLeader }, 10*time.Second, 100*time.Millisecond,
+		"the label moved to the new leader: %v", labelled())
 }
 
 // Malformed data points are counted and skipped without blocking the good ones of the
@@ -529,4 +552,15 @@ func TestAPIServerOutageUnderLoad(t *testing.T) {
 
 func applyReadinessRBAC(ctx context.Context) error {
 	return kubetest.Apply(ctx, cp.Config, kubetest.DeployPath("rbac", "gateway-readiness-gate.yaml"))
+}
+
+// restrictedSpec passes Pod Security "restricted" (the netpulse namespace enforces it).
+func restrictedSpec() corev1.PodSpec {
+	yes, no := true, false
+	return corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+		Containers: []corev1.Container{{Name: "c", Image: "example.invalid/x:1", SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: &no, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}}},
+	}
 }
