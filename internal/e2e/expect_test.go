@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -8,7 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netpulse/netpulse/internal/contract"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/netpulse/netpulse/api/client/clientset/versioned"
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/simcluster"
 )
 
@@ -17,47 +25,62 @@ type pair struct{ from, to string }
 
 func (p pair) String() string { return p.from + "→" + p.to }
 
-// pathExpect is what the source of a path must observe towards its target.
+// pathExpect is what the PodNetworkHealth object of a path (source pod → target pod) must
+// read.
 type pathExpect struct {
 	reachable bool
-	// errorType, for an unreachable path, is the error.type the source must report ("" =
-	// any).
-	errorType string
-	// stable: every observation since the expectation's window opened must agree (one that
-	// does not fails the scenario at once); otherwise the latest observation must.
+	// stable: the object must never read the opposite verdict while the expectation is
+	// awaited (one that does fails the scenario at once); otherwise the latest status must
+	// agree.
 	stable bool
-	// minRounds is how many observations the window must hold (default 1).
-	minRounds int
-	// minRTT / maxRTT bound the mean round-trip time over the window (0 = unchecked).
-	minRTT, maxRTT time.Duration
+	// ongoingOutage: the newest outage has a start at or after the expectation's start and
+	// no end. endedOutage: the newest outage started at or after the expectation's
+	// outageSince and has ended.
+	ongoingOutage, endedOutage bool
+	// minP50 / maxP50 bound status.latency.p50 (0 = unchecked); minMax bounds latency.max
+	// from below.
+	minP50, maxP50 time.Duration
+	// zeroLoss: status.lossRatio must read "0".
+	zeroLoss bool
 }
 
-// lossExpect bounds the loss towards a node, over all its observers and address families
-// together: once at least minEchoes echoes were sent in the window, lost/sent must lie in
-// [min, max]; minLost asks only that some echoes were lost.
-type lossExpect struct {
-	min, max  float64
-	minEchoes int64
-	minLost   int64
+// lossExpect bounds status.lossRatio of every path towards a node.
+type lossExpect struct{ min, max float64 }
+
+// eventExpect asks for an Event with reason on the object of path, newer than the
+// expectation's start.
+type eventExpect struct {
+	path   pair
+	reason string
 }
 
 // expectation is the state a scenario expects, in terms of pods and paths only, so every
-// checker (the OTLP sink today, PodNetworkHealth objects later) can judge it.
+// checker can judge it.
 type expectation struct {
 	name string
-	// start is when the fault was injected (detection times count from here); window is
-	// when observations start to count (start, or later for averages that must not mix
-	// in rounds from before the fault).
-	start, window time.Time
+	// start is when the fault was injected (detection times count from here).
+	start time.Time
+	// outageSince is the earliest start an outage of this expectation may have (ended
+	// outages of a recovery started with the fault, before the expectation's start).
+	outageSince time.Time
 	// agents are the pods the expectation is about (the cluster's current ones).
 	agents []simcluster.Agent
 	paths  map[pair]pathExpect
 	loss   map[string]lossExpect // by target node
+	// nodeProblem is the expected status of the netpulse.io/PodNetworkProblem condition by
+	// node: true = True, false = False. Nodes not listed must not be True (when
+	// nodeProblemOthers is set).
+	nodeProblem       map[string]bool
+	nodeProblemOthers bool
+	events            []eventExpect
+	// gone lists deleted source pods whose objects must have been garbage-collected;
+	// goneTargets deleted target pods whose objects must have been pruned (target_ttl).
+	gone, goneTargets []simcluster.Agent
 }
 
 func (e *env) expect(name string, start time.Time) *expectation {
-	return &expectation{name: name, start: start, window: start, agents: e.cl.Agents(),
-		paths: map[pair]pathExpect{}, loss: map[string]lossExpect{}}
+	return &expectation{name: name, start: start, outageSince: start, agents: e.cl.Agents(),
+		paths: map[pair]pathExpect{}, loss: map[string]lossExpect{}, nodeProblem: map[string]bool{}}
 }
 
 // all sets pe on every ordered pair of agents for which keep is true (nil: every pair).
@@ -81,8 +104,6 @@ func not(f func(pair) bool) func(pair) bool { return func(p pair) bool { return 
 
 func towards(node string) func(pair) bool { return func(p pair) bool { return p.to == node } }
 
-func from(node string) func(pair) bool { return func(p pair) bool { return p.from == node } }
-
 func (x *expectation) agent(node string) (simcluster.Agent, bool) {
 	for _, a := range x.agents {
 		if a.Node == node {
@@ -96,13 +117,13 @@ func (x *expectation) agent(node string) (simcluster.Agent, bool) {
 type checker interface {
 	name() string
 	// check reports whether exp holds now; progress says what is still missing. A
-	// non-nil error means it cannot hold any more (a stable path flipped, a loss ratio
-	// settled outside its bounds): the scenario fails at once.
+	// non-nil error means it cannot hold any more (a stable path flipped): the scenario
+	// fails at once.
 	check(exp *expectation) (ok bool, progress string, err error)
 }
 
 // await polls every checker until each sees exp hold, and logs and returns how long after
-// exp.start each did: `E2E <verb> <name>: 3.2s (otlp)`.
+// exp.start each did: `E2E <verb> <name>: 3.2s (api)`.
 func (e *env) await(t *testing.T, verb string, exp *expectation, timeout time.Duration) time.Duration {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -141,22 +162,48 @@ func (e *env) await(t *testing.T, verb string, exp *expectation, timeout time.Du
 			}
 			t.Fatalf("%s: not observed within %v:%s", exp.name, timeout, b.String())
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 	}
 }
 
-// otlpChecker judges expectations from the agents' own telemetry, as the OTLP sink
-// received it: per path, the ICMP series from the source pod (Resource k8s.pod.uid) to each
-// of the target pod's addresses (IPv4 and IPv6).
-type otlpChecker struct{ sink *simcluster.OTLPSink }
-
-func (o *otlpChecker) name() string { return "otlp" }
-
-func (o *otlpChecker) series(src simcluster.Agent, addr string) (simcluster.Series, bool) {
-	return o.sink.Get(simcluster.SeriesKey{SourceUID: src.UID, Destination: addr, Probe: contract.ProbeTypeICMP})
+// apiChecker judges expectations from what the gateway wrote to the Kubernetes API:
+// PodNetworkHealth objects (typed client), the nodes' netpulse.io/PodNetworkProblem
+// condition and the Events on the objects. It reads with admin credentials.
+type apiChecker struct {
+	pnh  versioned.Interface
+	core kubernetes.Interface
 }
 
-func (o *otlpChecker) check(exp *expectation) (bool, string, error) {
+func (a *apiChecker) name() string { return "api" }
+
+// nodeProblemType is the node condition the shipped gateway.yaml enables (the exporter's
+// default type).
+const nodeProblemType = corev1.NodeConditionType("netpulse.io/PodNetworkProblem")
+
+// objectName is the name the exporter gives the object of src → dst.
+func objectName(src, dst simcluster.Agent) string {
+	return podnetworkhealthexporter.ObjectName(src.Namespace, src.Pod, string(v1alpha1.TargetKindPod), dst.Namespace, dst.Pod, "")
+}
+
+func (a *apiChecker) objects(ctx context.Context) (map[string]*v1alpha1.PodNetworkHealth, error) {
+	list, err := a.pnh.NetpulseV1alpha1().PodNetworkHealths(simcluster.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*v1alpha1.PodNetworkHealth, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
+func (a *apiChecker) check(exp *expectation) (bool, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	objs, err := a.objects(ctx)
+	if err != nil {
+		return false, fmt.Sprintf("list podnetworkhealths: %v", err), nil
+	}
 	var pending []string
 	paths := slices.SortedFunc(maps.Keys(exp.paths), func(a, b pair) int { return strings.Compare(a.String(), b.String()) })
 	for _, p := range paths {
@@ -166,45 +213,58 @@ func (o *otlpChecker) check(exp *expectation) (bool, string, error) {
 		if !ok1 || !ok2 {
 			return false, "", fmt.Errorf("path %s: no agent pod on one of its nodes", p)
 		}
-		for _, ip := range dst.IPs {
-			label := fmt.Sprintf("%s (%s)", p, ip)
-			x, _ := o.series(src, ip.String())
-			why, err := judgePath(x, exp.window, pe)
-			if err != nil {
-				return false, "", fmt.Errorf("%s: %w", label, err)
+		o := objs[objectName(src, dst)]
+		why, err := judgeObject(o, src, dst, exp, pe)
+		if err != nil {
+			return false, "", fmt.Errorf("%s (%s): %w", p, objectName(src, dst), err)
+		}
+		if why == "" {
+			if le, ok := exp.loss[p.to]; ok && p.from != p.to {
+				why = judgeLoss(o, le)
 			}
-			if why != "" {
-				pending = append(pending, label+": "+why)
+		}
+		if why != "" {
+			pending = append(pending, p.String()+": "+why)
+		}
+	}
+	for _, g := range exp.gone {
+		for _, o := range objs {
+			if o.Spec.SourcePodRef.Name == g.Pod || o.Spec.SourcePodRef.UID == types.UID(g.UID) {
+				pending = append(pending, fmt.Sprintf("%s (source %s, deleted) still exists", o.Name, g.Pod))
 			}
 		}
 	}
-	for _, node := range slices.Sorted(maps.Keys(exp.loss)) {
-		le := exp.loss[node]
-		dst, ok := exp.agent(node)
-		if !ok {
-			return false, "", fmt.Errorf("loss towards %s: no agent pod there", node)
-		}
-		var sent, lost int64
-		for _, src := range exp.agents {
-			if src.Node == node {
-				continue
-			}
-			for _, ip := range dst.IPs {
-				x, _ := o.series(src, ip.String())
-				s, l := echoesInWindow(x, exp.window)
-				sent, lost = sent+s, lost+l
+	for _, g := range exp.goneTargets {
+		for _, o := range objs {
+			if r := o.Spec.TargetPodRef; r != nil && (r.Name == g.Pod || r.UID == types.UID(g.UID)) {
+				pending = append(pending, fmt.Sprintf("%s (target %s, deleted) still exists", o.Name, g.Pod))
 			}
 		}
-		switch {
-		case lost < le.minLost:
-			pending = append(pending, fmt.Sprintf("loss towards %s: %d of %d echoes lost so far", node, lost, sent))
-		case sent < le.minEchoes:
-			pending = append(pending, fmt.Sprintf("loss towards %s: %d echoes so far, want %d", node, sent, le.minEchoes))
-		case le.minEchoes > 0:
-			ratio := float64(lost) / float64(sent)
-			if ratio < le.min || ratio > le.max {
-				return false, "", fmt.Errorf("loss towards %s: %.3f over %d echoes, want %.2f-%.2f", node, ratio, sent, le.min, le.max)
+	}
+	if len(exp.nodeProblem) > 0 || exp.nodeProblemOthers {
+		nodes, err := a.core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, fmt.Sprintf("list nodes: %v", err), nil
+		}
+		for _, n := range nodes.Items {
+			st := nodeCondition(&n)
+			want, listed := exp.nodeProblem[n.Name]
+			switch {
+			case listed && want && st != corev1.ConditionTrue:
+				pending = append(pending, fmt.Sprintf("node %s: %s=%q, want True", n.Name, nodeProblemType, st))
+			case listed && !want && st != corev1.ConditionFalse:
+				pending = append(pending, fmt.Sprintf("node %s: %s=%q, want False", n.Name, nodeProblemType, st))
+			case !listed && exp.nodeProblemOthers && st == corev1.ConditionTrue:
+				return false, "", fmt.Errorf("node %s: %s is True, but only %v may be", n.Name, nodeProblemType, slices.Collect(maps.Keys(exp.nodeProblem)))
 			}
+		}
+	}
+	for _, ev := range exp.events {
+		src, _ := exp.agent(ev.path.from)
+		dst, _ := exp.agent(ev.path.to)
+		name := objectName(src, dst)
+		if !a.hasEvent(ctx, name, ev.reason, exp.start) {
+			pending = append(pending, fmt.Sprintf("no Event %s on %s since %s", ev.reason, name, exp.start.Format("15:04:05")))
 		}
 	}
 	if len(pending) > 0 {
@@ -216,111 +276,126 @@ func (o *otlpChecker) check(exp *expectation) (bool, string, error) {
 	return true, "", nil
 }
 
-// judgePath returns "" when the series meets pe in the window, what is missing otherwise,
-// and an error when a stable expectation was violated.
-func judgePath(x simcluster.Series, window time.Time, pe pathExpect) (string, error) {
-	rounds := x.Since(window)
-	var status []simcluster.Round
-	for _, r := range rounds {
-		if r.Status >= 0 {
-			status = append(status, r)
+func (a *apiChecker) hasEvent(ctx context.Context, object, reason string, since time.Time) bool {
+	evs, err := a.core.CoreV1().Events(simcluster.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + object + ",reason=" + reason,
+	})
+	if err != nil {
+		return false
+	}
+	for _, ev := range evs.Items {
+		last := ev.LastTimestamp.Time
+		if ev.EventTime.After(last) {
+			last = ev.EventTime.Time
+		}
+		if ev.Series != nil && ev.Series.LastObservedTime.After(last) {
+			last = ev.Series.LastObservedTime.Time
+		}
+		// Event times have second (LastTimestamp) or microsecond precision.
+		if !last.Before(since.Truncate(time.Second)) {
+			return true
 		}
 	}
-	if pe.stable {
-		for _, r := range status {
-			if (r.Status == 1) != pe.reachable {
-				return "", fmt.Errorf("status %d at %s, want %s throughout", r.Status, r.Time.Format("15:04:05.000"), reach(pe.reachable))
-			}
+	return false
+}
+
+func nodeCondition(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == nodeProblemType {
+			return c.Status
 		}
 	}
-	minRounds := max(pe.minRounds, 1)
-	if len(status) < minRounds {
-		return fmt.Sprintf("%d rounds, want %d", len(status), minRounds), nil
+	return ""
+}
+
+// judgeObject returns "" when o meets pe, what is missing otherwise, and an error when it
+// can no longer be met (a stable path flipped, an object owned by the wrong pod).
+func judgeObject(o *v1alpha1.PodNetworkHealth, src, dst simcluster.Agent, exp *expectation, pe pathExpect) (string, error) {
+	if o == nil {
+		return "no object yet", nil
 	}
-	last := status[len(status)-1]
-	if (last.Status == 1) != pe.reachable {
-		return fmt.Sprintf("status %d, want %s", last.Status, reach(pe.reachable)), nil
+	if o.Spec.SourcePodRef.Name != src.Pod || o.Spec.TargetPodRef == nil || o.Spec.TargetPodRef.Name != dst.Pod {
+		return "", fmt.Errorf("spec names %s → %v, want %s → %s", o.Spec.SourcePodRef.Name, o.Spec.TargetPodRef, src.Pod, dst.Pod)
 	}
-	if !pe.reachable && pe.errorType != "" {
-		base, _ := x.Before(window)
-		if last.Errors[pe.errorType] <= base.Errors[pe.errorType] {
-			return fmt.Sprintf("no new error.type=%s (errors %v)", pe.errorType, last.Errors), nil
+	owned := false
+	for _, ref := range o.OwnerReferences {
+		if ref.Kind == "Pod" && ref.Name == src.Pod && string(ref.UID) == src.UID {
+			owned = true
 		}
 	}
-	if pe.minRTT > 0 || pe.maxRTT > 0 {
-		mean, n, ok := meanRTT(x, window)
-		if !ok || n < 3 {
-			return fmt.Sprintf("%d RTT samples in the window, want 3", n), nil
+	if !owned {
+		return "", fmt.Errorf("not owned by the source pod %s (uid %s): %+v", src.Pod, src.UID, o.OwnerReferences)
+	}
+	st := o.Status
+	want := v1alpha1.Unreachable
+	if pe.reachable {
+		want = v1alpha1.Reachable
+	}
+	if st.Reachability != want {
+		if pe.stable && st.Reachability != "" && st.Reachability != v1alpha1.ReachabilityUnknown {
+			return "", fmt.Errorf("reads %s, want %s throughout", st.Reachability, want)
 		}
-		if pe.minRTT > 0 && mean < pe.minRTT {
-			return fmt.Sprintf("mean RTT %v < %v over %d replies", mean, pe.minRTT, n), nil
+		return fmt.Sprintf("%q, want %s", st.Reachability, want), nil
+	}
+	if !hasCondition(o, want) {
+		return fmt.Sprintf("condition Reachable does not agree with %s", want), nil
+	}
+	if pe.ongoingOutage || pe.endedOutage {
+		if len(st.Outages) == 0 {
+			return "no outage recorded", nil
 		}
-		if pe.maxRTT > 0 && mean > pe.maxRTT {
-			return fmt.Sprintf("mean RTT %v > %v over %d replies", mean, pe.maxRTT, n), nil
+		out := st.Outages[0]
+		if out.Start.Time.Before(exp.outageSince.Add(-time.Second)) {
+			return fmt.Sprintf("newest outage started %s, before %s", out.Start.Format(time.RFC3339), exp.outageSince.Format(time.RFC3339)), nil
 		}
+		if pe.ongoingOutage && out.End != nil {
+			return "newest outage has ended", nil
+		}
+		if pe.endedOutage && (out.End == nil || out.End.Before(&out.Start)) {
+			return "newest outage has no end", nil
+		}
+	}
+	if pe.minP50 > 0 || pe.maxP50 > 0 || pe.reachable {
+		if st.Latency == nil {
+			return "no latency", nil
+		}
+		p50, err := st.Latency.P50.Duration()
+		if err != nil {
+			return "", fmt.Errorf("latency.p50 %q: %w", st.Latency.P50, err)
+		}
+		if pe.minP50 > 0 && p50 < pe.minP50 {
+			return fmt.Sprintf("p50 %v < %v", p50, pe.minP50), nil
+		}
+		if pe.maxP50 > 0 && p50 > pe.maxP50 {
+			return fmt.Sprintf("p50 %v > %v", p50, pe.maxP50), nil
+		}
+	}
+	if pe.zeroLoss && st.LossRatio != "0" {
+		return fmt.Sprintf("lossRatio %q, want \"0\"", st.LossRatio), nil
 	}
 	return "", nil
 }
 
-func reach(b bool) string {
-	if b {
-		return "reachable (1)"
+func judgeLoss(o *v1alpha1.PodNetworkHealth, le lossExpect) string {
+	r, err := o.Status.LossRatio.Float64()
+	if err != nil {
+		return fmt.Sprintf("lossRatio %q: %v", o.Status.LossRatio, err)
 	}
-	return "unreachable (0)"
+	if r < le.min || r > le.max {
+		return fmt.Sprintf("lossRatio %s, want %.2f-%.2f", o.Status.LossRatio, le.min, le.max)
+	}
+	return ""
 }
 
-// meanRTT is the mean of the RTTs recorded in the window: the difference of the cumulative
-// histogram's sum and count between the last round before the window (or the first one in
-// it) and the latest round.
-func meanRTT(x simcluster.Series, window time.Time) (time.Duration, uint64, bool) {
-	var in []simcluster.Round
-	for _, r := range x.Since(window) {
-		if r.HasRTT {
-			in = append(in, r)
+func hasCondition(o *v1alpha1.PodNetworkHealth, r v1alpha1.Reachability) bool {
+	want := metav1.ConditionTrue
+	if r != v1alpha1.Reachable {
+		want = metav1.ConditionFalse
+	}
+	for _, c := range o.Status.Conditions {
+		if c.Type == v1alpha1.ConditionReachable {
+			return c.Status == want
 		}
 	}
-	if len(in) == 0 {
-		return 0, 0, false
-	}
-	base, ok := x.Before(window)
-	if !ok || !base.HasRTT {
-		if len(in) < 2 {
-			return 0, 0, false
-		}
-		base, in = in[0], in[1:]
-	}
-	last := in[len(in)-1]
-	if last.RTTCount < base.RTTCount {
-		return 0, 0, false // the agent restarted its series
-	}
-	n := last.RTTCount - base.RTTCount
-	if n == 0 {
-		return 0, 0, false
-	}
-	return time.Duration((last.RTTSum - base.RTTSum) / float64(n) * float64(time.Second)), n, true
-}
-
-// echoesInWindow returns the echoes sent and lost in the window (cumulative sums' deltas).
-func echoesInWindow(x simcluster.Series, window time.Time) (sent, lost int64) {
-	var in []simcluster.Round
-	for _, r := range x.Since(window) {
-		if r.Sent >= 0 && r.Lost >= 0 {
-			in = append(in, r)
-		}
-	}
-	if len(in) == 0 {
-		return 0, 0
-	}
-	base, ok := x.Before(window)
-	if !ok || base.Sent < 0 || base.Lost < 0 {
-		if len(in) < 2 {
-			return 0, 0
-		}
-		base, in = in[0], in[1:]
-	}
-	last := in[len(in)-1]
-	if last.Sent < base.Sent {
-		return 0, 0
-	}
-	return last.Sent - base.Sent, last.Lost - base.Lost
+	return false
 }

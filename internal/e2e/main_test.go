@@ -6,11 +6,12 @@
 // healthy mesh and heals what it injected, so scenarios run in any order and alone
 // (go test -run TestPartition ./internal/e2e).
 //
-// Today the agents report to an OTLP sink in the test process (otlpChecker). When the
-// gateway's components land, TestMain starts the gateway slot with
-// deploy/agent-gateway/config/gateway.yaml instead, and a PodNetworkHealth checker joins
-// `checkers`: every scenario's expectation is written in terms of pods and paths, not of a
-// backend, so the same scenarios then assert on the API objects too.
+// The agents report to one gateway replica running the unchanged
+// deploy/agent-gateway/config/gateway.yaml in the simcluster gateway slot (host side of the
+// bridge, 198.18.0.1, netpulse-gateway service-account token bound only to deploy/rbac).
+// Scenarios assert through the Kubernetes API (apiChecker): PodNetworkHealth objects, the
+// netpulse.io/PodNetworkProblem node condition and the Events the gateway writes. Every
+// expectation is written in terms of pods and paths, not of a backend.
 package e2e
 
 import (
@@ -23,6 +24,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
+	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/internal/simcluster"
 	"github.com/netpulse/netpulse/internal/simcluster/simclustertest"
 )
@@ -39,8 +43,10 @@ const (
 
 // env is the package's shared cluster.
 type env struct {
-	cl   *simcluster.Cluster
-	sink *simcluster.OTLPSink
+	cl *simcluster.Cluster
+	gw *simcluster.Gateway
+	// api reads what the gateway wrote (admin credentials).
+	api *apiChecker
 	// agentsStarted is when StartAgents began (for the first-convergence figure).
 	agentsStarted time.Time
 	checkers      []checker
@@ -129,17 +135,23 @@ func startEnv() (*env, error) {
 		return nil, err
 	}
 	e := &env{cl: cl}
-	// Until the gateway components land, the agents report to this sink; later the gateway
-	// slot runs deploy/agent-gateway/config/gateway.yaml:
-	//   gw, err := cl.StartGateway(ctx, simcluster.GatewayOptions{})
-	//   ... AgentOptions{GatewayEndpoint: gw.Endpoint}
-	if e.sink, err = simcluster.StartOTLPSink(simcluster.HostIPv4.String() + ":0"); err != nil {
+	pnh, err := versioned.NewForConfig(rest.CopyConfig(cl.AdminConfig))
+	if err != nil {
 		return e, err
 	}
-	e.checkers = []checker{&otlpChecker{sink: e.sink}}
+	e.api = &apiChecker{pnh: pnh, core: cl.Client}
+	e.checkers = []checker{e.api}
+	// The gateway: deploy/agent-gateway/config/gateway.yaml unchanged, POD_IP=198.18.0.1,
+	// POD_NAME=netpulse-gateway-0, POD_NAMESPACE=netpulse, the netpulse-gateway kubeconfig.
+	// The only addition is NETPULSE_TARGET_TTL (see targetTTL).
+	if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{
+		Env: map[string]string{"NETPULSE_TARGET_TTL": targetTTL.String()},
+	}); err != nil {
+		return e, err
+	}
 	e.agentsStarted = time.Now()
 	err = cl.StartAgents(ctx, simcluster.AgentOptions{
-		GatewayEndpoint: e.sink.Endpoint(),
+		GatewayEndpoint: e.gw.Endpoint,
 		ProbeInterval:   probeInterval,
 		ProbeTimeout:    probeTimeout,
 		PeerGrace:       0,
@@ -153,10 +165,7 @@ func stopEnv(e *env) error {
 	}
 	var err error
 	if e.cl != nil {
-		err = e.cl.Stop()
-	}
-	if e.sink != nil {
-		e.sink.Stop()
+		err = e.cl.Stop() // stops the gateway too
 	}
 	return err
 }
