@@ -196,6 +196,17 @@ func TestGatewayCredentials(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	// The leader labels its own pod, which is what the gateway Service selects.
+	for {
+		p, err := e.cl.Client.CoreV1().Pods(simcluster.Namespace).Get(ctx, e.gw.Name, metav1.GetOptions{})
+		if err == nil && p.Labels["netpulse.io/gateway-leader"] == "true" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway pod %s not labelled as the leader: %v", e.gw.Name, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // TestPartition: node-2 is cut off. Its pairs (both directions) go Unreachable with an

@@ -7,6 +7,14 @@ import (
 	"net"
 	"path/filepath"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/netpulse/netpulse/internal/kubetest"
 )
 
 // GatewayOptions configure a gateway collector in the host's network namespace.
@@ -60,6 +68,9 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 		"NETPULSE_K8S_AUTH=kubeConfig",
 		"KUBECONFIG="+c.GatewayKubeconfig,
 	), opts.Env)
+	if err := c.createGatewayPod(ctx, opts.Name); err != nil {
+		return nil, err
+	}
 	logPath := filepath.Join(c.Dir, "logs", "gateway-"+opts.Name+".log")
 	proc, err := startProcess("gateway "+opts.Name, "", []string{c.opts.Collector, "--config", opts.Config}, env, logPath)
 	if err != nil {
@@ -99,4 +110,32 @@ func (c *Cluster) StopGateway(g *Gateway) error {
 	}
 	c.mu.Unlock()
 	return g.Process.Stop(10 * time.Second)
+}
+
+// createGatewayPod creates the Pod object a gateway replica would have, from the deploy/
+// Deployment's template, so the exporter can label it as the leader (the gateway Service
+// selects on that label). No scheduler runs: the pod stays Pending; only its object matters.
+func (c *Cluster) createGatewayPod(ctx context.Context, name string) error {
+	objs, err := kubetest.DecodeFile(filepath.Join(c.opts.RepoRoot, "deploy", "agent-gateway", "gateway-deployment.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		var d appsv1.Deployment
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+			return err
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: d.Spec.Template.Labels},
+			Spec:       d.Spec.Template.Spec,
+		}
+		if _, err := c.Client.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("simcluster: create gateway pod %s: %w", name, err)
+		}
+		return nil
+	}
+	return errors.New("simcluster: no Deployment in deploy/agent-gateway/gateway-deployment.yaml")
 }
