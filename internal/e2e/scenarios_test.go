@@ -380,6 +380,7 @@ func logLoss(t *testing.T, e *env, exp *expectation, node string) {
 	}
 	dst, _ := exp.agent(node)
 	var parts []string
+	var totalSent, totalLost int32
 	for _, src := range exp.agents {
 		if src.Node == node {
 			continue
@@ -389,11 +390,24 @@ func logLoss(t *testing.T, e *env, exp *expectation, node string) {
 			for _, pr := range o.Status.Probes {
 				sent, lost = sent+pr.Sent, lost+pr.Lost
 			}
+			totalSent, totalLost = totalSent+sent, totalLost+lost
 			parts = append(parts, fmt.Sprintf("%s %s (%d/%d)", src.Node, o.Status.LossRatio, lost, sent))
 		}
 	}
 	t.Logf("E2E loss towards %s: lossRatio %s (injected %d%%, accepted %.2f-%.2f)",
 		node, strings.Join(parts, ", "), lossPercent, lossMin, lossMax)
+	// A single pair's written ratio may rest on few echoes (the write budget does not
+	// rewrite a ratio within loss_tolerance); over all pairs the written echo counts must
+	// be enough for the estimate to mean something.
+	if totalSent < 200 {
+		t.Errorf("loss towards %s: only %d echoes behind the written ratios, want >= 200", node, totalSent)
+		return
+	}
+	agg := float64(totalLost) / float64(totalSent)
+	t.Logf("E2E loss towards %s over all pairs: %.3f (%d/%d echoes)", node, agg, totalLost, totalSent)
+	if agg < lossMin || agg > lossMax {
+		t.Errorf("loss towards %s over all pairs: %.3f outside [%.2f, %.2f]", node, agg, lossMin, lossMax)
+	}
 }
 
 // TestAPIServerOutage: kube-apiserver stops; while it is down node-1 is partitioned. When
