@@ -54,6 +54,11 @@ type pnhExporter struct {
 	summ    *summary.Summarizer
 	written map[summary.PairKey]summary.Written
 	gate    *readiness.Gate // nil unless readiness_gate.enabled
+	// badObservers are the nodes the quorum rule found to have a pod-network problem; the
+	// Unreachable pairs observed from them are the observer's fault, not the target's.
+	badObservers map[string]bool
+	// writtenBadObserver records, per pair, whether its last write said so.
+	writtenBadObserver map[summary.PairKey]bool
 
 	kube     kubernetes.Interface
 	pnh      versioned.Interface
@@ -100,9 +105,11 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 			SuccessesToReachable:  cfg.SuccessesToReachable,
 			MaxOutages:            cfg.MaxOutages,
 		}),
-		written:   map[summary.PairKey]summary.Written{},
-		nodeSeen:  map[string]nodeWrite{},
-		stopNodes: make(chan struct{}),
+		written:            map[summary.PairKey]summary.Written{},
+		badObservers:       map[string]bool{},
+		writtenBadObserver: map[summary.PairKey]bool{},
+		nodeSeen:           map[string]nodeWrite{},
+		stopNodes:          make(chan struct{}),
 	}
 	if cfg.ReadinessGate.Enabled {
 		e.gate = readiness.NewGate(readiness.Config{
@@ -237,6 +244,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 		e.leading = false
 		// A future leadership starts from the API's state again.
 		clear(e.written)
+		clear(e.writtenBadObserver)
 		e.mu.Unlock()
 	}()
 	if !e.cfg.NodeConditions.Enabled {
@@ -271,6 +279,7 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 	e.mu.Lock()
 	for _, k := range e.summ.ExpireIdle(now, e.cfg.TargetTTL) {
 		delete(e.written, k)
+		delete(e.writtenBadObserver, k)
 		e.writer.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: k.SourceNamespace, Name: nameOf(k)}}, reason: "delete", delete: true})
 	}
 	e.decoder.Expire(now)
@@ -281,12 +290,21 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 		if s.Key.SourceUID == "" || s.Key.SourceNamespace == "" || (e.cfg.Namespace != "" && s.Key.SourceNamespace != e.cfg.Namespace) {
 			continue
 		}
+		badObserver := s.Verdict == summary.VerdictUnreachable && e.badObservers[s.ObservedFromNode]
 		write, reason := summary.Decide(e.written[s.Key], s, now, e.policy)
+		if !write && badObserver != e.writtenBadObserver[s.Key] {
+			write, reason = true, "observer"
+		}
 		if !write {
 			continue
 		}
 		e.written[s.Key] = summary.WrittenFrom(s, now)
-		sets = append(sets, &desired{obj: objectOf(s), reason: reason})
+		e.writtenBadObserver[s.Key] = badObserver
+		obj := objectOf(s)
+		if badObserver {
+			markObserverUnhealthy(&obj.Status, s.ObservedFromNode)
+		}
+		sets = append(sets, &desired{obj: obj, reason: reason})
 	}
 	e.mu.Unlock()
 	for _, d := range sets {
@@ -356,6 +374,14 @@ func (e *pnhExporter) reconcileNodes(ctx context.Context, now time.Time) {
 	edges := quorum.EdgesFromSummaries(e.summ.Summaries(), now, max(e.cfg.Window, 2*time.Minute))
 	e.mu.Unlock()
 	res := quorum.Evaluate(nodes, edges, quorum.Config{Quorum: e.cfg.NodeConditions.Quorum, MaxFailingShare: e.cfg.NodeConditions.MaxFailingShare})
+	e.mu.Lock()
+	clear(e.badObservers)
+	if !res.Suppressed {
+		for _, n := range res.Marked() {
+			e.badObservers[n] = true
+		}
+	}
+	e.mu.Unlock()
 	if res.Suppressed {
 		e.logger.Warn("pod_network_health: node conditions suppressed", zap.String("reason", res.SuppressedReason))
 		return

@@ -202,3 +202,19 @@ func writtenOf(o *v1alpha1.PodNetworkHealth) summary.Written {
 	}
 	return w
 }
+
+// markObserverUnhealthy re-states an Unreachable pair whose observer's own node was found
+// (by the quorum of other observers) to have a pod-network problem: the failures say
+// nothing about the target, so reachability is Unknown with reason ObserverUnhealthy.
+// The outage history is kept: the pair did see an outage, whoever caused it.
+func markObserverUnhealthy(st *v1alpha1.PodNetworkHealthStatus, node string) {
+	st.Reachability = v1alpha1.ReachabilityUnknown
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == v1alpha1.ConditionReachable {
+			st.Conditions[i].Status = metav1.ConditionUnknown
+			st.Conditions[i].Reason = v1alpha1.ReasonObserverUnhealthy
+			st.Conditions[i].Message = v1alpha1.TruncateMessage("the observing node "+node+
+				" cannot reach the pod network (other nodes fail to reach it too); these failures are attributed to the observer, not the target", v1alpha1.MaxMessageLength)
+		}
+	}
+}

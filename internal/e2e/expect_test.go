@@ -42,6 +42,10 @@ type pathExpect struct {
 	minP50, maxP50 time.Duration
 	// zeroLoss: status.lossRatio must read "0".
 	zeroLoss bool
+	// observerUnhealthy: the path's observer is on a node the quorum found cut off, so
+	// the exporter attributes its failures to the observer: reachability Unknown, condition
+	// Reachable=Unknown with reason ObserverUnhealthy.
+	observerUnhealthy bool
 }
 
 // lossExpect bounds status.lossRatio of every path towards a node.
@@ -103,6 +107,8 @@ func involves(node string) func(pair) bool {
 func not(f func(pair) bool) func(pair) bool { return func(p pair) bool { return !f(p) } }
 
 func towards(node string) func(pair) bool { return func(p pair) bool { return p.to == node } }
+
+func observedFrom(node string) func(pair) bool { return func(p pair) bool { return p.from == node } }
 
 func (x *expectation) agent(node string) (simcluster.Agent, bool) {
 	for _, a := range x.agents {
@@ -331,6 +337,9 @@ func judgeObject(o *v1alpha1.PodNetworkHealth, src, dst simcluster.Agent, exp *e
 	if pe.reachable {
 		want = v1alpha1.Reachable
 	}
+	if pe.observerUnhealthy {
+		want = v1alpha1.ReachabilityUnknown
+	}
 	if st.Reachability != want {
 		if pe.stable && st.Reachability != "" && st.Reachability != v1alpha1.ReachabilityUnknown {
 			return "", fmt.Errorf("reads %s, want %s throughout", st.Reachability, want)
@@ -389,12 +398,15 @@ func judgeLoss(o *v1alpha1.PodNetworkHealth, le lossExpect) string {
 
 func hasCondition(o *v1alpha1.PodNetworkHealth, r v1alpha1.Reachability) bool {
 	want := metav1.ConditionTrue
-	if r != v1alpha1.Reachable {
+	switch r {
+	case v1alpha1.Unreachable:
 		want = metav1.ConditionFalse
+	case v1alpha1.ReachabilityUnknown:
+		want = metav1.ConditionUnknown
 	}
 	for _, c := range o.Status.Conditions {
 		if c.Type == v1alpha1.ConditionReachable {
-			return c.Status == want
+			return c.Status == want && (r != v1alpha1.ReachabilityUnknown || c.Reason == v1alpha1.ReasonObserverUnhealthy)
 		}
 	}
 	return false

@@ -224,8 +224,12 @@ func TestPartition(t *testing.T) {
 	if err := e.cl.Partition(node); err != nil {
 		t.Fatal(err)
 	}
+	// The others cannot reach node-2: its pairs are Unreachable. node-2 cannot reach
+	// anyone, but the quorum puts the blame on node-2: its own pairs read Unknown
+	// (ObserverUnhealthy), not Unreachable, so no healthy target is accused.
 	exp := e.expect("partition", start).
-		all(pathExpect{reachable: false, ongoingOutage: true}, involves(node)).
+		all(pathExpect{reachable: false, ongoingOutage: true}, towards(node)).
+		all(pathExpect{observerUnhealthy: true, ongoingOutage: true}, observedFrom(node)).
 		all(pathExpect{reachable: true, stable: true}, not(involves(node)))
 	exp.nodeProblem[node] = true
 	exp.nodeProblemOthers = true
@@ -450,7 +454,8 @@ func TestAPIServerOutage(t *testing.T) {
 	back := time.Now()
 	t.Logf("E2E api outage: kube-apiserver down %.1fs", back.Sub(stopping).Seconds())
 	exp := e.expect("api-restart", back).
-		all(pathExpect{reachable: false, ongoingOutage: true}, involves(node)).
+		all(pathExpect{reachable: false, ongoingOutage: true}, towards(node)).
+		all(pathExpect{observerUnhealthy: true, ongoingOutage: true}, observedFrom(node)).
 		all(pathExpect{reachable: true}, not(involves(node)))
 	exp.outageSince = stopping
 	e.await(t, "detect", exp, 60*time.Second)

@@ -1,0 +1,61 @@
+package podnetworkhealthexporter
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+)
+
+func unreachableSummary(now time.Time) summary.Summary {
+	return summary.Summary{
+		Key: summary.PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetPod,
+			TargetNamespace: "ns", TargetName: "b", TargetUID: "ub"},
+		Verdict:          summary.VerdictUnreachable,
+		VerdictSince:     now.Add(-time.Minute),
+		LastObserved:     now,
+		ObservedFromNode: "node-a",
+		Outages:          []summary.Outage{{Start: now.Add(-time.Minute), Reason: "Timeout", Message: "timeout"}},
+	}
+}
+
+func TestStatusOfUnreachable(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	st := statusOf(unreachableSummary(now))
+	require.Equal(t, v1alpha1.Unreachable, st.Reachability)
+	require.Equal(t, metav1.ConditionFalse, st.Conditions[0].Status)
+	require.Equal(t, v1alpha1.ReasonProbesFailed, st.Conditions[0].Reason)
+	require.Len(t, st.Outages, 1)
+	require.Nil(t, st.Outages[0].End, "ongoing")
+	require.Equal(t, statusOf(unreachableSummary(now)), st, "deterministic: an unchanged summary renders an identical status")
+}
+
+// An observer on a node the quorum found cut off: its failures are attributed to it, not
+// to the target, while the outage it saw stays on record.
+func TestMarkObserverUnhealthy(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	st := statusOf(unreachableSummary(now))
+	markObserverUnhealthy(&st, "node-a")
+	require.Equal(t, v1alpha1.ReachabilityUnknown, st.Reachability)
+	require.Equal(t, metav1.ConditionUnknown, st.Conditions[0].Status)
+	require.Equal(t, v1alpha1.ReasonObserverUnhealthy, st.Conditions[0].Reason)
+	require.Contains(t, st.Conditions[0].Message, "node-a")
+	require.Len(t, st.Outages, 1)
+}
+
+func TestKeyOfObjectRoundTrip(t *testing.T) {
+	for _, k := range []summary.PairKey{
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetPod, TargetNamespace: "other", TargetName: "b", TargetUID: "ub"},
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetNode, TargetName: "node-1"},
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetExternal, TargetAddress: "192.0.2.1"},
+	} {
+		obj := objectOf(summary.Summary{Key: k})
+		require.Equal(t, k, keyOfObject(obj), "the pair survives a restart: %s", k)
+		require.Equal(t, "ns", obj.Namespace, "objects live in the source pod's namespace")
+		require.Equal(t, "ua", string(obj.OwnerReferences[0].UID))
+	}
+}
