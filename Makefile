@@ -120,8 +120,12 @@ lint: $(STATICCHECK) ## go vet + staticcheck (pinned)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
+.PHONY: deps
+deps: ## install the Debian packages tests and demo need (etcd-server, iproute2, nftables, iputils-ping) when missing
+	@./hack/deps.sh
+
 .PHONY: test
-test: kube-bins build ## unit + integration + e2e tests, race detector on (needs root for network namespaces)
+test: deps kube-bins build ## unit + integration + e2e tests, race detector on (needs root for network namespaces)
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) ./...
 
 .PHONY: test-short
@@ -133,7 +137,7 @@ bench: ## benchmarks against their references; one line per comparison: name, ou
 	@./hack/bench.sh
 
 .PHONY: demo
-demo: kube-bins build ## the scripted end-to-end demo: simulated cluster, agents, gateway, partition, recovery (root; DEMO_DURATION=10m keeps it up)
+demo: deps kube-bins build ## the scripted end-to-end demo: simulated cluster, agents, gateway, partition, recovery (root; DEMO_DURATION=10m keeps it up)
 	GO=$(GO) ./hack/demo.sh
 
 .PHONY: clean
