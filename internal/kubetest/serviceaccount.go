@@ -83,11 +83,18 @@ func (cp *ControlPlane) Grant(ctx context.Context, namespace, name string, clust
 	return err
 }
 
-// EnsureNamespace creates namespace if it does not exist.
+// EnsureNamespace creates namespace, and its default service account, if they do not
+// exist. kube-controller-manager creates the default service account too, but after an API
+// server restart its watches may lag for tens of seconds, and pods cannot be created
+// without it.
 func EnsureNamespace(ctx context.Context, cs kubernetes.Interface, namespace string) error {
 	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("kubetest: create namespace %s: %w", namespace, err)
+	}
+	_, err = cs.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("kubetest: create service account %s/default: %w", namespace, err)
 	}
 	return nil
 }
