@@ -71,11 +71,7 @@ func fixture(t *testing.T, cs kubernetes.Interface, namespaces []string, nodes .
 	t.Helper()
 	ctx := context.Background()
 	for _, ns := range namespaces {
-		require.NoError(t, kubetest.EnsureNamespace(ctx, cs, ns))
-		_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-		if err != nil {
-			require.Contains(t, err.Error(), "already exists")
-		}
+		require.NoError(t, kubetest.EnsureNamespace(ctx, cs, ns)) // with its default service account
 	}
 	for _, n := range nodes {
 		status := n.Status

@@ -99,9 +99,7 @@ func TestIntegrationTelemetryFollowsPods(t *testing.T) {
 	ctx := context.Background()
 	cs, err := cp.Clientset()
 	require.NoError(t, err)
-	require.NoError(t, kubetest.EnsureNamespace(ctx, cs, "shop"))
-	_, err = cs.CoreV1().ServiceAccounts("shop").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	require.NoError(t, kubetest.EnsureNamespace(ctx, cs, "shop")) // with its default service account
 	for _, n := range []struct{ name, zone, ip string }{{"node-a", "zone-a", "172.31.0.1"}, {"node-b", "zone-b", "172.31.0.2"}} {
 		node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
 			Labels: map[string]string{corev1.LabelTopologyZone: n.zone, corev1.LabelTopologyRegion: "region-1"}}}, metav1.CreateOptions{})
