@@ -3,6 +3,7 @@ package podnetworkhealthexporter
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -59,6 +60,12 @@ type pnhExporter struct {
 	badObservers map[string]bool
 	// writtenBadObserver records, per pair, whether its last write said so.
 	writtenBadObserver map[summary.PairKey]bool
+	// dirty holds the pairs observed since the last reconcile; fullPass asks the next one
+	// to look at every pair (a new leadership term, a change of blamed observers). Only
+	// these and the pairs whose heartbeat is due are summarised each tick, so the work
+	// per tick follows the observation rate, not the number of pairs.
+	dirty    map[summary.PairKey]struct{}
+	fullPass bool
 
 	kube     kubernetes.Interface
 	pnh      versioned.Interface
@@ -108,6 +115,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		written:            map[summary.PairKey]summary.Written{},
 		badObservers:       map[string]bool{},
 		writtenBadObserver: map[summary.PairKey]bool{},
+		dirty:              map[summary.PairKey]struct{}{},
 		nodeSeen:           map[string]nodeWrite{},
 		stopNodes:          make(chan struct{}),
 	}
@@ -128,6 +136,9 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 	e.mu.Lock()
 	res := e.decoder.Decode(md, now)
 	ignored := e.summ.Add(res.Observations...)
+	for i := range res.Observations {
+		e.dirty[summary.KeyOf(&res.Observations[i])] = struct{}{}
+	}
 	if e.gate != nil {
 		e.gate.Observe(res.Observations...)
 	}
@@ -232,6 +243,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	// does not rewrite every object.
 	e.mu.Lock()
 	e.leading = true
+	e.fullPass = true
 	for _, o := range e.writer.existing() {
 		k := keyOfObject(o)
 		if _, ok := e.written[k]; !ok {
@@ -284,10 +296,28 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 	}
 	e.decoder.Expire(now)
 	transitions := e.summ.Transitions()
-	sums := e.summ.Summaries()
+	var keys []summary.PairKey
+	if e.fullPass {
+		keys = e.summ.Keys()
+		e.fullPass = false
+	} else {
+		for k := range e.dirty {
+			keys = append(keys, k)
+		}
+		for k, w := range e.written {
+			if _, ok := e.dirty[k]; !ok && now.Sub(w.At) >= e.policy.HeartbeatInterval {
+				keys = append(keys, k)
+			}
+		}
+	}
+	clear(e.dirty)
 	var sets []*desired
-	for _, s := range sums {
-		if s.Key.SourceUID == "" || s.Key.SourceNamespace == "" || (e.cfg.Namespace != "" && s.Key.SourceNamespace != e.cfg.Namespace) {
+	for _, k := range keys {
+		if k.SourceUID == "" || k.SourceNamespace == "" || (e.cfg.Namespace != "" && k.SourceNamespace != e.cfg.Namespace) {
+			continue
+		}
+		s, ok := e.summ.Summary(k)
+		if !ok {
 			continue
 		}
 		badObserver := s.Verdict == summary.VerdictUnreachable && e.badObservers[s.ObservedFromNode]
@@ -310,7 +340,7 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 	for _, d := range sets {
 		e.writer.set(d)
 	}
-	e.tb.PodNetworkHealthPairs.Record(ctx, int64(len(sums)))
+	e.tb.PodNetworkHealthPairs.Record(ctx, int64(e.summ.Stats().Pairs))
 	e.tb.PodNetworkHealthPendingObjects.Record(ctx, int64(e.writer.pendingCount()))
 	e.emitEvents(transitions)
 }
@@ -374,12 +404,16 @@ func (e *pnhExporter) reconcileNodes(ctx context.Context, now time.Time) {
 	edges := quorum.EdgesFromSummaries(e.summ.Summaries(), now, max(e.cfg.Window, 2*time.Minute))
 	e.mu.Unlock()
 	res := quorum.Evaluate(nodes, edges, quorum.Config{Quorum: e.cfg.NodeConditions.Quorum, MaxFailingShare: e.cfg.NodeConditions.MaxFailingShare})
-	e.mu.Lock()
-	clear(e.badObservers)
+	bad := map[string]bool{}
 	if !res.Suppressed {
 		for _, n := range res.Marked() {
-			e.badObservers[n] = true
+			bad[n] = true
 		}
+	}
+	e.mu.Lock()
+	if !maps.Equal(bad, e.badObservers) {
+		e.badObservers = bad
+		e.fullPass = true // the attribution of some pairs changed
 	}
 	e.mu.Unlock()
 	if res.Suppressed {
