@@ -25,6 +25,11 @@ const (
 	ErrorType = "error.type"
 	// TargetKind says what the address belongs to: "pod", "node" or "external".
 	TargetKind = "netpulse.target.kind"
+	// PairStable is true on the points of a pair the source probes every round (its
+	// stable peers and its static targets) and absent on rotating peers. Only stable pairs
+	// (and failing ones) get PodNetworkHealth objects and per-pair series at the gateway;
+	// rotating pairs feed the per-target verdicts. See docs/telemetry-contract.md.
+	PairStable = "netpulse.pair.stable"
 )
 
 // Probe types.
