@@ -3,22 +3,23 @@ package podnetworkhealthexporter
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/time/rate"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/client/informers/externalversions"
 	pnhlisters "github.com/netpulse/netpulse/api/client/listers/api/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
 // Labels on every object netpulse writes; the writer's informer watches only these.
@@ -31,40 +32,93 @@ const (
 // desired is the latest state an object should have. Only the newest is kept per object,
 // so memory stays bounded by the number of pairs however long the API is unreachable.
 type desired struct {
-	obj     *v1alpha1.PodNetworkHealth
-	reason  string
-	delete  bool
-	version uint64
-}
-
-// writeResult tells the exporter what reached the API.
-type writeResult struct {
-	key    string
-	status *v1alpha1.PodNetworkHealthStatus // nil after a delete
+	obj    *v1alpha1.PodNetworkHealth
 	reason string
-	err    error
+	delete bool
 }
 
-// writer applies desired states to the API: a rate-limited work queue (per-item exponential
-// back-off under a global token bucket), latest-state coalescing, conflict re-reads from
-// its own informer, and never a rewrite of an identical status.
+// writeResult tells the exporter what reached the API (or failed to; a failed write is
+// retried with back-off unless a newer state replaced it).
+type writeResult struct {
+	key      string                           // objectKey, nodeKey, podKey or eventKey
+	status   *v1alpha1.PodNetworkHealthStatus // objects only; nil after a delete
+	reason   string
+	priority writequeue.Priority
+	err      error
+}
+
+// writeItem is one pending write: an object's desired state, or one API request built by
+// the exporter (an Event, a node or pod condition patch).
+type writeItem struct {
+	obj    *desired
+	apply  func(context.Context) error
+	reason string
+}
+
+// Queue keys. Objects, nodes and pods coalesce to their latest state; events do not.
+func objectKey(ns, name string) string { return "pnh/" + ns + "/" + name }
+func nodeKey(name string) string       { return "node/" + name }
+func podKey(ns, name string) string    { return "pod/" + ns + "/" + name }
+
+const (
+	// maxPendingWrites bounds the pending writes (memory while the API is unreachable).
+	// Objects, nodes and pods coalesce, so this is only reached beyond ~25,000 nodes
+	// (2 objects + 1 node per node) or by a pile of Events; then the least urgent, newest
+	// writes are dropped first and verdicts never for something less urgent.
+	maxPendingWrites = 75_000
+	// Per-key back-off after a failed write.
+	retryBase = 200 * time.Millisecond
+	retryMax  = 5 * time.Second
+	// heartbeatShare of the budget is what heartbeats may use (heartbeatInterval).
+	heartbeatShare = 0.5
+)
+
+// priorityOf is the priority of an object write by its reason (summary.Decide's reasons).
+func priorityOf(reason string) writequeue.Priority {
+	switch reason {
+	case "verdict", "observer":
+		return writequeue.Verdict
+	case "heartbeat":
+		return writequeue.Heartbeat
+	case "delete":
+		return writequeue.Cleanup
+	default: // "initial", "latency", "loss", ...
+		return writequeue.Update
+	}
+}
+
+// writer applies desired states to the API under one write budget shared by every kind of
+// write (objects, Events, node and pod conditions): a priority queue that keeps only the
+// latest state per key (verdict changes first, then Events, updates, heartbeats, deletes),
+// per-key exponential back-off, conflict re-reads from its own informer, and never a
+// rewrite of an identical status. Every API request a worker makes takes a budget token
+// first; a worker picks its next item only once a token is available, so what it writes is
+// the most urgent write at that moment.
 type writer struct {
 	client   versioned.Interface
 	factory  externalversions.SharedInformerFactory
 	informer cache.SharedIndexInformer
 	lister   pnhlisters.PodNetworkHealthLister
-	limiter  workqueue.TypedRateLimiter[string]
+	budget   *writequeue.Budget
 	logger   *zap.Logger
 	done     func(writeResult)
+	now      func() time.Time
+	popped   func(key string) // tests: the order the queue hands items out
 
-	mu      sync.Mutex
-	queue   workqueue.TypedRateLimitingInterface[string] // one per leadership term; nil between
-	pending map[string]*desired
-	seq     uint64
-	stopCh  chan struct{}
-	wg      sync.WaitGroup
+	mu       sync.Mutex
+	queue    *writequeue.Queue[*writeItem] // survives leadership terms
+	failures map[string]int                // consecutive failures of pending or in-flight keys
+	changed  chan struct{}                 // closed and replaced when the queue changes
+
+	events   atomic.Uint64
+	life     context.Context // ends with stop
+	kill     context.CancelFunc
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	wg       sync.WaitGroup
 }
 
+// newWriter: qps and burst are the exporter's write budget (requests per second, bucket).
 func newWriter(client versioned.Interface, namespace string, qps float64, burst int, logger *zap.Logger, done func(writeResult)) *writer {
 	factory := externalversions.NewSharedInformerFactoryWithOptions(client, 0,
 		externalversions.WithNamespace(namespace),
@@ -72,19 +126,21 @@ func newWriter(client versioned.Interface, namespace string, qps float64, burst 
 			lo.LabelSelector = labels.Set{LabelManagedBy: LabelManagedByValue}.String()
 		}))
 	inf := factory.Netpulse().V1alpha1().PodNetworkHealths()
-	limiter := workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 5*time.Second),
-		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(qps), burst)},
-	)
+	life, kill := context.WithCancel(context.Background())
 	return &writer{
 		client:   client,
 		factory:  factory,
 		informer: inf.Informer(),
 		lister:   inf.Lister(),
-		limiter:  limiter,
+		budget:   writequeue.NewBudget(qps, burst),
 		logger:   logger,
 		done:     done,
-		pending:  map[string]*desired{},
+		now:      time.Now,
+		queue:    writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites)),
+		failures: map[string]int{},
+		changed:  make(chan struct{}),
+		life:     life,
+		kill:     kill,
 		stopCh:   make(chan struct{}),
 	}
 }
@@ -103,105 +159,248 @@ func (w *writer) existing() []*v1alpha1.PodNetworkHealth {
 	return objs
 }
 
-// set records the latest desired state of an object and schedules a write.
-func (w *writer) set(d *desired) {
-	key := d.obj.Namespace + "/" + d.obj.Name
+// set records the latest desired state of an object and schedules its write, with the
+// priority p, or without p the priority of d.reason (priorityOf). A pending state of the
+// same object is replaced and keeps the more urgent priority of the two.
+func (w *writer) set(d *desired, p ...writequeue.Priority) {
+	prio := priorityOf(d.reason)
+	if len(p) > 0 {
+		prio = p[0]
+	}
+	w.put(objectKey(d.obj.Namespace, d.obj.Name), prio, &writeItem{obj: d, reason: d.reason})
+}
+
+// enqueue schedules one API request (an Event, a node or pod condition patch) under the
+// write budget: apply must make exactly one request (it is given one token). Keys
+// nodeKey/podKey coalesce to the latest apply; eventKey is unique. reason labels the
+// writeResult.
+func (w *writer) enqueue(key string, p writequeue.Priority, apply func(context.Context) error, reason string) {
+	w.put(key, p, &writeItem{apply: apply, reason: reason})
+}
+
+// eventKey is a new, unique key for an Event (Events are not coalesced).
+func (w *writer) eventKey() string { return "event/" + strconv.FormatUint(w.events.Add(1), 10) }
+
+func (w *writer) put(key string, p writequeue.Priority, it *writeItem) {
 	w.mu.Lock()
-	w.seq++
-	d.version = w.seq
-	w.pending[key] = d
-	q := w.queue
+	drop, dropped := w.queue.Set(key, p, it, w.now())
+	if dropped {
+		w.forgetLocked(drop.Key)
+	}
+	w.notifyLocked()
 	w.mu.Unlock()
-	if q != nil {
-		q.Add(key)
+	if dropped {
+		w.logger.Debug("pod_network_health: write queue full; write dropped", zap.String("key", drop.Key),
+			zap.Stringer("priority", drop.Priority), zap.String("write_reason", drop.Value.reason))
 	}
 }
 
+// forgetLocked drops the back-off state of a key that is no longer queued.
+func (w *writer) forgetLocked(key string) {
+	if !w.queue.Contains(key) {
+		delete(w.failures, key)
+	}
+}
+
+func (w *writer) notifyLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// pendingCount is the number of writes not yet done (waiting or in flight).
 func (w *writer) pendingCount() int {
+	n := 0
+	for _, c := range w.pendingByPriority() {
+		n += c
+	}
+	return n
+}
+
+// pendingByPriority is pendingCount by priority.
+func (w *writer) pendingByPriority() [writequeue.NumPriorities]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.pending)
+	out := w.queue.LenByPriority()
+	for p, n := range w.queue.InFlightByPriority() {
+		out[p] += n
+	}
+	return out
 }
 
-// run starts n workers on a fresh queue holding every pending key; they stop when ctx
-// ends (the end of a leadership term). Pending states survive for the next term.
-func (w *writer) run(ctx context.Context, n int) {
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(w.limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: "pod_network_health"})
+// droppedByPriority counts the writes the queue bound dropped since the start.
+func (w *writer) droppedByPriority() [writequeue.NumPriorities]uint64 {
 	w.mu.Lock()
-	w.queue = q
-	for key := range w.pending {
-		q.Add(key)
+	defer w.mu.Unlock()
+	return w.queue.DroppedByPriority()
+}
+
+// heartbeatInterval stretches the configured heartbeat so the heartbeats of objects
+// use at most half of the write budget.
+func (w *writer) heartbeatInterval(configured time.Duration, objects int) time.Duration {
+	return writequeue.HeartbeatInterval(configured, objects, w.budget.Rate(), heartbeatShare)
+}
+
+// run starts n workers; they stop when ctx ends (the end of a leadership term) or at stop.
+// Pending writes survive for the next term (a write cut off by the end of the term is
+// given back without back-off).
+func (w *writer) run(ctx context.Context, n int) {
+	if w.life.Err() != nil {
+		return // stopped
 	}
-	w.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stopOnKill := context.AfterFunc(w.life, cancel)
+	n = max(n, 1)
+	var left atomic.Int32
+	left.Store(int32(n))
+	w.wg.Add(n)
 	for range n {
-		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
-			for w.next(ctx, q) {
-			}
+			defer func() {
+				if left.Add(-1) == 0 {
+					stopOnKill()
+					cancel()
+				}
+			}()
+			w.work(ctx)
 		}()
 	}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		<-ctx.Done()
+}
+
+// stop ends the workers and the informer. Safe to call more than once.
+func (w *writer) stop() {
+	w.stopOnce.Do(func() {
+		w.kill()
+		w.wg.Wait()
+		close(w.stopCh)
+		w.factory.Shutdown()
+	})
+}
+
+// work: wait for a ready item, wait for the budget, take the most urgent item, write it.
+func (w *writer) work(ctx context.Context) {
+	for w.waitReady(ctx) && w.sleep(ctx, w.budget.Delay(w.now())) {
 		w.mu.Lock()
-		if w.queue == q {
-			w.queue = nil
+		key, p, it, ok := w.queue.Pop(w.now())
+		if ok && w.popped != nil {
+			w.popped(key)
 		}
 		w.mu.Unlock()
-		q.ShutDown()
-	}()
+		if ok {
+			w.process(ctx, key, p, it)
+		}
+	}
 }
 
-// stop waits for the workers (their ctx must be done) and ends the informer. Safe to call
-// more than once.
-func (w *writer) stop() {
-	w.wg.Wait()
-	select {
-	case <-w.stopCh:
-	default:
-		close(w.stopCh)
-	}
-	w.factory.Shutdown()
-}
-
-func (w *writer) next(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
-	key, quit := q.Get()
-	if quit {
-		return false
-	}
-	defer q.Done(key)
-	w.mu.Lock()
-	d := w.pending[key]
-	w.mu.Unlock()
-	if d == nil {
-		q.Forget(key)
-		return true
-	}
-	status, err := w.apply(ctx, d)
-	if err != nil {
+// waitReady sleeps until an item is ready (a retry time passes or the queue changes).
+func (w *writer) waitReady(ctx context.Context) bool {
+	for {
+		w.mu.Lock()
+		next, ok := w.queue.NextReady()
+		changed := w.changed
+		now := w.now()
+		w.mu.Unlock()
+		if ok && !next.After(now) {
+			return true
+		}
+		var timer *time.Timer
+		var fire <-chan time.Time
+		if ok {
+			timer = time.NewTimer(next.Sub(now))
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
 		if ctx.Err() != nil {
 			return false
 		}
-		w.done(writeResult{key: key, reason: d.reason, err: err})
-		q.AddRateLimited(key) // d stays pending unless a newer state replaced it
+	}
+}
+
+// sleep waits d; false when ctx ended first.
+func (w *writer) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
 		return true
 	}
-	w.mu.Lock()
-	if cur := w.pending[key]; cur != nil && cur.version == d.version {
-		delete(w.pending, key)
+}
+
+// take blocks until the budget gives a token for one API request.
+func (w *writer) take(ctx context.Context) error {
+	for {
+		ok, wait := w.budget.Take(w.now())
+		if ok {
+			return nil
+		}
+		if !w.sleep(ctx, wait) {
+			return ctx.Err()
+		}
 	}
+}
+
+func (w *writer) process(ctx context.Context, key string, p writequeue.Priority, it *writeItem) {
+	var status *v1alpha1.PodNetworkHealthStatus
+	var err error
+	if it.obj != nil {
+		status, err = w.apply(ctx, it.obj)
+	} else if err = w.take(ctx); err == nil {
+		err = it.apply(ctx)
+	}
+	if err != nil && ctx.Err() != nil {
+		// The term ended during the write: give it back for the next term, no back-off.
+		w.mu.Lock()
+		if drop, dropped := w.queue.Retry(key, p, it, time.Time{}); dropped {
+			w.forgetLocked(drop.Key)
+		}
+		w.notifyLocked()
+		w.mu.Unlock()
+		return
+	}
+	if err != nil {
+		w.mu.Lock()
+		n := w.failures[key]
+		w.failures[key] = n + 1
+		backoff := retryMax
+		if n < 5 {
+			backoff = min(retryBase<<n, retryMax)
+		}
+		if drop, dropped := w.queue.Retry(key, p, it, w.now().Add(backoff)); dropped {
+			w.forgetLocked(drop.Key)
+		}
+		w.notifyLocked()
+		w.mu.Unlock()
+		w.done(writeResult{key: key, reason: it.reason, priority: p, err: err})
+		return
+	}
+	w.mu.Lock()
+	delete(w.failures, key)
+	w.queue.Done(key)
+	w.notifyLocked()
 	w.mu.Unlock()
-	q.Forget(key)
-	w.done(writeResult{key: key, status: status, reason: d.reason})
-	return true
+	w.done(writeResult{key: key, status: status, reason: it.reason, priority: p})
 }
 
 // apply writes one desired state. It returns the status now in the API (nil after delete).
+// Each API request takes a budget token; reads from the informer cache take none.
 func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHealthStatus, error) {
 	api := w.client.NetpulseV1alpha1().PodNetworkHealths(d.obj.Namespace)
 	if d.delete {
+		if err := w.take(ctx); err != nil {
+			return nil, err
+		}
 		err := api.Delete(ctx, d.obj.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("delete %s/%s: %w", d.obj.Namespace, d.obj.Name, err)
@@ -210,9 +409,15 @@ func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHea
 	}
 	cur, err := w.lister.PodNetworkHealths(d.obj.Namespace).Get(d.obj.Name)
 	if apierrors.IsNotFound(err) {
+		if err := w.take(ctx); err != nil {
+			return nil, err
+		}
 		created, err := api.Create(ctx, withoutStatus(d.obj), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// The informer has not seen it yet: read it and fall through to the update.
+			if err := w.take(ctx); err != nil {
+				return nil, err
+			}
 			created, err = api.Get(ctx, d.obj.Name, metav1.GetOptions{})
 		}
 		if err != nil {
@@ -226,6 +431,9 @@ func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHea
 		upd := cur.DeepCopy()
 		upd.Spec = d.obj.Spec
 		upd.OwnerReferences = d.obj.OwnerReferences
+		if err := w.take(ctx); err != nil {
+			return nil, err
+		}
 		if cur, err = api.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 			return nil, fmt.Errorf("update %s/%s: %w", d.obj.Namespace, d.obj.Name, err)
 		}
@@ -236,6 +444,9 @@ func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHea
 	}
 	upd := cur.DeepCopy()
 	upd.Status = d.obj.Status
+	if err := w.take(ctx); err != nil {
+		return nil, err
+	}
 	res, err := api.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("update status %s/%s: %w", d.obj.Namespace, d.obj.Name, err)
