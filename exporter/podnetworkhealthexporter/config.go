@@ -34,9 +34,21 @@ type Config struct {
 	// may move before the status is rewritten ahead of the heartbeat.
 	RTTTolerance  float64 `mapstructure:"rtt_tolerance"`
 	LossTolerance float64 `mapstructure:"loss_tolerance"`
-	// TargetTTL: objects whose pair has not been observed this long are deleted (the target
-	// went away); pairs are forgotten with them.
+	// TargetTTL: targets, and stable pairs, not observed this long are forgotten and their
+	// objects deleted (the target went away, or the pair stopped being a stable pair).
 	TargetTTL time.Duration `mapstructure:"target_ttl"`
+	// TargetQuorum distinct observer nodes must fail to reach a target, with no success
+	// after them, for the target to be judged Unreachable (fewer when it has fewer
+	// observers); TargetRecovery distinct observer nodes must reach it again.
+	TargetQuorum   int `mapstructure:"target_quorum"`
+	TargetRecovery int `mapstructure:"target_recovery"`
+	// FailingPairRetention keeps the object of a rotating pair that failed this long after
+	// its last failure, so its outage stays readable.
+	FailingPairRetention time.Duration `mapstructure:"failing_pair_retention"`
+	// MaxProbeInterval is the longest probe interval of the agents (after the planner
+	// stretched it to the probe budget): a cumulative point first seen with a longer history
+	// only sets a baseline, and cumulative streams idle for 3x this are forgotten.
+	MaxProbeInterval time.Duration `mapstructure:"max_probe_interval"`
 	// Workers write objects in parallel (the client's qps/burst bound the rate).
 	Workers int `mapstructure:"workers"`
 	// Namespace restricts the objects this exporter watches and writes to one namespace
@@ -84,6 +96,9 @@ type NodeConditionsConfig struct {
 	MaxFailingShare float64 `mapstructure:"max_failing_share"`
 	// Heartbeat rewrites unchanged conditions this often.
 	Heartbeat time.Duration `mapstructure:"heartbeat"`
+	// MinHold keeps a marked node marked until this long after the last evidence (flap
+	// damping); marking itself is immediate.
+	MinHold time.Duration `mapstructure:"min_hold"`
 }
 
 // ReadinessGateConfig: the opt-in pod network-readiness condition (alpha feature gate
@@ -135,6 +150,18 @@ func (c *Config) Validate() error {
 	if c.TargetTTL < time.Minute || c.TargetTTL > 30*24*time.Hour {
 		add("target_ttl: %v out of range [1m, 720h]", c.TargetTTL)
 	}
+	if c.TargetQuorum < 1 || c.TargetQuorum > 16 {
+		add("target_quorum: %d out of range [1, 16]", c.TargetQuorum)
+	}
+	if c.TargetRecovery < 1 || c.TargetRecovery > 16 {
+		add("target_recovery: %d out of range [1, 16]", c.TargetRecovery)
+	}
+	if c.FailingPairRetention < time.Minute || c.FailingPairRetention > 24*time.Hour {
+		add("failing_pair_retention: %v out of range [1m, 24h]", c.FailingPairRetention)
+	}
+	if c.MaxProbeInterval < time.Second || c.MaxProbeInterval > time.Hour {
+		add("max_probe_interval: %v out of range [1s, 1h] (the longest probe interval of the agents)", c.MaxProbeInterval)
+	}
 	if c.Workers < 1 || c.Workers > 64 {
 		add("workers: %d out of range [1, 64]", c.Workers)
 	}
@@ -176,6 +203,9 @@ func (c *Config) Validate() error {
 		}
 		if nc.Heartbeat < 10*time.Second {
 			add("node_conditions.heartbeat: %v below 10s", nc.Heartbeat)
+		}
+		if nc.MinHold < 0 || nc.MinHold > time.Hour {
+			add("node_conditions.min_hold: %v out of range [0, 1h]", nc.MinHold)
 		}
 	}
 	if rg := c.ReadinessGate; rg.Enabled {

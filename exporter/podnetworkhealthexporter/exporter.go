@@ -3,7 +3,6 @@ package podnetworkhealthexporter
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -25,8 +24,8 @@ import (
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/quorum"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
@@ -44,28 +43,16 @@ const reconcileEvery = time.Second
 // pnhExporter summarises observations on every replica (so a new leader starts warm) and,
 // on the replica holding the Lease, writes them to the API within the write budget.
 type pnhExporter struct {
-	cfg    *Config
-	set    exporter.Settings
-	logger *zap.Logger
-	tb     *metadata.TelemetryBuilder
-	policy summary.Policy
-
-	mu      sync.Mutex // guards the pure state below
+	cfg     *Config
+	set     exporter.Settings
+	logger  *zap.Logger
+	tb      *metadata.TelemetryBuilder
 	decoder *summary.Decoder
-	summ    *summary.Summarizer
-	written map[summary.PairKey]summary.Written
-	gate    *readiness.Gate // nil unless readiness_gate.enabled
-	// badObservers are the nodes the quorum rule found to have a pod-network problem; the
-	// Unreachable pairs observed from them are the observer's fault, not the target's.
-	badObservers map[string]bool
-	// writtenBadObserver records, per pair, whether its last write said so.
-	writtenBadObserver map[summary.PairKey]bool
-	// dirty holds the pairs observed since the last reconcile; fullPass asks the next one
-	// to look at every pair (a new leadership term, a change of blamed observers). Only
-	// these and the pairs whose heartbeat is due are summarised each tick, so the work
-	// per tick follows the observation rate, not the number of pairs.
-	dirty    map[summary.PairKey]struct{}
-	fullPass bool
+	// engine decides what to write (pure); everything below it is I/O.
+	engine *engine.Engine
+
+	mu   sync.Mutex      // guards gate
+	gate *readiness.Gate // nil unless readiness_gate.enabled
 
 	kube     kubernetes.Interface
 	pnh      versioned.Interface
@@ -75,19 +62,12 @@ type pnhExporter struct {
 	eventsRL *rate.Limiter
 	nodes    cache.SharedIndexInformer
 	nodesF   informers.SharedInformerFactory
-	nodeSeen map[string]nodeWrite
 	gated    *gatedPods
 
-	leading      bool
 	cancel       context.CancelFunc
 	done         []<-chan struct{}
 	shutdownOnce sync.Once
 	stopNodes    chan struct{}
-}
-
-type nodeWrite struct {
-	cond corev1.NodeCondition
-	at   time.Time
 }
 
 func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
@@ -100,24 +80,12 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		set:    set,
 		logger: set.Logger,
 		tb:     tb,
-		policy: summary.Policy{
-			HeartbeatInterval: cfg.Heartbeat,
-			RTTTolerance:      cfg.RTTTolerance,
-			LossTolerance:     cfg.LossTolerance,
-		},
-		decoder: summary.NewDecoder(summary.DecoderConfig{StreamTTL: max(2*cfg.TargetTTL, time.Hour)}),
-		summ: summary.NewSummarizer(summary.Config{
-			Window:                cfg.Window,
-			FailuresToUnreachable: cfg.FailuresToUnreachable,
-			SuccessesToReachable:  cfg.SuccessesToReachable,
-			MaxOutages:            cfg.MaxOutages,
+		decoder: summary.NewDecoder(summary.DecoderConfig{
+			StreamTTL:        3 * cfg.MaxProbeInterval,
+			FirstSightMaxAge: cfg.MaxProbeInterval,
 		}),
-		written:            map[summary.PairKey]summary.Written{},
-		badObservers:       map[string]bool{},
-		writtenBadObserver: map[summary.PairKey]bool{},
-		dirty:              map[summary.PairKey]struct{}{},
-		nodeSeen:           map[string]nodeWrite{},
-		stopNodes:          make(chan struct{}),
+		engine:    engine.New(engineConfig(cfg)),
+		stopNodes: make(chan struct{}),
 	}
 	if cfg.ReadinessGate.Enabled {
 		e.gate = readiness.NewGate(readiness.Config{
@@ -129,20 +97,40 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	return e, nil
 }
 
-// consume decodes and summarises; it never waits for the API, so the pipeline never blocks
-// on an unreachable API server and nothing already collected is lost.
+// engineConfig maps the exporter's configuration onto the decision engine.
+func engineConfig(cfg *Config) engine.Config {
+	return engine.Config{
+		Summary: summary.Config{
+			Window:                cfg.Window,
+			FailuresToUnreachable: cfg.FailuresToUnreachable,
+			SuccessesToReachable:  cfg.SuccessesToReachable,
+			MaxOutages:            cfg.MaxOutages,
+		},
+		Policy: summary.Policy{
+			HeartbeatInterval: cfg.Heartbeat,
+			RTTTolerance:      cfg.RTTTolerance,
+			LossTolerance:     cfg.LossTolerance,
+		},
+		TargetQuorum:         cfg.TargetQuorum,
+		TargetRecovery:       cfg.TargetRecovery,
+		TargetTTL:            cfg.TargetTTL,
+		FailingPairRetention: cfg.FailingPairRetention,
+		Namespace:            cfg.Namespace,
+		WritesPerSecond:      float64(cfg.QPS),
+	}
+}
+
+// consume decodes and feeds the engine; it never waits for the API, so the pipeline never
+// blocks on an unreachable API server and nothing already collected is lost.
 func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 	now := time.Now()
-	e.mu.Lock()
 	res := e.decoder.Decode(md, now)
-	ignored := e.summ.Add(res.Observations...)
-	for i := range res.Observations {
-		e.dirty[summary.KeyOf(&res.Observations[i])] = struct{}{}
-	}
+	ignored := e.engine.Observe(res.Observations, now)
 	if e.gate != nil {
+		e.mu.Lock()
 		e.gate.Observe(res.Observations...)
+		e.mu.Unlock()
 	}
-	e.mu.Unlock()
 	for reason, n := range res.Skipped {
 		e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", string(reason))))
 	}
@@ -239,26 +227,14 @@ func (e *pnhExporter) lead(ctx context.Context) {
 			return
 		}
 	}
-	// Resume the write budget from what the API already holds: a restart or a new leader
-	// does not rewrite every object.
-	e.mu.Lock()
-	e.leading = true
-	e.fullPass = true
+	// Resume from what the API already holds: a restart or a new leader neither rewrites
+	// unchanged objects nor forgets stale ones.
+	existing := map[summary.PairKey]summary.Written{}
 	for _, o := range e.writer.existing() {
-		k := keyOfObject(o)
-		if _, ok := e.written[k]; !ok {
-			e.written[k] = writtenOf(o)
-		}
+		existing[keyOfObject(o)] = writtenOf(o)
 	}
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.leading = false
-		// A future leadership starts from the API's state again.
-		clear(e.written)
-		clear(e.writtenBadObserver)
-		e.mu.Unlock()
-	}()
+	e.engine.Resume(existing)
+	defer e.engine.EndTerm() // a future leadership starts from the API's state again
 	if !e.cfg.NodeConditions.Enabled {
 		e.cleanupNodeConditions(ctx)
 	}
@@ -277,72 +253,36 @@ func (e *pnhExporter) lead(ctx context.Context) {
 			e.reconcile(ctx, now)
 			if now.Sub(lastNodes) >= 5*time.Second {
 				lastNodes = now
-				if e.cfg.NodeConditions.Enabled {
-					e.reconcileNodes(ctx, now)
-				}
+				e.reconcileNodes(ctx, now)
 				e.reconcileReadiness(ctx, now)
 			}
 		}
 	}
 }
 
-// reconcile turns summaries into desired objects, within the write budget.
+// reconcile applies what the engine decided: objects (most urgent first) and Events.
 func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
-	e.mu.Lock()
-	for _, k := range e.summ.ExpireIdle(now, e.cfg.TargetTTL) {
-		delete(e.written, k)
-		delete(e.writtenBadObserver, k)
-		e.writer.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: k.SourceNamespace, Name: nameOf(k)}}, reason: "delete", delete: true})
-	}
 	e.decoder.Expire(now)
-	transitions := e.summ.Transitions()
-	var keys []summary.PairKey
-	if e.fullPass {
-		keys = e.summ.Keys()
-		e.fullPass = false
-	} else {
-		for k := range e.dirty {
-			keys = append(keys, k)
-		}
-		for k, w := range e.written {
-			if _, ok := e.dirty[k]; !ok && now.Sub(w.At) >= e.policy.HeartbeatInterval {
-				keys = append(keys, k)
-			}
-		}
-	}
-	clear(e.dirty)
-	var sets []*desired
-	for _, k := range keys {
-		if k.SourceUID == "" || k.SourceNamespace == "" || (e.cfg.Namespace != "" && k.SourceNamespace != e.cfg.Namespace) {
+	res := e.engine.Reconcile(now)
+	for _, w := range res.Objects {
+		if w.Delete {
+			e.writer.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, reason: w.Reason, delete: true})
 			continue
 		}
-		s, ok := e.summ.Summary(k)
-		if !ok {
-			continue
+		obj := objectOf(w.Summary)
+		if w.BadObserverNode != "" {
+			markObserverUnhealthy(&obj.Status, w.BadObserverNode)
 		}
-		badObserver := s.Verdict == summary.VerdictUnreachable && e.badObservers[s.ObservedFromNode]
-		write, reason := summary.Decide(e.written[s.Key], s, now, e.policy)
-		if !write && badObserver != e.writtenBadObserver[s.Key] {
-			write, reason = true, "observer"
-		}
-		if !write {
-			continue
-		}
-		e.written[s.Key] = summary.WrittenFrom(s, now)
-		e.writtenBadObserver[s.Key] = badObserver
-		obj := objectOf(s)
-		if badObserver {
-			markObserverUnhealthy(&obj.Status, s.ObservedFromNode)
-		}
-		sets = append(sets, &desired{obj: obj, reason: reason})
+		e.writer.set(&desired{obj: obj, reason: w.Reason})
 	}
-	e.mu.Unlock()
-	for _, d := range sets {
-		e.writer.set(d)
+	for _, t := range res.TargetChanges {
+		e.logger.Info("pod_network_health: target verdict", zap.String("target", t.Key.String()), zap.String("verdict", string(t.Verdict)),
+			zap.Int("failing_observer_nodes", t.Failing), zap.Int("reaching_observer_nodes", t.Reaching))
 	}
-	e.tb.PodNetworkHealthPairs.Record(ctx, int64(e.summ.Stats().Pairs))
+	st := e.engine.Stats()
+	e.tb.PodNetworkHealthPairs.Record(ctx, int64(st.Pairs))
 	e.tb.PodNetworkHealthPendingObjects.Record(ctx, int64(e.writer.pendingCount()))
-	e.emitEvents(transitions)
+	e.emitEvents(res.Events)
 }
 
 func (e *pnhExporter) onWritten(r writeResult) {
@@ -384,94 +324,6 @@ func (e *pnhExporter) emitEvents(ts []summary.Transition) {
 			msg = fmt.Sprintf("%s: %s -> %s", t.Key.String(), t.Old, t.New)
 		}
 		e.events.Event(ref, typ, reason, v1alpha1.TruncateMessage(msg, 1024))
-	}
-}
-
-// reconcileNodes evaluates the quorum rule and writes the node condition where it changed
-// (or its heartbeat is due). Nothing is written while the rule suppresses itself.
-func (e *pnhExporter) reconcileNodes(ctx context.Context, now time.Time) {
-	if !e.nodes.HasSynced() {
-		return
-	}
-	var nodes []string
-	byName := map[string]*corev1.Node{}
-	for _, obj := range e.nodes.GetStore().List() {
-		n := obj.(*corev1.Node)
-		nodes = append(nodes, n.Name)
-		byName[n.Name] = n
-	}
-	e.mu.Lock()
-	edges := quorum.EdgesFromSummaries(e.summ.Summaries(), now, max(e.cfg.Window, 2*time.Minute))
-	e.mu.Unlock()
-	res := quorum.Evaluate(nodes, edges, quorum.Config{Quorum: e.cfg.NodeConditions.Quorum, MaxFailingShare: e.cfg.NodeConditions.MaxFailingShare})
-	bad := map[string]bool{}
-	if !res.Suppressed {
-		for _, n := range res.Marked() {
-			bad[n] = true
-		}
-	}
-	e.mu.Lock()
-	if !maps.Equal(bad, e.badObservers) {
-		e.badObservers = bad
-		e.fullPass = true // the attribution of some pairs changed
-	}
-	e.mu.Unlock()
-	if res.Suppressed {
-		e.logger.Warn("pod_network_health: node conditions suppressed", zap.String("reason", res.SuppressedReason))
-		return
-	}
-	for _, ns := range res.Nodes {
-		n := byName[ns.Node]
-		if n == nil {
-			continue
-		}
-		cond := corev1.NodeCondition{
-			Type:               corev1.NodeConditionType(e.cfg.NodeConditions.Type),
-			Status:             corev1.ConditionFalse,
-			Reason:             ns.Reason,
-			Message:            ns.Message,
-			LastHeartbeatTime:  metav1.NewTime(now),
-			LastTransitionTime: metav1.NewTime(now),
-		}
-		if ns.Problem {
-			cond.Status = corev1.ConditionTrue
-		}
-		prev, seen := e.nodeSeen[n.Name]
-		if !seen {
-			// Compare with what the API has (e.g. after a restart).
-			for _, c := range n.Status.Conditions {
-				if string(c.Type) == e.cfg.NodeConditions.Type {
-					prev, seen = nodeWrite{cond: c, at: c.LastHeartbeatTime.Time}, true
-				}
-			}
-		}
-		same := seen && prev.cond.Status == cond.Status && prev.cond.Reason == cond.Reason && prev.cond.Message == cond.Message
-		if same && now.Sub(prev.at) < e.cfg.NodeConditions.Heartbeat {
-			continue
-		}
-		if err := setNodeCondition(ctx, e.kube, n, cond); err != nil {
-			e.onWritten(writeResult{key: "node/" + n.Name, reason: "node_condition", err: err})
-			continue
-		}
-		e.onWritten(writeResult{key: "node/" + n.Name, reason: "node_condition"})
-		e.nodeSeen[n.Name] = nodeWrite{cond: cond, at: now}
-	}
-}
-
-// stripNodeToCondition keeps only the node's name and our condition in the cache.
-func stripNodeToCondition(condType string) cache.TransformFunc {
-	return func(obj any) (any, error) {
-		n, ok := obj.(*corev1.Node)
-		if !ok {
-			return obj, nil
-		}
-		out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}}
-		for _, c := range n.Status.Conditions {
-			if string(c.Type) == condType {
-				out.Status.Conditions = append(out.Status.Conditions, c)
-			}
-		}
-		return out, nil
 	}
 }
 

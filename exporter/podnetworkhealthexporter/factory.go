@@ -35,6 +35,10 @@ func createDefaultConfig() component.Config {
 		RTTTolerance:          0.2,
 		LossTolerance:         0.05,
 		TargetTTL:             10 * time.Minute,
+		TargetQuorum:          3,
+		TargetRecovery:        2,
+		FailingPairRetention:  30 * time.Minute,
+		MaxProbeInterval:      time.Minute,
 		Workers:               2,
 		LeaderElection: LeaderElectionConfig{
 			Enabled:        true,
@@ -46,7 +50,7 @@ func createDefaultConfig() component.Config {
 			RetryPeriod:    2 * time.Second,
 		},
 		Events:         EventsConfig{Enabled: true, PerMinute: 30},
-		NodeConditions: NodeConditionsConfig{Type: "netpulse.io/PodNetworkProblem", Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute},
+		NodeConditions: NodeConditionsConfig{Type: "netpulse.io/PodNetworkProblem", Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute},
 		ReadinessGate:  ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60},
 	}
 }

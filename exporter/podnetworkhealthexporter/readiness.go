@@ -4,9 +4,7 @@ import (
 	"context"
 	"time"
 
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -78,29 +76,5 @@ func (e *pnhExporter) reconcileReadiness(ctx context.Context, now time.Time) {
 		}
 		err := setPodCondition(ctx, e.kube, f.Namespace, f.Name, cond)
 		e.onWritten(writeResult{key: "pod/" + f.Namespace + "/" + f.Name, reason: "readiness_gate", err: err})
-	}
-}
-
-// cleanupNodeConditions removes the netpulse node condition from every node when the
-// signal is disabled, so turning it off leaves nothing stale behind. It needs the opt-in
-// node-status RBAC; without it, it says so once and gives up.
-func (e *pnhExporter) cleanupNodeConditions(ctx context.Context) {
-	nodes, err := e.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.logger.Info("pod_network_health: cannot list nodes to clean up node conditions", zap.Error(err))
-		return
-	}
-	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if string(c.Type) != e.cfg.NodeConditions.Type {
-				continue
-			}
-			err := removeNodeCondition(ctx, e.kube, n.Name, e.cfg.NodeConditions.Type)
-			if apierrors.IsForbidden(err) {
-				e.logger.Info("pod_network_health: node conditions are disabled but a stale one remains; grant nodes/status patch to remove it", zap.String("node", n.Name))
-				return
-			}
-			e.onWritten(writeResult{key: "node/" + n.Name, reason: "node_condition_cleanup", err: err})
-		}
 	}
 }

@@ -110,7 +110,10 @@ func TestNodeConditionByQuorumAndCleanup(t *testing.T) {
 	}, 40*time.Second, 200*time.Millisecond, "the partitioned node is never marked")
 	c := nodeCondition(t, bad, typ)
 	t.Logf("node condition: %s %s: %s", c.Status, c.Reason, c.Message)
-	require.Contains(t, c.Message, "agent-", "the message names failing peers")
+	require.Equal(t, "UnreachableFromPeers", c.Reason)
+	// No counts or peer lists: they change with every rotation of the observers, and a
+	// message change alone must not cost a node-status write.
+	require.NotRegexp(t, `[0-9]`, c.Message)
 	for i := range 4 {
 		c := nodeCondition(t, fmt.Sprintf("quorum-node-%d", i), typ)
 		require.True(t, c == nil || c.Status == corev1.ConditionFalse, "node %d blamed: %+v", i, c)

@@ -21,8 +21,11 @@ type Agent struct {
 	hist                   map[string]*structure.Histogram[float64]
 }
 
+// Target is one probed pod. Targets are stable pairs (netpulse.pair.stable, probed every
+// round, so they get objects) unless Rotating is set.
 type Target struct {
 	NS, Pod, UID, Node, IP string
+	Rotating               bool
 }
 
 type Outcome struct {
@@ -76,6 +79,9 @@ func (a *Agent) Round(ts time.Time, targets []Target, results []Outcome) pmetric
 		m.PutStr(contract.NetworkType, "ipv4")
 		m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
 		m.PutStr(contract.TargetKind, "pod")
+		if !t.Rotating {
+			m.PutBool(contract.PairStable, true)
+		}
 		if t.Pod != "" {
 			m.PutStr(contract.DestinationPrefix+contract.K8sPodName, t.Pod)
 			m.PutStr(contract.DestinationPrefix+contract.K8sPodUID, t.UID)

@@ -15,12 +15,12 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
 
-// Edge is one (observer -> target) verdict, reduced from a pair summary.
+// Edge is one (observer -> target) outcome: the evidence behind a per-target verdict
+// (engine.edges builds them).
 type Edge struct {
 	// ObserverPod identifies the observing pod ("namespace/name").
 	ObserverPod string
@@ -111,27 +111,6 @@ func (r Result) Marked() []string {
 		if n.Problem {
 			out = append(out, n.Node)
 		}
-	}
-	return out
-}
-
-// EdgesFromSummaries reduces pair summaries to edges: Pod and Node targets with a known
-// target node, a known observer node and a verdict, observed at most maxAge before now
-// (stale pairs - a target that stopped being probed - say nothing about now; maxAge <= 0
-// keeps all).
-func EdgesFromSummaries(sums []summary.Summary, now time.Time, maxAge time.Duration) []Edge {
-	var out []Edge
-	for _, s := range sums {
-		if maxAge > 0 && now.Sub(s.LastObserved) > maxAge {
-			continue
-		}
-		out = append(out, Edge{
-			ObserverPod:  s.Key.SourceNamespace + "/" + s.Key.SourcePod,
-			ObserverNode: s.ObservedFromNode,
-			TargetNode:   s.Target.Node,
-			TargetKind:   s.Target.Kind,
-			Verdict:      s.Verdict,
-		})
 	}
 	return out
 }

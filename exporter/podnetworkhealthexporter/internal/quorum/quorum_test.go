@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -223,21 +222,3 @@ func TestOnlyPartitionedNodesAreMarked(t *testing.T) {
 	}
 }
 
-func TestEdgesFromSummaries(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	sum := func(node string, last time.Time, v summary.Verdict) summary.Summary {
-		return summary.Summary{
-			Key:              summary.PairKey{SourceNamespace: "netpulse", SourcePod: "agent-a", TargetKind: summary.TargetPod},
-			Target:           summary.Target{Kind: summary.TargetPod, Node: node},
-			Verdict:          v,
-			LastObserved:     last,
-			ObservedFromNode: "node-a",
-		}
-	}
-	es := EdgesFromSummaries([]summary.Summary{
-		sum("node-b", now.Add(-time.Minute), summary.VerdictUnreachable),
-		sum("node-c", now.Add(-time.Hour), summary.VerdictUnreachable), // stale
-	}, now, 10*time.Minute)
-	assert.Equal(t, []Edge{{ObserverPod: "netpulse/agent-a", ObserverNode: "node-a", TargetNode: "node-b", TargetKind: summary.TargetPod, Verdict: summary.VerdictUnreachable}}, es)
-	assert.Len(t, EdgesFromSummaries([]summary.Summary{sum("node-c", now.Add(-time.Hour), summary.VerdictReachable)}, now, 0), 1)
-}

@@ -46,9 +46,13 @@ type DecoderConfig struct {
 	StreamTTL time.Duration
 	// FirstSightMaxAge: when > 0, a cumulative point seen for the first time whose
 	// StartTimestamp is more than this before its Timestamp only sets the baseline (its
-	// history is not counted as one round). 0 (the default) treats every first sight as the
-	// delta, which is exact for the receiver's first emission of a series (StartTimestamp ==
-	// Timestamp) and over-counts once after a gateway restart.
+	// history is not counted as one round), and a point of a rotating pair (no
+	// netpulse.pair.stable) whose StartTimestamp is within this of its Timestamp is taken
+	// as that round's increment without remembering its stream: the receiver restarts a
+	// rotating pair's series every round, so the gateway keeps cumulative state only for
+	// stable pairs (O(N·M), not O(N²)). Set it to the longest probe interval. 0 (the
+	// default of this package) treats every first sight as the delta and remembers every
+	// stream, which over-counts once after a gateway restart.
 	FirstSightMaxAge time.Duration
 }
 
@@ -157,6 +161,7 @@ type point struct {
 	value      float64
 	hist       Histogram
 	errorType  string
+	stable     bool // netpulse.pair.stable
 	dropped    bool // out of order
 }
 
@@ -208,6 +213,12 @@ func dataPointCount(m pmetric.Metric) int {
 		return m.Summary().DataPoints().Len()
 	}
 	return 0
+}
+
+// isTrue reads a boolean attribute (absent or not a bool: false).
+func isTrue(attrs pcommon.Map, key string) bool {
+	v, ok := attrs.Get(key)
+	return ok && v.Type() == pcommon.ValueTypeBool && v.Bool()
 }
 
 func str(attrs pcommon.Map, key string) string {
@@ -317,7 +328,7 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src Source, re
 			return point{}, false
 		}
 		p := point{
-			kind: kind, src: src, target: t, ts: ts, start: start,
+			kind: kind, src: src, target: t, ts: ts, start: start, stable: isTrue(attrs, contract.PairStable),
 			group: groupKey{ns: src.Namespace, pod: src.Name, uid: src.UID, addr: t.Address, port: t.Port, probe: probe, ts: ts},
 		}
 		if kind == mErrors {
@@ -467,6 +478,9 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 	})
 	for _, i := range idx {
 		p := &pts[i]
+		if d.selfContained(p) {
+			continue // this round's increment as it stands; nothing to remember
+		}
 		s := d.streams[p.stream]
 		if s == nil {
 			s = &stream{}
@@ -516,6 +530,14 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 	}
 }
 
+// selfContained reports whether a cumulative point of a rotating pair starts within
+// FirstSightMaxAge of its own timestamp: the receiver restarted its series for this round,
+// so its value is the round's increment (see DecoderConfig.FirstSightMaxAge).
+func (d *Decoder) selfContained(p *point) bool {
+	age := d.cfg.FirstSightMaxAge
+	return age > 0 && !p.stable && p.start != 0 && p.ts >= p.start && p.ts.AsTime().Sub(p.start.AsTime()) <= age
+}
+
 // builder collects the points of one Observation.
 type builder struct {
 	obs                     Observation
@@ -546,6 +568,7 @@ func assemble(pts []point) []Observation {
 		} else {
 			mergeTarget(&b.obs.Target, &p.target)
 		}
+		b.obs.Stable = b.obs.Stable || p.stable
 		switch p.kind {
 		case mStatus:
 			b.obs.Success = b.obs.Success || p.value > 0 // duplicates: any success counts

@@ -48,6 +48,9 @@ type Observation struct {
 	ProbeType string // one of the contract.ProbeType* values
 	// Timestamp is the round's time: every data point of a round carries the same one.
 	Timestamp time.Time
+	// Stable: the source probes this target every round (netpulse.pair.stable): a stable
+	// peer, a static or a DNS target. Only stable pairs (and failing ones) get objects.
+	Stable bool
 	// Success: the target answered (ICMP: at least one echo reply).
 	Success bool
 	// ErrorType is the contract's error.type of a failure ("" when unknown or on success).
@@ -132,6 +135,9 @@ func (k PairKey) Less(o PairKey) bool {
 	return false
 }
 
+// Valid reports whether the key names a source and a target.
+func (k PairKey) Valid() bool { return k.valid() }
+
 // valid reports whether the key names a source and a target.
 func (k PairKey) valid() bool {
 	if k.SourceNamespace == "" || (k.SourcePod == "" && k.SourceUID == "") {
@@ -187,6 +193,21 @@ func FailureReason(errorType string) string {
 		return "HTTPStatus"
 	}
 	return "Error"
+}
+
+// Address families (the contract's network.type values).
+const (
+	FamilyIPv4 = "ipv4"
+	FamilyIPv6 = "ipv6"
+)
+
+// Family is the address family of the target address: ipv6 when it has a colon (an IPv6
+// literal), else ipv4 (IPv4 literals and host names).
+func (t *Target) Family() string {
+	if strings.Contains(t.Address, ":") {
+		return FamilyIPv6
+	}
+	return FamilyIPv4
 }
 
 // targetText renders address[:port] for messages.

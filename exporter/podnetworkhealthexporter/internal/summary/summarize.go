@@ -520,30 +520,69 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*Observat
 		}
 		m.consecFail++
 		if m.verdict != VerdictUnreachable && m.consecFail >= s.cfg.FailuresToUnreachable {
-			m.verdict = VerdictUnreachable
 			msg = truncate(fmt.Sprintf("unreachable after %d consecutive failed rounds: %s", m.consecFail, failureText(round)), maxMessage)
-			start := m.failStart
-			if len(p.outages) > 0 && start.Before(p.outages[0].End) {
-				start = p.outages[0].End // never overlap the previous outage
-			}
-			o := Outage{Start: start, Reason: FailureReason(m.failErrorType), Message: msg}
-			p.outages = append([]Outage{o}, p.outages...)
-			if len(p.outages) > s.cfg.MaxOutages {
-				p.outages = p.outages[:s.cfg.MaxOutages]
-			}
+			s.openOutage(p, msg)
 		}
 	}
 	if m.verdict == old {
 		return ""
 	}
-	m.since = ts
+	s.transition(p, old, ts, msg)
+	return msg
+}
+
+// openOutage makes the pair Unreachable and starts an outage at the first failed round of
+// the current run.
+func (s *Summarizer) openOutage(p *pairState, msg string) {
+	m := &p.m
+	m.verdict = VerdictUnreachable
+	start := m.failStart
+	if len(p.outages) > 0 && start.Before(p.outages[0].End) {
+		start = p.outages[0].End // never overlap the previous outage
+	}
+	o := Outage{Start: start, Reason: FailureReason(m.failErrorType), Message: msg}
+	p.outages = append([]Outage{o}, p.outages...)
+	if len(p.outages) > s.cfg.MaxOutages {
+		p.outages = p.outages[:s.cfg.MaxOutages]
+	}
+}
+
+// transition records a verdict change made at ts for Transitions.
+func (s *Summarizer) transition(p *pairState, old Verdict, ts time.Time, msg string) {
+	p.m.since = ts
 	if t := s.pending[p.key]; t != nil {
-		t.New, t.At, t.Message = m.verdict, ts, msg
+		t.New, t.At, t.Message = p.m.verdict, ts, msg
 		t.Flips++
 	} else {
-		s.pending[p.key] = &Transition{Key: p.key, Old: old, New: m.verdict, At: ts, Flips: 1, Message: msg}
+		s.pending[p.key] = &Transition{Key: p.key, Old: old, New: p.m.verdict, At: ts, Flips: 1, Message: msg}
 	}
-	return msg
+}
+
+// Escalate makes a pair whose newest round failed Unreachable at once, on evidence from
+// other observers: the per-target judgement found its target unreachable, so waiting for
+// FailuresToUnreachable rounds of this pair alone would only delay a verdict the cluster
+// already agrees on. The outage starts at the pair's first failed round of the run; why
+// ends the message. It reports whether the verdict changed.
+func (s *Summarizer) Escalate(key PairKey, why string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pairs[key]
+	if p == nil || p.m.verdict == VerdictUnreachable || p.m.consecFail == 0 || !p.hasRound || p.lastRoundOK {
+		return false
+	}
+	old := p.m.verdict
+	msg := truncate(fmt.Sprintf("unreachable after %d failed round(s): %s", p.m.consecFail, why), maxMessage)
+	s.openOutage(p, msg)
+	s.transition(p, old, p.lastRound, msg)
+	return true
+}
+
+// Has reports whether the pair is summarised.
+func (s *Summarizer) Has(key PairKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pairs[key]
+	return ok
 }
 
 func truncate(s string, n int) string {
@@ -776,4 +815,16 @@ func (s *Summarizer) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Stats{Pairs: len(s.pairs), Ignored: s.ignored, Late: s.late}
+}
+
+// Verdict returns a pair's verdict and its current run of failed rounds, without computing
+// the window figures.
+func (s *Summarizer) Verdict(key PairKey) (v Verdict, consecutiveFailures int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pairs[key]
+	if p == nil {
+		return "", 0, false
+	}
+	return p.m.verdict, p.m.consecFail, true
 }

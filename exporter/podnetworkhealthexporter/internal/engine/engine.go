@@ -1,0 +1,584 @@
+// Package engine decides what the pod_network_health exporter writes: it turns
+// observations into per-target verdicts (judged across all observers of a target, so a dead
+// target is found within one or two probe intervals at any cluster size), keeps pair
+// summaries only for the pairs that have objects (stable pairs, failing pairs), and says
+// which objects, Events and node conditions to write, with which priority, within one API
+// write budget. It is pure: no I/O, the clock is injected, and the exporter only applies
+// what it returns. docs/summary.md explains the rules with their figures.
+package engine // import "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+)
+
+// Priority orders writes; lower is more urgent. The values match writequeue.Priority.
+type Priority int
+
+// Priorities.
+const (
+	PriorityVerdict   Priority = iota // verdict changes, objects of newly failing pairs, condition changes
+	PriorityEvent                     // Events
+	PriorityUpdate                    // first writes of stable pairs, latency/loss changes
+	PriorityHeartbeat                 // unchanged status rewritten so staleness shows
+	PriorityCleanup                   // deletes
+)
+
+// Config configures an Engine. Zero fields take the defaults.
+type Config struct {
+	// Summary configures the pair summaries (window, hysteresis, outages).
+	Summary summary.Config
+	// Policy is the per-object write policy; its HeartbeatInterval is stretched to fit the
+	// budget (see HeartbeatFor).
+	Policy summary.Policy
+	// TargetQuorum distinct observer nodes must fail, with no success after them, for a
+	// target to be Unreachable (default 3; fewer when fewer observers exist).
+	TargetQuorum int
+	// TargetRecovery distinct observer nodes must reach an Unreachable target again
+	// (default 2).
+	TargetRecovery int
+	// TargetTTL: targets, and stable pairs, not observed this long are forgotten; their
+	// objects are deleted (default 10m).
+	TargetTTL time.Duration
+	// FailingPairRetention: the object of a rotating pair that failed is kept this long
+	// after its last failure, so its outage stays readable (default 30m).
+	FailingPairRetention time.Duration
+	// MaxFailingPairs bounds the rotating pairs tracked because they failed while others
+	// reached their target (default: the number of sources seen, at least 16), so that
+	// objects stay <= (M+1)·N plus declared pairs under any fault.
+	MaxFailingPairs int
+	// Namespace: when set, only sources in it are written (all-in-one mode).
+	Namespace string
+	// WritesPerSecond is the API write budget (default 5); HeartbeatShare of it (default
+	// 0.5) is what heartbeats of all objects may use.
+	WritesPerSecond float64
+	HeartbeatShare  float64
+}
+
+// Defaults of Config.
+const (
+	DefaultTargetQuorum         = 3
+	DefaultTargetRecovery       = 2
+	DefaultTargetTTL            = 10 * time.Minute
+	DefaultFailingPairRetention = 30 * time.Minute
+	DefaultWritesPerSecond      = 5
+	DefaultHeartbeatShare       = 0.5
+	minFailingPairs             = 16
+)
+
+func (c Config) withDefaults() Config {
+	if c.TargetQuorum <= 0 {
+		c.TargetQuorum = DefaultTargetQuorum
+	}
+	if c.TargetRecovery <= 0 {
+		c.TargetRecovery = DefaultTargetRecovery
+	}
+	if c.TargetTTL <= 0 {
+		c.TargetTTL = DefaultTargetTTL
+	}
+	if c.FailingPairRetention <= 0 {
+		c.FailingPairRetention = DefaultFailingPairRetention
+	}
+	if c.WritesPerSecond <= 0 {
+		c.WritesPerSecond = DefaultWritesPerSecond
+	}
+	if c.HeartbeatShare <= 0 || c.HeartbeatShare > 1 {
+		c.HeartbeatShare = DefaultHeartbeatShare
+	}
+	if c.Policy.HeartbeatInterval <= 0 {
+		c.Policy.HeartbeatInterval = summary.DefaultHeartbeatInterval
+	}
+	return c
+}
+
+// HeartbeatFor returns the heartbeat interval for a number of objects: the configured one,
+// stretched so that rewriting every object once per interval uses at most share of the
+// budget (2·5,000 objects at 5 writes/s and share 0.5: 4,000 s).
+func HeartbeatFor(configured time.Duration, objects int, writesPerSecond, share float64) time.Duration {
+	if writesPerSecond <= 0 || share <= 0 {
+		return configured
+	}
+	need := time.Duration(float64(objects) / (writesPerSecond * share) * float64(time.Second))
+	return max(configured, need)
+}
+
+// pairInfo says why a pair is summarised.
+type pairInfo struct {
+	stable     bool      // observed as a stable pair
+	lastStable time.Time // newest stable observation
+	// lastFailure is the newest failed round; candidate pairs (rotating, failed while
+	// others reached the target) are kept FailingPairRetention after it.
+	lastFailure time.Time
+	target      TargetKey // of the newest observation (its family)
+}
+
+// observerState is what is known of a source.
+type observerState struct {
+	namespace, name, node string
+	lastSeen              time.Time
+}
+
+// ObjectWrite is one object to write (or delete).
+type ObjectWrite struct {
+	Key summary.PairKey
+	// Summary is what to write; unset for deletes.
+	Summary summary.Summary
+	// BadObserverNode: the pair is Unreachable because its observer's node cannot reach
+	// the pod network; the object says Unknown / ObserverUnhealthy instead.
+	BadObserverNode string
+	Delete          bool
+	Reason          string // summary.Reason* or "observer", "delete"
+	Priority        Priority
+}
+
+// Result is what one Reconcile decided.
+type Result struct {
+	Objects []ObjectWrite
+	// Events: verdict changes of pairs that have objects, ordered by time.
+	Events []summary.Transition
+	// TargetChanges: per-target verdict changes, for logs and metrics.
+	TargetChanges []TargetStatus
+	// Heartbeat is the heartbeat interval in force.
+	Heartbeat time.Duration
+}
+
+// Stats are gauges of the engine's state.
+type Stats struct {
+	Targets, Pairs, StablePairs, CandidatePairs, Objects, Observers int
+	Summarizer                                                        summary.Stats
+}
+
+// Engine is the exporter's decision core. Safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	judge judgeConfig
+
+	mu           sync.Mutex
+	candidates   int // pairs tracked but not stable
+	summ         *summary.Summarizer
+	targets      map[TargetKey]*targetState
+	dirtyTargets map[TargetKey]struct{}
+	observers    map[string]*observerState // by source pod UID
+	pairs        map[summary.PairKey]*pairInfo
+	dirty        map[summary.PairKey]struct{}
+	// written: what was last decided for each object (the object set).
+	written            map[summary.PairKey]summary.Written
+	writtenBadObserver map[summary.PairKey]bool
+	fullPass           bool
+	// badNodes are the nodes the node judgement found unable to reach the pod network:
+	// their observers' failures are not evidence against targets.
+	badNodes map[string]bool
+	nodes    nodeStates
+}
+
+// New returns an Engine.
+func New(cfg Config) *Engine {
+	cfg = cfg.withDefaults()
+	return &Engine{
+		cfg:                cfg,
+		judge:              judgeConfig{quorum: cfg.TargetQuorum, recovery: cfg.TargetRecovery},
+		summ:               summary.NewSummarizer(cfg.Summary),
+		targets:            map[TargetKey]*targetState{},
+		dirtyTargets:       map[TargetKey]struct{}{},
+		observers:          map[string]*observerState{},
+		pairs:              map[summary.PairKey]*pairInfo{},
+		dirty:              map[summary.PairKey]struct{}{},
+		written:            map[summary.PairKey]summary.Written{},
+		writtenBadObserver: map[summary.PairKey]bool{},
+		badNodes:           map[string]bool{},
+		nodes:              nodeStates{},
+	}
+}
+
+// Config returns the effective configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+func (e *Engine) maxCandidates() int {
+	if e.cfg.MaxFailingPairs > 0 {
+		return e.cfg.MaxFailingPairs
+	}
+	return max(len(e.observers), minFailingPairs)
+}
+
+// Observe feeds observations (arrival time now). Every observation feeds the per-target
+// judgement; only stable pairs, and rotating pairs that failed while their target is
+// otherwise reachable (up to MaxFailingPairs), are summarised per pair. It returns how
+// many observations were unusable.
+func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var tracked []summary.Observation
+	for i := range obs {
+		o := &obs[i]
+		key := summary.KeyOf(o)
+		if !key.Valid() || o.Timestamp.IsZero() {
+			ignored++
+			continue
+		}
+		tk := TargetKeyOf(o)
+		ts := e.targets[tk]
+		if ts == nil {
+			ts = &targetState{key: tk, verdict: summary.VerdictUnknown, target: o.Target}
+			e.targets[tk] = ts
+		}
+		if !o.Timestamp.Before(ts.lastSeen) {
+			mergeTarget(&ts.target, &o.Target)
+		}
+		ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: o.Source.Node, ok: o.Success})
+		e.dirtyTargets[tk] = struct{}{}
+
+		ob := e.observers[o.Source.UID]
+		if ob == nil {
+			ob = &observerState{}
+			e.observers[o.Source.UID] = ob
+		}
+		ob.namespace, ob.name = o.Source.Namespace, o.Source.Name
+		if o.Source.Node != "" {
+			ob.node = o.Source.Node
+		}
+		if o.Timestamp.After(ob.lastSeen) {
+			ob.lastSeen = o.Timestamp
+		}
+
+		p := e.pairs[key]
+		switch {
+		case o.Stable:
+			if p == nil {
+				p = &pairInfo{}
+				e.pairs[key] = p
+			} else if !p.stable {
+				e.candidates--
+			}
+			p.stable = true
+			if o.Timestamp.After(p.lastStable) {
+				p.lastStable = o.Timestamp
+			}
+		case p == nil && !o.Success && ts.verdict != summary.VerdictUnreachable && !e.badNodes[o.Source.Node] &&
+			e.candidates < e.maxCandidates():
+			// A rotating pair failed while its target is not judged unreachable: a
+			// path-specific failure worth following.
+			p = &pairInfo{}
+			e.pairs[key] = p
+			e.candidates++
+		}
+		if p == nil {
+			continue
+		}
+		if !o.Success && o.Timestamp.After(p.lastFailure) {
+			p.lastFailure = o.Timestamp
+		}
+		p.target = tk
+		tracked = append(tracked, *o)
+		e.dirty[key] = struct{}{}
+	}
+	ignored += e.summ.Add(tracked...)
+	return ignored
+}
+
+func mergeTarget(t, o *summary.Target) {
+	for _, f := range []struct{ dst, src *string }{
+		{&t.Namespace, &o.Namespace}, {&t.Name, &o.Name}, {&t.UID, &o.UID}, {&t.Node, &o.Node}, {&t.Zone, &o.Zone},
+	} {
+		if *f.src != "" {
+			*f.dst = *f.src
+		}
+	}
+	t.Kind, t.Address, t.Port = o.Kind, o.Address, o.Port
+}
+
+// distrusted reports whether observers on node have lost the pod network (caller holds mu).
+func (e *Engine) distrusted(node string) bool { return node != "" && e.badNodes[node] }
+
+// Reconcile judges the targets observed since the last call and decides the writes due
+// at now: objects whose verdict changed first, then Events, first writes and changes of
+// latency or loss, heartbeats (stretched to the budget) and deletes.
+func (e *Engine) Reconcile(now time.Time) Result {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var res Result
+
+	// 1. Per-target verdicts.
+	judgeKeys := e.dirtyTargets
+	if e.fullPass {
+		judgeKeys = map[TargetKey]struct{}{}
+		for k := range e.targets {
+			judgeKeys[k] = struct{}{}
+		}
+	}
+	for k := range judgeKeys {
+		if t := e.targets[k]; t != nil && t.judge(e.judge, e.distrusted) {
+			res.TargetChanges = append(res.TargetChanges, t.status())
+		}
+	}
+	clear(e.dirtyTargets)
+	slices.SortFunc(res.TargetChanges, func(a, b TargetStatus) int { return a.Since.Compare(b.Since) })
+
+	// 2. Pairs whose newest round failed turn Unreachable at once when their target is
+	// judged unreachable by its observers; candidate pairs when they failed on two visits.
+	pairKeys := e.dirty
+	if e.fullPass {
+		pairKeys = map[summary.PairKey]struct{}{}
+		for k := range e.pairs {
+			pairKeys[k] = struct{}{}
+		}
+	}
+	for k := range pairKeys {
+		p := e.pairs[k]
+		if p == nil {
+			continue
+		}
+		if t := e.targets[p.target]; t != nil && t.verdict == summary.VerdictUnreachable {
+			if _, hasObject := e.written[k]; !p.stable && !hasObject {
+				// The target's own outage explains this rotating pair's failure: it is
+				// not path-specific after all, and the stable pairs show the outage.
+				e.summ.Forget(k)
+				delete(e.pairs, k)
+				delete(pairKeys, k)
+				e.candidates--
+				continue
+			}
+			e.summ.Escalate(k, fmt.Sprintf("%s is unreachable from %d observer nodes", p.target.Family, t.failing))
+			continue
+		}
+		if !p.stable {
+			if v, fails, ok := e.summ.Verdict(k); ok && fails >= 2 && v != summary.VerdictUnreachable {
+				e.summ.Escalate(k, "failed on consecutive visits while other observers reach the target")
+			}
+		}
+	}
+
+	// 3. Expiry: targets and pairs no longer observed; candidates past their retention.
+	for k, t := range e.targets {
+		if now.Sub(t.lastSeen) > e.cfg.TargetTTL {
+			delete(e.targets, k)
+		}
+	}
+	for k, ob := range e.observers {
+		if now.Sub(ob.lastSeen) > e.cfg.TargetTTL {
+			delete(e.observers, k)
+		}
+	}
+	drop := func(k summary.PairKey) {
+		e.summ.Forget(k)
+		if p := e.pairs[k]; p != nil && !p.stable {
+			e.candidates--
+		}
+		delete(e.pairs, k)
+		delete(pairKeys, k)
+		if _, had := e.written[k]; had {
+			delete(e.written, k)
+			delete(e.writtenBadObserver, k)
+			res.Objects = append(res.Objects, ObjectWrite{Key: k, Delete: true, Reason: "delete", Priority: PriorityCleanup})
+		}
+	}
+	for _, k := range e.summ.ExpireIdle(now, e.cfg.TargetTTL) {
+		drop(k)
+	}
+	for k, w := range e.written {
+		if _, ok := e.pairs[k]; !ok && now.Sub(w.At) > e.cfg.TargetTTL {
+			drop(k) // an object found in the API that nobody observes any more
+		}
+	}
+	for k, p := range e.pairs {
+		v, _, ok := e.summ.Verdict(k)
+		if !ok {
+			continue
+		}
+		failing := v == summary.VerdictUnreachable
+		switch {
+		case p.stable && now.Sub(p.lastStable) > e.cfg.TargetTTL && !failing:
+			p.stable = false // no longer a stable peer: kept only while failing
+			e.candidates++
+			if now.Sub(p.lastFailure) > e.cfg.FailingPairRetention {
+				drop(k)
+			}
+		case !p.stable && !failing && now.Sub(p.lastFailure) > e.cfg.FailingPairRetention:
+			drop(k)
+		}
+	}
+
+	// 4. Objects: stable pairs, and pairs that are (or were, within retention) Unreachable.
+	hb := HeartbeatFor(e.cfg.Policy.HeartbeatInterval, len(e.written), e.cfg.WritesPerSecond, e.cfg.HeartbeatShare)
+	res.Heartbeat = hb
+	policy := e.cfg.Policy
+	policy.HeartbeatInterval = hb
+	keys := make([]summary.PairKey, 0, len(pairKeys))
+	for k := range pairKeys {
+		keys = append(keys, k)
+	}
+	for k, w := range e.written {
+		if _, ok := pairKeys[k]; !ok && now.Sub(w.At) >= hb {
+			keys = append(keys, k)
+		}
+	}
+	clear(e.dirty)
+	e.fullPass = false
+	slices.SortFunc(keys, func(a, b summary.PairKey) int {
+		switch {
+		case a.Less(b):
+			return -1
+		case b.Less(a):
+			return 1
+		}
+		return 0
+	})
+	for _, k := range keys {
+		if k.SourceUID == "" || k.SourceNamespace == "" || (e.cfg.Namespace != "" && k.SourceNamespace != e.cfg.Namespace) {
+			continue
+		}
+		p := e.pairs[k]
+		s, ok := e.summ.Summary(k)
+		if p == nil || !ok {
+			continue
+		}
+		last, hasObject := e.written[k]
+		if !hasObject && !p.stable && s.Verdict != summary.VerdictUnreachable {
+			continue // a candidate without a verdict against it: no object
+		}
+		badObserver := ""
+		if s.Verdict == summary.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
+			badObserver = s.ObservedFromNode
+		}
+		write, reason := summary.Decide(last, s, now, policy)
+		if !write && (badObserver != "") != e.writtenBadObserver[k] {
+			write, reason = true, "observer"
+		}
+		if !write {
+			continue
+		}
+		e.written[k] = summary.WrittenFrom(s, now)
+		e.writtenBadObserver[k] = badObserver != ""
+		res.Objects = append(res.Objects, ObjectWrite{
+			Key: k, Summary: s, BadObserverNode: badObserver, Reason: reason,
+			Priority: priorityOf(reason, p.stable),
+		})
+	}
+
+	// 5. Events for pairs that have objects: an outage detected, or ended.
+	for _, t := range e.summ.Transitions() {
+		_, ok := e.written[t.Key]
+		if ok && t.Old != t.New && (t.New == summary.VerdictUnreachable || t.Old == summary.VerdictUnreachable) {
+			res.Events = append(res.Events, t)
+		}
+	}
+	slices.SortStableFunc(res.Objects, func(a, b ObjectWrite) int { return int(a.Priority) - int(b.Priority) })
+	return res
+}
+
+// priorityOf maps a write reason to its priority: a verdict (or its attribution) first; the
+// first write of a non-stable pair is a newly failing pair, so it is urgent too.
+func priorityOf(reason string, stable bool) Priority {
+	switch reason {
+	case summary.ReasonVerdict, "observer":
+		return PriorityVerdict
+	case summary.ReasonInitial:
+		if !stable {
+			return PriorityVerdict
+		}
+		return PriorityUpdate
+	case summary.ReasonHeartbeat:
+		return PriorityHeartbeat
+	case "delete":
+		return PriorityCleanup
+	}
+	return PriorityUpdate
+}
+
+// Resume records what the API already holds at the start of a leadership term, so the
+// new writer neither rewrites unchanged objects nor forgets ones it must delete: every
+// existing object becomes part of the object set with its written state.
+func (e *Engine) Resume(existing map[summary.PairKey]summary.Written) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, w := range existing {
+		if _, ok := e.written[k]; !ok {
+			e.written[k] = w
+		}
+	}
+	e.fullPass = true
+}
+
+// EndTerm forgets what was written: a future leadership term starts from the API's state.
+func (e *Engine) EndTerm() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	clear(e.written)
+	clear(e.writtenBadObserver)
+	e.nodes = nodeStates{}
+}
+
+// Objects returns the number of objects in the object set.
+func (e *Engine) Objects() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.written)
+}
+
+// Targets returns the per-target judgement of every target, ordered by key.
+func (e *Engine) Targets() []TargetStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]TargetStatus, 0, len(e.targets))
+	for _, t := range e.targets {
+		out = append(out, t.status())
+	}
+	slices.SortFunc(out, func(a, b TargetStatus) int { return compareTargetKeys(a.Key, b.Key) })
+	return out
+}
+
+// Target returns the per-target judgement of one target and family.
+func (e *Engine) Target(k TargetKey) (TargetStatus, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.targets[k]
+	if t == nil {
+		return TargetStatus{}, false
+	}
+	return t.status(), true
+}
+
+func compareTargetKeys(a, b TargetKey) int {
+	for _, c := range [][2]string{
+		{string(a.Kind), string(b.Kind)}, {a.Namespace, b.Namespace}, {a.Name, b.Name}, {a.UID, b.UID},
+		{a.Address, b.Address}, {a.Family, b.Family},
+	} {
+		if c[0] != c[1] {
+			if c[0] < c[1] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// Summary returns a pair's summary.
+func (e *Engine) Summary(k summary.PairKey) (summary.Summary, bool) { return e.summ.Summary(k) }
+
+// Stats returns gauges of the engine's state.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st := Stats{Targets: len(e.targets), Pairs: len(e.pairs), Objects: len(e.written), Observers: len(e.observers),
+		Summarizer: e.summ.Stats()}
+	for _, p := range e.pairs {
+		if p.stable {
+			st.StablePairs++
+		} else {
+			st.CandidatePairs++
+		}
+	}
+	return st
+}
+
+// BadNodes returns the nodes whose observers are distrusted, sorted.
+func (e *Engine) BadNodes() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Sorted(maps.Keys(e.badNodes))
+}

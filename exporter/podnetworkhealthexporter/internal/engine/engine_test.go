@@ -1,0 +1,364 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+)
+
+// ring is a small stand-in for the sampling planner (internal/planner is exercised by the
+// scale simulation): member i probes i+1 every round (its stable peer, M=1) and k rotating
+// offsets 2..n-1, a block of k per round.
+type ring struct {
+	n, k int
+	t0   time.Time
+	iv   time.Duration
+}
+
+func newRing(n, k int) *ring {
+	return &ring{n: n, k: k, t0: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC), iv: 10 * time.Second}
+}
+
+func (r *ring) src(i int) summary.Source {
+	return summary.Source{Namespace: "netpulse", Name: fmt.Sprintf("agent-%d", i), UID: fmt.Sprintf("uid-%d", i), Node: fmt.Sprintf("node-%d", i)}
+}
+
+func (r *ring) tgt(i int) summary.Target {
+	return summary.Target{Kind: summary.TargetPod, Namespace: "netpulse", Name: fmt.Sprintf("agent-%d", i), UID: fmt.Sprintf("uid-%d", i),
+		Node: fmt.Sprintf("node-%d", i), Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)}
+}
+
+// targets of source i in round: the stable peer first.
+func (r *ring) targets(i, round int) (out []int, stable []bool) {
+	out = append(out, (i+1)%r.n)
+	stable = append(stable, true)
+	rot := r.n - 2
+	for j := 0; j < r.k && j < rot; j++ {
+		off := 2 + (round*r.k+j)%rot
+		out = append(out, (i+off)%r.n)
+		stable = append(stable, false)
+	}
+	return out, stable
+}
+
+// round builds the observations of one round; ok(src, dst) says whether a probe succeeds.
+// Every source reports at the round's time plus a jitter of i ms.
+func (r *ring) round(round int, ok func(src, dst int) bool) []summary.Observation {
+	var obs []summary.Observation
+	for i := 0; i < r.n; i++ {
+		ts := r.at(round).Add(time.Duration(i) * time.Millisecond)
+		dsts, stable := r.targets(i, round)
+		for j, d := range dsts {
+			o := summary.Observation{Source: r.src(i), Target: r.tgt(d), ProbeType: "icmp", Timestamp: ts, Stable: stable[j], Sent: 3}
+			o.Success = ok(i, d)
+			if o.Success {
+				o.RTT = summary.NewHistogram(8)
+				o.RTT.Record(0.0002)
+			} else {
+				o.Lost, o.ErrorType, o.Message = 3, "timeout", "icmp: timeout"
+			}
+			obs = append(obs, o)
+		}
+	}
+	return obs
+}
+
+func (r *ring) at(round int) time.Time { return r.t0.Add(time.Duration(round) * r.iv) }
+
+func healthy(int, int) bool { return true }
+
+func TestHealthyObjectsAreTheStablePairs(t *testing.T) {
+	r := newRing(20, 3)
+	e := New(Config{})
+	objects := map[summary.PairKey]bool{}
+	for round := 0; round < 30; round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		res := e.Reconcile(r.at(round).Add(time.Second))
+		for _, w := range res.Objects {
+			require.False(t, w.Delete)
+			objects[w.Key] = true
+			assert.Equal(t, summary.VerdictReachable, w.Summary.Verdict)
+		}
+		assert.Empty(t, res.Events, "no verdict change in a healthy cluster: round %d", round)
+	}
+	assert.Len(t, objects, r.n, "one object per source: its stable peer")
+	st := e.Stats()
+	assert.Equal(t, r.n, st.StablePairs)
+	assert.Zero(t, st.CandidatePairs)
+	assert.Equal(t, r.n, st.Targets, "one target per pod and family")
+	for _, ts := range e.Targets() {
+		assert.Equal(t, summary.VerdictReachable, ts.Verdict, ts.Key.String())
+	}
+}
+
+func TestDeadTargetUnreachableWithinOneRound(t *testing.T) {
+	r := newRing(50, 3)
+	e := New(Config{})
+	dead := 7
+	for round := 0; round < 5; round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+	}
+	fault := func(_, d int) bool { return d != dead }
+	e.Observe(r.round(5, fault), r.at(5))
+	res := e.Reconcile(r.at(5).Add(time.Second))
+
+	tk := TargetKeyOf(&summary.Observation{Target: r.tgt(dead)})
+	ts, ok := e.Target(tk)
+	require.True(t, ok)
+	assert.Equal(t, summary.VerdictUnreachable, ts.Verdict, "all %d observers of the round failed", 4)
+	assert.Equal(t, 4, ts.Failing)
+	// The stable pair towards it is escalated in the same round, and written first.
+	stableKey := summary.KeyOf(&summary.Observation{Source: r.src(dead - 1), Target: r.tgt(dead)})
+	require.NotEmpty(t, res.Objects)
+	assert.Equal(t, stableKey, res.Objects[0].Key)
+	assert.Equal(t, summary.VerdictUnreachable, res.Objects[0].Summary.Verdict)
+	assert.Equal(t, PriorityVerdict, res.Objects[0].Priority)
+	require.Len(t, res.Events, 1)
+	assert.Equal(t, summary.VerdictUnreachable, res.Events[0].New)
+	// The outage starts at the first failed round.
+	require.NotEmpty(t, res.Objects[0].Summary.Outages)
+	assert.Equal(t, r.at(5).Add(time.Duration(dead-1)*time.Millisecond), res.Objects[0].Summary.Outages[0].Start)
+
+	// Rotating pairs that failed towards an unreachable target are explained by it: no
+	// candidates, no further objects.
+	e.Observe(r.round(6, fault), r.at(6))
+	res = e.Reconcile(r.at(6).Add(time.Second))
+	for _, w := range res.Objects {
+		assert.Equal(t, stableKey, w.Key, "only the stable pair towards the dead target is written")
+	}
+
+	// Recovery: Reachable again after two successful observers, the pair after two rounds.
+	for round := 7; round < 10; round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+	}
+	ts, _ = e.Target(tk)
+	assert.Equal(t, summary.VerdictReachable, ts.Verdict)
+	s, _ := e.Summary(stableKey)
+	assert.Equal(t, summary.VerdictReachable, s.Verdict)
+	require.Len(t, s.Outages, 1)
+	assert.False(t, s.Outages[0].Ongoing())
+}
+
+func TestBrokenObserverNeverMakesATargetUnreachable(t *testing.T) {
+	r := newRing(30, 3)
+	e := New(Config{})
+	broken := 4
+	fault := func(s, _ int) bool { return s != broken }
+	for round := 0; round < 60; round++ {
+		e.Observe(r.round(round, fault), r.at(round))
+		res := e.Reconcile(r.at(round).Add(time.Second))
+		for _, c := range res.TargetChanges {
+			assert.NotEqual(t, summary.VerdictUnreachable, c.Verdict, "round %d: %s", round, c.Key)
+		}
+		if round%5 == 0 {
+			cur := map[string]*NodeCondition{}
+			for i := 0; i < r.n; i++ {
+				cur[fmt.Sprintf("node-%d", i)] = nil
+			}
+			d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+			assert.Empty(t, d.Marked, "an observer that fails everything marks no node")
+		}
+	}
+	// Its own stable pair is Unreachable by the pair's own rounds (three failed rounds): a
+	// pair verdict, not a target verdict.
+	s, ok := e.Summary(summary.KeyOf(&summary.Observation{Source: r.src(broken), Target: r.tgt(broken + 1)}))
+	require.True(t, ok)
+	assert.Equal(t, summary.VerdictUnreachable, s.Verdict)
+	st := e.Stats()
+	assert.LessOrEqual(t, st.Objects, 2*r.n, "objects stay within (M+1)·N")
+}
+
+func TestPathSpecificFailureBecomesAnObjectOnlyWhenRepeated(t *testing.T) {
+	r := newRing(12, 3) // rotating period (12-2)/3 -> 4 rounds
+	e := New(Config{})
+	a, b := 2, 8 // a never reaches b; everyone else does
+	fault := func(s, d int) bool { return s != a || d != b }
+	var failingWrites []ObjectWrite
+	for round := 0; round < 20; round++ {
+		e.Observe(r.round(round, fault), r.at(round))
+		res := e.Reconcile(r.at(round).Add(time.Second))
+		for _, w := range res.Objects {
+			if w.Key.SourcePod == "agent-2" && w.Key.TargetName == "agent-8" {
+				failingWrites = append(failingWrites, w)
+			}
+		}
+	}
+	require.NotEmpty(t, failingWrites, "a path that fails on consecutive visits gets an object")
+	assert.Equal(t, summary.VerdictUnreachable, failingWrites[0].Summary.Verdict)
+	assert.Equal(t, PriorityVerdict, failingWrites[0].Priority)
+	tk := TargetKeyOf(&summary.Observation{Target: r.tgt(b)})
+	ts, _ := e.Target(tk)
+	assert.Equal(t, summary.VerdictReachable, ts.Verdict, "the target itself is reachable")
+	assert.Equal(t, 1, e.Stats().CandidatePairs)
+}
+
+func TestNodePartitionMarkedHeldAndCleared(t *testing.T) {
+	r := newRing(20, 3)
+	e := New(Config{})
+	cur := map[string]*NodeCondition{}
+	for i := 0; i < r.n; i++ {
+		cur[fmt.Sprintf("node-%d", i)] = nil
+	}
+	apply := func(d NodeDecision) {
+		for _, w := range d.Writes {
+			c := w.Condition
+			cur[w.Node] = &c
+		}
+	}
+	cut := 5
+	partition := func(s, d int) bool { return s != cut && d != cut }
+	round := 0
+	step := func(ok func(int, int) bool) NodeDecision {
+		e.Observe(r.round(round, ok), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{MinHold: 30 * time.Second})
+		apply(d)
+		round++
+		return d
+	}
+	for range 5 {
+		step(healthy)
+	}
+	for n, c := range cur {
+		require.NotNil(t, c, n)
+		assert.Equal(t, StatusFalse, c.Status, n)
+	}
+	d := step(partition)
+	assert.Equal(t, []string{"node-5"}, d.Marked)
+	assert.Equal(t, StatusTrue, cur["node-5"].Status)
+	assert.Equal(t, []string{"node-5"}, e.BadNodes(), "the cut-off node's observers are distrusted")
+	writes := 0
+	for range 5 {
+		d := step(partition)
+		writes += len(d.Writes)
+		for _, w := range d.Writes {
+			t.Logf("write during the partition: %s %+v", w.Node, w.Condition)
+		}
+	}
+	assert.Zero(t, writes, "nothing changes while the partition lasts")
+	// Its own stable pair reads ObserverUnhealthy, not a verdict against its peer.
+	e.mu.Lock()
+	e.fullPass = true
+	e.mu.Unlock()
+	res := e.Reconcile(r.at(round))
+	for _, w := range res.Objects {
+		if w.Key.SourcePod == "agent-5" {
+			assert.Equal(t, "node-5", w.BadObserverNode)
+		}
+	}
+	// Heal: the condition holds for MinHold (30 s = 3 rounds), then clears, once.
+	var clearedAt int
+	for i := 0; i < 8; i++ {
+		d := step(healthy)
+		for _, w := range d.Writes {
+			if w.Node == "node-5" {
+				assert.Equal(t, StatusFalse, w.Condition.Status)
+				clearedAt = i
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, clearedAt, 2, "held for MinHold after the last evidence")
+	assert.Equal(t, StatusFalse, cur["node-5"].Status)
+}
+
+func TestFlappingNodeConditionIsDamped(t *testing.T) {
+	r := newRing(20, 3)
+	e := New(Config{})
+	cur := map[string]*NodeCondition{}
+	for i := 0; i < r.n; i++ {
+		cur[fmt.Sprintf("node-%d", i)] = nil
+	}
+	cut := 9
+	writes := 0
+	for round := 0; round < 40; round++ {
+		ok := healthy
+		if round >= 5 && round%2 == 0 { // 10 s down, 10 s up
+			ok = func(s, d int) bool { return s != cut && d != cut }
+		}
+		e.Observe(r.round(round, ok), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+		for _, w := range d.Writes {
+			c := w.Condition
+			cur[w.Node] = &c
+			if w.Node == "node-9" && round >= 5 {
+				writes++
+			}
+		}
+	}
+	assert.LessOrEqual(t, writes, 1, "a 10 s on / 10 s off link sets the condition once and holds it")
+}
+
+func TestSuppressionNeverClaimsReachable(t *testing.T) {
+	r := newRing(20, 3)
+	e := New(Config{})
+	cur := map[string]*NodeCondition{}
+	for i := 0; i < r.n; i++ {
+		cur[fmt.Sprintf("node-%d", i)] = nil
+	}
+	for round := 0; round < 10; round++ {
+		ok := healthy
+		if round >= 4 {
+			ok = func(int, int) bool { return false } // probe traffic dropped everywhere
+		}
+		e.Observe(r.round(round, ok), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+		for _, w := range d.Writes {
+			c := w.Condition
+			cur[w.Node] = &c
+		}
+		if round >= 5 {
+			assert.True(t, d.Suppressed)
+			assert.Empty(t, d.Marked)
+		}
+	}
+	for n, c := range cur {
+		assert.Equal(t, StatusUnknown, c.Status, n)
+		assert.Equal(t, NodeReasonSuppressed, c.Reason, n)
+	}
+}
+
+func TestHeartbeatStretchesWithObjects(t *testing.T) {
+	assert.Equal(t, 10*time.Minute, HeartbeatFor(10*time.Minute, 100, 5, 0.5))
+	assert.Equal(t, 800*time.Second, HeartbeatFor(10*time.Minute, 2000, 5, 0.5), "N=1,000, M=1")
+	assert.Equal(t, 4000*time.Second, HeartbeatFor(10*time.Minute, 10000, 5, 0.5), "N=5,000, M=1")
+}
+
+func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
+	r := newRing(10, 3)
+	e := New(Config{})
+	for round := 0; round < 3; round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+	}
+	require.Equal(t, 10, e.Objects())
+	e.EndTerm()
+	assert.Zero(t, e.Objects())
+	// A stale object of a pair nobody observes any more is deleted after TargetTTL.
+	gone := summary.PairKey{SourceNamespace: "netpulse", SourcePod: "old", SourceUID: "uid-old", TargetKind: summary.TargetPod,
+		TargetNamespace: "netpulse", TargetName: "agent-1", TargetUID: "uid-1"}
+	existing := map[summary.PairKey]summary.Written{gone: {At: r.at(2), Verdict: summary.VerdictReachable, Fingerprint: 1}}
+	e.Resume(existing)
+	res := e.Reconcile(r.at(3))
+	assert.Equal(t, 11, e.Objects(), "the existing object is part of the object set")
+	for _, w := range res.Objects {
+		assert.NotEqual(t, gone, w.Key)
+	}
+	res = e.Reconcile(r.at(2).Add(DefaultTargetTTL + time.Second))
+	var deleted []summary.PairKey
+	for _, w := range res.Objects {
+		if w.Delete {
+			deleted = append(deleted, w.Key)
+			assert.Equal(t, PriorityCleanup, w.Priority)
+		}
+	}
+	assert.Contains(t, deleted, gone, "deleted TargetTTL after it was last written")
+}

@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"maps"
+	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/quorum"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+)
+
+// Node condition statuses (the values of corev1.ConditionStatus).
+const (
+	StatusTrue    = "True"
+	StatusFalse   = "False"
+	StatusUnknown = "Unknown"
+)
+
+// Reasons and messages of the node condition. Messages carry no counts or peer lists:
+// those change with every rotation of the observers, and a message change alone is no
+// reason to write (the quorum details are in the exporter's log and the PodNetworkHealth
+// objects).
+const (
+	NodeReasonUnreachable    = quorum.ReasonUnreachableFromPeers
+	NodeReasonReachable      = quorum.ReasonReachable
+	NodeReasonBelowQuorum    = quorum.ReasonBelowQuorum
+	NodeReasonNoObservations = quorum.ReasonNoObservations
+	NodeReasonSuppressed     = quorum.ReasonSuppressed
+
+	msgUnreachable    = "pods on this node are unreachable from healthy observers on other nodes (a quorum of them, and more than still reach it)"
+	msgHolding        = "pods on this node were unreachable from a quorum of healthy observers within the hold time; the condition clears when they stay reachable for it"
+	msgReachable      = "pods on this node are reachable from their observers on other nodes"
+	msgBelowQuorum    = "some observers fail to reach pods on this node, fewer than the quorum or than those that still reach them"
+	msgNoObservations = "no recent observation of pods on this node"
+	msgSuppressed     = "node marking is suppressed: too many observers or nodes fail at once for a single node to be blamed (a cluster-wide fault or broken probers); the PodNetworkHealth objects show what fails"
+)
+
+// NodeConfig configures the node judgement. Zero fields take the defaults.
+type NodeConfig struct {
+	// Quorum and MaxFailingShare: see package quorum.
+	Quorum          int
+	MaxFailingShare float64
+	// Heartbeat rewrites an unchanged condition this often (default 10m).
+	Heartbeat time.Duration
+	// MinHold keeps a node marked until this long after the last evidence against it
+	// (default 1m): conditions that other controllers act on must not follow a flapping
+	// link round by round. Marking itself is immediate.
+	MinHold time.Duration
+	// EdgeMaxAge: observations older than this say nothing about now (default 2m).
+	EdgeMaxAge time.Duration
+}
+
+// Defaults of NodeConfig.
+const (
+	DefaultNodeHeartbeat  = 10 * time.Minute
+	DefaultNodeMinHold    = time.Minute
+	DefaultNodeEdgeMaxAge = 2 * time.Minute
+	// nodeWriteInFlight: a condition decided this recently is not decided again while the
+	// node informer has not caught up with it.
+	nodeWriteInFlight = 30 * time.Second
+)
+
+func (c NodeConfig) withDefaults() NodeConfig {
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultNodeHeartbeat
+	}
+	if c.MinHold < 0 {
+		c.MinHold = 0
+	} else if c.MinHold == 0 {
+		c.MinHold = DefaultNodeMinHold
+	}
+	if c.EdgeMaxAge <= 0 {
+		c.EdgeMaxAge = DefaultNodeEdgeMaxAge
+	}
+	return c
+}
+
+// NodeCondition is the condition of one node as the API holds it (or as it should).
+type NodeCondition struct {
+	Status, Reason, Message string
+	// LastHeartbeat: when it was last written (zero when unknown).
+	LastHeartbeat time.Time
+}
+
+// NodeWrite is one node condition to write.
+type NodeWrite struct {
+	Node      string
+	Condition NodeCondition
+	// Changed: status or reason differ from the API's (otherwise a heartbeat).
+	Changed  bool
+	Priority Priority
+}
+
+// NodeDecision is the outcome of ReconcileNodes.
+type NodeDecision struct {
+	Writes []NodeWrite
+	// Marked: nodes judged to have a pod-network problem now (before the hold).
+	Marked []string
+	// Suppressed, with the quorum's reason (which carries counts: for logs, not for the
+	// API).
+	Suppressed       bool
+	SuppressedReason string
+}
+
+type nodeState struct {
+	problem      bool      // the condition says True
+	lastEvidence time.Time // newest decision that marked it
+	// decided is the last condition this engine decided to write, and when.
+	decided   NodeCondition
+	decidedAt time.Time
+}
+
+type nodeStates map[string]*nodeState
+
+// edges reduces the per-target judgement to quorum edges: the evidence behind each pod or
+// node target's verdict (its observers' newest successes, or the failures of its newest
+// run), younger than maxAge. A failure counts against a node only when its target is
+// judged unreachable by its observers: a lone failure the others contradict says nothing
+// about the node (and an observer whose failures nobody shares reaches nobody, so quorum
+// finds it unhealthy anyway).
+func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
+	var out []quorum.Edge
+	for _, t := range e.targets {
+		if t.key.Kind == summary.TargetExternal || t.target.Node == "" {
+			continue
+		}
+		for _, o := range t.evidence() {
+			if now.Sub(o.at) > maxAge {
+				break // newest first
+			}
+			v := summary.VerdictReachable
+			if !o.ok {
+				v = summary.VerdictUnreachable
+			}
+			out = append(out, quorum.Edge{ObserverPod: o.observer, ObserverNode: o.node, TargetNode: t.target.Node,
+				TargetKind: t.key.Kind, Verdict: v})
+		}
+	}
+	return out
+}
+
+// ReconcileNodes judges every node from the per-target verdicts (package quorum over
+// the observers' newest outcomes), updates which observers are distrusted, and decides
+// the node conditions to write: on a change of status or reason, or when the heartbeat
+// is due; never for a message change alone. current holds each node's condition as the
+// API has it (nil: none). Nodes marked stay marked for MinHold after the last evidence.
+// While marking is suppressed every node reads Unknown / Suppressed: the condition never
+// claims the opposite of what the observers see.
+func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition, cfg NodeConfig) NodeDecision {
+	cfg = cfg.withDefaults()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	nodes := make([]string, 0, len(current))
+	for n := range current {
+		nodes = append(nodes, n)
+	}
+	res := quorum.Evaluate(nodes, e.edges(now, cfg.EdgeMaxAge), quorum.Config{Quorum: cfg.Quorum, MaxFailingShare: cfg.MaxFailingShare})
+	out := NodeDecision{Suppressed: res.Suppressed, SuppressedReason: res.SuppressedReason}
+	bad := map[string]bool{}
+	if !res.Suppressed {
+		for _, n := range res.Marked() {
+			bad[n] = true
+		}
+		out.Marked = res.Marked()
+	}
+	if !maps.Equal(bad, e.badNodes) {
+		e.badNodes = bad
+		e.fullPass = true // the attribution of some verdicts changed
+	}
+
+	for _, ns := range res.Nodes {
+		cur, known := current[ns.Node]
+		if !known {
+			continue // a node named only by an observation: not ours to write
+		}
+		st := e.nodes[ns.Node]
+		if st == nil {
+			st = &nodeState{}
+			if cur != nil && cur.Status == StatusTrue {
+				st.problem, st.lastEvidence = true, cur.LastHeartbeat
+			}
+			e.nodes[ns.Node] = st
+		}
+		want := NodeCondition{Status: StatusFalse, Reason: ns.Reason}
+		switch {
+		case res.Suppressed:
+			want = NodeCondition{Status: StatusUnknown, Reason: NodeReasonSuppressed, Message: msgSuppressed}
+		case ns.Problem:
+			st.lastEvidence = now
+			want = NodeCondition{Status: StatusTrue, Reason: NodeReasonUnreachable, Message: msgUnreachable}
+		case st.problem && now.Sub(st.lastEvidence) < cfg.MinHold:
+			want = NodeCondition{Status: StatusTrue, Reason: NodeReasonUnreachable, Message: msgHolding}
+		case ns.Reason == NodeReasonBelowQuorum:
+			want.Message = msgBelowQuorum
+		case ns.Reason == NodeReasonReachable:
+			want.Message = msgReachable
+		default:
+			want.Message = msgNoObservations
+		}
+		if res.Suppressed {
+			// Suppression says nothing new about the node: the hold keeps running.
+		} else {
+			st.problem = want.Status == StatusTrue
+		}
+		// What the API holds (or what was just decided, while the informer catches up).
+		base := cur
+		if st.decidedAt.After(now.Add(-nodeWriteInFlight)) && (cur == nil || cur.LastHeartbeat.Before(st.decidedAt.Truncate(time.Second))) {
+			d := st.decided
+			d.LastHeartbeat = st.decidedAt
+			base = &d
+		}
+		changed := base == nil || base.Status != want.Status || base.Reason != want.Reason
+		if !changed && now.Sub(base.LastHeartbeat) < cfg.Heartbeat {
+			continue
+		}
+		want.LastHeartbeat = now
+		st.decided, st.decidedAt = want, now
+		p := PriorityHeartbeat
+		switch {
+		case changed && (want.Reason == NodeReasonSuppressed || base != nil && base.Reason == NodeReasonSuppressed):
+			// Entering or leaving suppression touches every node at once: behind the
+			// verdicts of objects, within the budget.
+			p = PriorityUpdate
+		case changed:
+			p = PriorityVerdict
+		}
+		out.Writes = append(out.Writes, NodeWrite{Node: ns.Node, Condition: want, Changed: changed, Priority: p})
+	}
+	return out
+}
