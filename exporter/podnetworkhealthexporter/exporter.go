@@ -3,6 +3,7 @@ package podnetworkhealthexporter
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -14,13 +15,11 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -28,6 +27,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
 // Event reasons on verdict transitions.
@@ -57,9 +57,8 @@ type pnhExporter struct {
 	kube     kubernetes.Interface
 	pnh      versioned.Interface
 	writer   *writer
-	events   record.EventRecorder
-	eventsBC record.EventBroadcaster
-	eventsRL *rate.Limiter
+	eventsRL *rate.Limiter // nil unless events.enabled
+	hostname string        // the Events' reporting instance
 	nodes    cache.SharedIndexInformer
 	nodesF   informers.SharedInformerFactory
 	gated    *gatedPods
@@ -164,9 +163,7 @@ func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	if e.cfg.Events.Enabled {
-		e.eventsBC = record.NewBroadcaster(record.WithContext(ctx))
-		e.eventsBC.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.kube.CoreV1().Events("")})
-		e.events = e.eventsBC.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "netpulse-pod-network-health"})
+		e.hostname, _ = os.Hostname()
 		e.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Events.PerMinute)/60), e.cfg.Events.PerMinute)
 	}
 	if e.cfg.NodeConditions.Enabled {
@@ -266,14 +263,14 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 	res := e.engine.Reconcile(now)
 	for _, w := range res.Objects {
 		if w.Delete {
-			e.writer.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, reason: w.Reason, delete: true})
+			e.writer.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, reason: w.Reason, delete: true}, w.Priority)
 			continue
 		}
 		obj := objectOf(w.Summary)
 		if w.BadObserverNode != "" {
 			markObserverUnhealthy(&obj.Status, w.BadObserverNode)
 		}
-		e.writer.set(&desired{obj: obj, reason: w.Reason})
+		e.writer.set(&desired{obj: obj, reason: w.Reason}, w.Priority)
 	}
 	for _, t := range res.TargetChanges {
 		e.logger.Info("pod_network_health: target verdict", zap.String("target", t.Key.String()), zap.String("verdict", string(t.Verdict)),
@@ -295,10 +292,15 @@ func (e *pnhExporter) onWritten(r writeResult) {
 		attribute.String("write_reason", r.reason), attribute.String("outcome", outcome)))
 }
 
-// emitEvents records an Event per real verdict change (rate-limited; excess is dropped and
-// logged, the status still carries the outage history).
+// eventComponent is the Events' source component and reporting controller.
+const eventComponent = "netpulse-pod-network-health"
+
+// emitEvents writes an Event per real verdict change through the writer, under the same
+// budget as every other write (behind verdict changes, ahead of updates and heartbeats).
+// events.per_minute caps their number on top; excess is dropped and logged, the status
+// still carries the outage history.
 func (e *pnhExporter) emitEvents(ts []summary.Transition) {
-	if e.events == nil {
+	if e.eventsRL == nil {
 		return
 	}
 	for _, t := range ts {
@@ -315,15 +317,30 @@ func (e *pnhExporter) emitEvents(ts []summary.Transition) {
 			e.logger.Info("pod_network_health: event rate limit reached; event dropped", zap.String("pair", t.Key.String()), zap.String("reason", reason))
 			continue
 		}
-		ref := &corev1.ObjectReference{
-			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
-			Namespace: t.Key.SourceNamespace, Name: nameOf(t.Key),
-		}
 		msg := t.Message
 		if msg == "" {
 			msg = fmt.Sprintf("%s: %s -> %s", t.Key.String(), t.Old, t.New)
 		}
-		e.events.Event(ref, typ, reason, v1alpha1.TruncateMessage(msg, 1024))
+		at := metav1.NewTime(t.At)
+		name := nameOf(t.Key)
+		ev := &corev1.Event{
+			ObjectMeta: metav1.ObjectMeta{Namespace: t.Key.SourceNamespace, Name: fmt.Sprintf("%.220s.%x", name, t.At.UnixNano())},
+			InvolvedObject: corev1.ObjectReference{
+				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
+				Namespace: t.Key.SourceNamespace, Name: name,
+			},
+			Reason: reason, Message: v1alpha1.TruncateMessage(msg, 1024), Type: typ,
+			Source:         corev1.EventSource{Component: eventComponent},
+			FirstTimestamp: at, LastTimestamp: at, Count: 1,
+			ReportingController: eventComponent, ReportingInstance: e.hostname,
+		}
+		e.writer.enqueue(e.writer.eventKey(), writequeue.Event, func(ctx context.Context) error {
+			_, err := e.kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil // a retry of a request that did reach the API
+			}
+			return err
+		}, "event")
 	}
 }
 
@@ -350,9 +367,6 @@ func (e *pnhExporter) shutdown(context.Context) error {
 		}
 		if e.gated != nil {
 			e.gated.factory.Shutdown()
-		}
-		if e.eventsBC != nil {
-			e.eventsBC.Shutdown()
 		}
 		e.tb.Shutdown()
 	})

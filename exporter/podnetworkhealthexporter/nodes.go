@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
 // Node conditions: the I/O around engine.ReconcileNodes, in one place. The engine judges
@@ -61,8 +62,9 @@ func (e *pnhExporter) reconcileNodes(ctx context.Context, now time.Time) {
 			LastHeartbeatTime:  metav1.NewTime(now),
 			LastTransitionTime: metav1.NewTime(now),
 		}
-		err := setNodeCondition(ctx, e.kube, n, cond)
-		e.onWritten(writeResult{key: "node/" + n.Name, reason: "node_condition", err: err})
+		e.writer.enqueue(nodeKey(n.Name), w.Priority, func(ctx context.Context) error {
+			return setNodeCondition(ctx, e.kube, n, cond)
+		}, "node_condition")
 	}
 }
 
@@ -97,12 +99,15 @@ func (e *pnhExporter) cleanupNodeConditions(ctx context.Context) {
 			if string(c.Type) != e.cfg.NodeConditions.Type {
 				continue
 			}
-			err := removeNodeCondition(ctx, e.kube, n.Name, e.cfg.NodeConditions.Type)
-			if apierrors.IsForbidden(err) {
-				e.logger.Info("pod_network_health: node conditions are disabled but a stale one remains; grant nodes/status patch to remove it", zap.String("node", n.Name))
-				return
-			}
-			e.onWritten(writeResult{key: "node/" + n.Name, reason: "node_condition_cleanup", err: err})
+			node, typ := n.Name, e.cfg.NodeConditions.Type
+			e.writer.enqueue(nodeKey(node), writequeue.Cleanup, func(ctx context.Context) error {
+				err := removeNodeCondition(ctx, e.kube, node, typ)
+				if apierrors.IsForbidden(err) {
+					e.logger.Info("pod_network_health: node conditions are disabled but a stale one remains; grant nodes/status patch to remove it", zap.String("node", node))
+					return nil // retrying cannot help
+				}
+				return err
+			}, "node_condition_cleanup")
 		}
 	}
 }

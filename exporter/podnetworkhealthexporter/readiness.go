@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
 // gatedPods watches pods and keeps, for those that declare the readiness gate, only what
@@ -74,7 +75,8 @@ func (e *pnhExporter) reconcileReadiness(ctx context.Context, now time.Time) {
 			Type: corev1.PodConditionType(f.ConditionType), Status: corev1.ConditionStatus(f.Status),
 			Reason: f.Reason, Message: f.Message, LastTransitionTime: metav1.NewTime(now),
 		}
-		err := setPodCondition(ctx, e.kube, f.Namespace, f.Name, cond)
-		e.onWritten(writeResult{key: "pod/" + f.Namespace + "/" + f.Name, reason: "readiness_gate", err: err})
+		e.writer.enqueue(podKey(f.Namespace, f.Name), writequeue.Verdict, func(ctx context.Context) error {
+			return setPodCondition(ctx, e.kube, f.Namespace, f.Name, cond)
+		}, "readiness_gate")
 	}
 }

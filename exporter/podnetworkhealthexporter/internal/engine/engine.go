@@ -15,18 +15,19 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
-// Priority orders writes; lower is more urgent. The values match writequeue.Priority.
-type Priority int
+// Priority orders writes (the write queue's priorities).
+type Priority = writequeue.Priority
 
-// Priorities.
+// Priorities, most urgent first.
 const (
-	PriorityVerdict   Priority = iota // verdict changes, objects of newly failing pairs, condition changes
-	PriorityEvent                     // Events
-	PriorityUpdate                    // first writes of stable pairs, latency/loss changes
-	PriorityHeartbeat                 // unchanged status rewritten so staleness shows
-	PriorityCleanup                   // deletes
+	PriorityVerdict   = writequeue.Verdict   // verdict changes, objects of newly failing pairs, condition changes
+	PriorityEvent     = writequeue.Event     // Events
+	PriorityUpdate    = writequeue.Update    // first writes of stable pairs, latency/loss changes
+	PriorityHeartbeat = writequeue.Heartbeat // unchanged status rewritten so staleness shows
+	PriorityCleanup   = writequeue.Cleanup   // deletes
 )
 
 // Config configures an Engine. Zero fields take the defaults.
@@ -55,7 +56,8 @@ type Config struct {
 	// Namespace: when set, only sources in it are written (all-in-one mode).
 	Namespace string
 	// WritesPerSecond is the API write budget (default 5); HeartbeatShare of it (default
-	// 0.5) is what heartbeats of all objects may use.
+	// 0.5) is what heartbeats of all objects may use: the heartbeat interval stretches with
+	// the object count (writequeue.HeartbeatInterval).
 	WritesPerSecond float64
 	HeartbeatShare  float64
 }
@@ -94,17 +96,6 @@ func (c Config) withDefaults() Config {
 		c.Policy.HeartbeatInterval = summary.DefaultHeartbeatInterval
 	}
 	return c
-}
-
-// HeartbeatFor returns the heartbeat interval for a number of objects: the configured one,
-// stretched so that rewriting every object once per interval uses at most share of the
-// budget (2·5,000 objects at 5 writes/s and share 0.5: 4,000 s).
-func HeartbeatFor(configured time.Duration, objects int, writesPerSecond, share float64) time.Duration {
-	if writesPerSecond <= 0 || share <= 0 {
-		return configured
-	}
-	need := time.Duration(float64(objects) / (writesPerSecond * share) * float64(time.Second))
-	return max(configured, need)
 }
 
 // pairInfo says why a pair is summarised.
@@ -150,7 +141,7 @@ type Result struct {
 // Stats are gauges of the engine's state.
 type Stats struct {
 	Targets, Pairs, StablePairs, CandidatePairs, Objects, Observers int
-	Summarizer                                                        summary.Stats
+	Summarizer                                                      summary.Stats
 }
 
 // Engine is the exporter's decision core. Safe for concurrent use.
@@ -403,7 +394,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	}
 
 	// 4. Objects: stable pairs, and pairs that are (or were, within retention) Unreachable.
-	hb := HeartbeatFor(e.cfg.Policy.HeartbeatInterval, len(e.written), e.cfg.WritesPerSecond, e.cfg.HeartbeatShare)
+	hb := writequeue.HeartbeatInterval(e.cfg.Policy.HeartbeatInterval, len(e.written), e.cfg.WritesPerSecond, e.cfg.HeartbeatShare)
 	res.Heartbeat = hb
 	policy := e.cfg.Policy
 	policy.HeartbeatInterval = hb

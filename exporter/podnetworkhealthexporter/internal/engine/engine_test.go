@@ -326,12 +326,6 @@ func TestSuppressionNeverClaimsReachable(t *testing.T) {
 	}
 }
 
-func TestHeartbeatStretchesWithObjects(t *testing.T) {
-	assert.Equal(t, 10*time.Minute, HeartbeatFor(10*time.Minute, 100, 5, 0.5))
-	assert.Equal(t, 800*time.Second, HeartbeatFor(10*time.Minute, 2000, 5, 0.5), "N=1,000, M=1")
-	assert.Equal(t, 4000*time.Second, HeartbeatFor(10*time.Minute, 10000, 5, 0.5), "N=5,000, M=1")
-}
-
 func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 	r := newRing(10, 3)
 	e := New(Config{})

@@ -221,4 +221,3 @@ func TestOnlyPartitionedNodesAreMarked(t *testing.T) {
 		assert.Len(t, r.Marked(), len(p), "n=%d", n)
 	}
 }
-
