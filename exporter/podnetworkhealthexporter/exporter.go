@@ -62,6 +62,8 @@ type pnhExporter struct {
 	nodes    cache.SharedIndexInformer
 	nodesF   informers.SharedInformerFactory
 	gated    *gatedPods
+	// droppedSeen: the writer's drop counts already added to the telemetry.
+	droppedSeen [writequeue.NumPriorities]uint64
 
 	cancel       context.CancelFunc
 	done         []<-chan struct{}
@@ -86,6 +88,42 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		engine:    engine.New(engineConfig(cfg)),
 		stopNodes: make(chan struct{}),
 	}
+	// The per-target verdicts, one series per target and family (O(N)): what the gateway
+	// exports instead of a series per pair.
+	observeTargets := func(field func(engine.TargetStatus) (int64, bool)) metric.Int64Callback {
+		return func(_ context.Context, o metric.Int64Observer) error {
+			for _, t := range e.engine.Targets() {
+				v, ok := field(t)
+				if !ok {
+					continue
+				}
+				o.Observe(v, metric.WithAttributes(
+					attribute.String("netpulse.target.kind", string(t.Key.Kind)),
+					attribute.String("netpulse.target.namespace", t.Key.Namespace),
+					attribute.String("netpulse.target.name", targetName(t.Key)),
+					attribute.String("netpulse.target.node", t.Target.Node),
+					attribute.String("netpulse.target.zone", t.Target.Zone),
+					attribute.String("network.type", t.Key.Family)))
+			}
+			return nil
+		}
+	}
+	if err := tb.RegisterPodNetworkHealthTargetReachableCallback(observeTargets(func(t engine.TargetStatus) (int64, bool) {
+		switch t.Verdict {
+		case summary.VerdictReachable:
+			return 1, true
+		case summary.VerdictUnreachable:
+			return 0, true
+		}
+		return 0, false
+	})); err != nil {
+		return nil, err
+	}
+	if err := tb.RegisterPodNetworkHealthTargetFailingObserversCallback(observeTargets(func(t engine.TargetStatus) (int64, bool) {
+		return int64(t.Failing), t.Verdict != summary.VerdictUnknown
+	})); err != nil {
+		return nil, err
+	}
 	if cfg.ReadinessGate.Enabled {
 		e.gate = readiness.NewGate(readiness.Config{
 			ConditionType:     cfg.ReadinessGate.ConditionType,
@@ -94,6 +132,14 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		})
 	}
 	return e, nil
+}
+
+// targetName is the name a target is known by: the pod or node name, else its address.
+func targetName(k engine.TargetKey) string {
+	if k.Name != "" {
+		return k.Name
+	}
+	return k.Address
 }
 
 // engineConfig maps the exporter's configuration onto the decision engine.
@@ -149,6 +195,9 @@ func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
 	if err != nil {
 		return fmt.Errorf("pod_network_health: %w", err)
 	}
+	// qps/burst are the write budget, enforced by the writer over every kind of write; the
+	// client's own limiter only keeps reads (informer lists, the Lease) from bursting.
+	restCfg.QPS, restCfg.Burst = max(4*restCfg.QPS, 20), max(4*restCfg.Burst, 40)
 	if e.kube, err = kubernetes.NewForConfig(restCfg); err != nil {
 		return fmt.Errorf("pod_network_health: %w", err)
 	}
@@ -278,7 +327,17 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 	}
 	st := e.engine.Stats()
 	e.tb.PodNetworkHealthPairs.Record(ctx, int64(st.Pairs))
+	e.tb.PodNetworkHealthObjects.Record(ctx, int64(st.Objects))
 	e.tb.PodNetworkHealthPendingObjects.Record(ctx, int64(e.writer.pendingCount()))
+	pending, dropped := e.writer.pendingByPriority(), e.writer.droppedByPriority()
+	for p := range writequeue.NumPriorities {
+		attrs := metric.WithAttributes(attribute.String("priority", writequeue.Priority(p).String()))
+		e.tb.PodNetworkHealthWritesPending.Record(ctx, int64(pending[p]), attrs)
+		if n := dropped[p] - e.droppedSeen[p]; n > 0 {
+			e.tb.PodNetworkHealthWritesDropped.Add(ctx, int64(n), attrs)
+		}
+	}
+	e.droppedSeen = dropped
 	e.emitEvents(res.Events)
 }
 

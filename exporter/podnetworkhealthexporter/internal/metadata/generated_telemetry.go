@@ -3,10 +3,12 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
@@ -23,15 +25,20 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                             metric.Meter
-	mu                                sync.Mutex
-	registrations                     []metric.Registration
-	PodNetworkHealthAPIWrites         metric.Int64Counter
-	PodNetworkHealthDatapointsSkipped metric.Int64Counter
-	PodNetworkHealthIsLeader          metric.Int64Gauge
-	PodNetworkHealthObservations      metric.Int64Counter
-	PodNetworkHealthPairs             metric.Int64Gauge
-	PodNetworkHealthPendingObjects    metric.Int64Gauge
+	meter                                  metric.Meter
+	mu                                     sync.Mutex
+	registrations                          []metric.Registration
+	PodNetworkHealthAPIWrites              metric.Int64Counter
+	PodNetworkHealthDatapointsSkipped      metric.Int64Counter
+	PodNetworkHealthIsLeader               metric.Int64Gauge
+	PodNetworkHealthObjects                metric.Int64Gauge
+	PodNetworkHealthObservations           metric.Int64Counter
+	PodNetworkHealthPairs                  metric.Int64Gauge
+	PodNetworkHealthPendingObjects         metric.Int64Gauge
+	PodNetworkHealthTargetFailingObservers metric.Int64ObservableGauge
+	PodNetworkHealthTargetReachable        metric.Int64ObservableGauge
+	PodNetworkHealthWritesDropped          metric.Int64Counter
+	PodNetworkHealthWritesPending          metric.Int64Gauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -43,6 +50,46 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterPodNetworkHealthTargetFailingObserversCallback sets callback for observable PodNetworkHealthTargetFailingObservers metric.
+func (builder *TelemetryBuilder) RegisterPodNetworkHealthTargetFailingObserversCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthTargetFailingObservers, obs: o})
+		return nil
+	}, builder.PodNetworkHealthTargetFailingObservers)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterPodNetworkHealthTargetReachableCallback sets callback for observable PodNetworkHealthTargetReachable metric.
+func (builder *TelemetryBuilder) RegisterPodNetworkHealthTargetReachableCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthTargetReachable, obs: o})
+		return nil
+	}, builder.PodNetworkHealthTargetReachable)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+type observerInt64 struct {
+	embedded.Int64Observer
+	inst metric.Int64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveInt64(oi.inst, value, opts...)
 }
 
 // Shutdown unregister all registered callbacks for async instruments.
@@ -81,6 +128,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("1"),
 	)
 	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthObjects, err = builder.meter.Int64Gauge(
+		"otelcol_pod_network_health_objects",
+		metric.WithDescription("PodNetworkHealth objects in the object set (stable pairs, failing pairs); bounded by (M+1)·N. [Alpha]"),
+		metric.WithUnit("{object}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.PodNetworkHealthObservations, err = builder.meter.Int64Counter(
 		"otelcol_pod_network_health_observations",
 		metric.WithDescription("Probe observations accepted into the summaries. [Alpha]"),
@@ -97,6 +150,30 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_pod_network_health_pending_objects",
 		metric.WithDescription("Objects whose latest state waits to be written (coalesced; bounded by the number of pairs). [Alpha]"),
 		metric.WithUnit("{object}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthTargetFailingObservers, err = builder.meter.Int64ObservableGauge(
+		"otelcol_pod_network_health_target_failing_observers",
+		metric.WithDescription("Distinct observer nodes whose newest probes of the target failed with no success after them (per target and address family). [Alpha]"),
+		metric.WithUnit("{node}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthTargetReachable, err = builder.meter.Int64ObservableGauge(
+		"otelcol_pod_network_health_target_reachable",
+		metric.WithDescription("Per-target verdict judged across all observers of the target (one series per target and address family, O(N)) - 1 Reachable, 0 Unreachable; targets without a verdict yet are not reported. [Alpha]"),
+		metric.WithUnit("1"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthWritesDropped, err = builder.meter.Int64Counter(
+		"otelcol_pod_network_health_writes_dropped",
+		metric.WithDescription("Queued API writes dropped because the queue was full, by priority (verdicts are never dropped for a less urgent write). [Alpha]"),
+		metric.WithUnit("{write}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthWritesPending, err = builder.meter.Int64Gauge(
+		"otelcol_pod_network_health_writes_pending",
+		metric.WithDescription("API writes waiting for the write budget, by priority (latest state per object, so bounded by the objects, nodes and pods). [Alpha]"),
+		metric.WithUnit("{write}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -67,6 +67,20 @@ func AssertEqualPodNetworkHealthIsLeader(t *testing.T, tt *componenttest.Telemet
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualPodNetworkHealthObjects(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_objects",
+		Description: "PodNetworkHealth objects in the object set (stable pairs, failing pairs); bounded by (M+1)·N. [Alpha]",
+		Unit:        "{object}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_objects")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualPodNetworkHealthObservations(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_pod_network_health_observations",
@@ -107,6 +121,64 @@ func AssertEqualPodNetworkHealthPendingObjects(t *testing.T, tt *componenttest.T
 		},
 	}
 	got, err := tt.GetMetric("otelcol_pod_network_health_pending_objects")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualPodNetworkHealthTargetFailingObservers(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_target_failing_observers",
+		Description: "Distinct observer nodes whose newest probes of the target failed with no success after them (per target and address family). [Alpha]",
+		Unit:        "{node}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_target_failing_observers")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualPodNetworkHealthTargetReachable(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_target_reachable",
+		Description: "Per-target verdict judged across all observers of the target (one series per target and address family, O(N)) - 1 Reachable, 0 Unreachable; targets without a verdict yet are not reported. [Alpha]",
+		Unit:        "1",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_target_reachable")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualPodNetworkHealthWritesDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_writes_dropped",
+		Description: "Queued API writes dropped because the queue was full, by priority (verdicts are never dropped for a less urgent write). [Alpha]",
+		Unit:        "{write}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_writes_dropped")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualPodNetworkHealthWritesPending(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_writes_pending",
+		Description: "API writes waiting for the write budget, by priority (latest state per object, so bounded by the objects, nodes and pods). [Alpha]",
+		Unit:        "{write}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_writes_pending")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

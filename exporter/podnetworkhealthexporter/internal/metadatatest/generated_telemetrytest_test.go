@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
@@ -19,12 +20,23 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	require.NoError(t, tb.RegisterPodNetworkHealthTargetFailingObserversCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
+	require.NoError(t, tb.RegisterPodNetworkHealthTargetReachableCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	tb.PodNetworkHealthAPIWrites.Add(context.Background(), 1)
 	tb.PodNetworkHealthDatapointsSkipped.Add(context.Background(), 1)
 	tb.PodNetworkHealthIsLeader.Record(context.Background(), 1)
+	tb.PodNetworkHealthObjects.Record(context.Background(), 1)
 	tb.PodNetworkHealthObservations.Add(context.Background(), 1)
 	tb.PodNetworkHealthPairs.Record(context.Background(), 1)
 	tb.PodNetworkHealthPendingObjects.Record(context.Background(), 1)
+	tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1)
+	tb.PodNetworkHealthWritesPending.Record(context.Background(), 1)
 	AssertEqualPodNetworkHealthAPIWrites(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -34,6 +46,9 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualPodNetworkHealthIsLeader(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthObjects(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthObservations(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -41,6 +56,18 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthPendingObjects(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthTargetFailingObservers(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthTargetReachable(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthWritesDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthWritesPending(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
