@@ -11,6 +11,7 @@ import (
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	filterprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
 	k8sattributesprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
@@ -101,6 +102,7 @@ func components() (otelcol.Factories, error) {
 		batchprocessor.NewFactory(),
 		memorylimiterprocessor.NewFactory(),
 		k8sattributesprocessor.NewFactory(),
+		filterprocessor.NewFactory(),
 		k8snetattributesprocessor.NewFactory(),
 	)
 	if err != nil {
@@ -110,6 +112,7 @@ func components() (otelcol.Factories, error) {
 		batchprocessor.NewFactory().Type():            "go.opentelemetry.io/collector/processor/batchprocessor v0.159.0",
 		memorylimiterprocessor.NewFactory().Type():    "go.opentelemetry.io/collector/processor/memorylimiterprocessor v0.159.0",
 		k8sattributesprocessor.NewFactory().Type():    "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor v0.159.0",
+		filterprocessor.NewFactory().Type():           "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v0.159.0",
 		k8snetattributesprocessor.NewFactory().Type(): "github.com/netpulse/netpulse v0.0.0",
 	})
 
