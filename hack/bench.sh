@@ -15,7 +15,7 @@ run() {
 # ICMP engine vs one pro-bing Pinger per target (needs root: network namespace).
 run env NETPULSE_BENCH=1 go test -count=1 -run TestICMPEngineVsProBing -v ./receiver/podprobereceiver/internal/icmpengine/
 # Sampling planner vs a full mesh (simulator, N = 100, 1000, 5000, 3 zones).
-run go test -count=1 -run '^$' -bench BenchmarkSimulate -benchtime 1x ./receiver/podprobereceiver/internal/planner/
+run go test -count=1 -run '^$' -bench BenchmarkSimulate -benchtime 1x ./internal/planner/
 # Further benchmarks register here as their components land.
 for extra in hack/bench.d/*.sh; do
   [ -e "$extra" ] || continue

@@ -29,8 +29,13 @@ type Config struct {
 	Interval time.Duration `mapstructure:"interval"`
 	// Timeout bounds one probe (one ICMP round of Count echoes, one connect, one GET, one lookup).
 	Timeout time.Duration `mapstructure:"timeout"`
-	// K is how many peers each agent probes per round; every peer is probed by at least K agents.
+	// K is how many rotating peers each agent probes per round; every peer is probed by at
+	// least K+StablePeers agents each round.
 	K int `mapstructure:"k"`
+	// StablePeers is how many peers (its ring successors) each agent probes every round
+	// besides the K rotating ones: those pairs carry netpulse.pair.stable and get
+	// PodNetworkHealth objects and per-pair series at the gateway.
+	StablePeers int `mapstructure:"stable_peers"`
 	// ProbeBudget bounds cluster-wide peer probes per second (0 = unbounded).
 	ProbeBudget float64 `mapstructure:"probe_budget"`
 	// AddressFamilies to probe when a target has both: ipv4, ipv6.
@@ -183,6 +188,9 @@ func (c *Config) Validate() error {
 	}
 	if c.K < 1 || c.K > 64 {
 		add("k: %d out of range [1, 64]", c.K)
+	}
+	if c.StablePeers < 0 || c.StablePeers > 16 {
+		add("stable_peers: %d out of range [0, 16]", c.StablePeers)
 	}
 	if c.ProbeBudget < 0 || c.ProbeBudget > 1e6 {
 		add("probe_budget: %v out of range [0, 1000000] probes/s (0 = unbounded)", c.ProbeBudget)

@@ -33,6 +33,7 @@ func TestDefaultConfigIsValidInsideAPod(t *testing.T) {
 	require.Equal(t, "uid-1", cfg.Source.PodUID)
 	require.True(t, cfg.Peers.Enabled)
 	require.Equal(t, 3, cfg.K)
+	require.Equal(t, 1, cfg.StablePeers)
 }
 
 func TestFullConfig(t *testing.T) {
@@ -41,6 +42,7 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, kubeclient.AuthKubeConfig, cfg.AuthType)
 	require.Equal(t, 30*time.Second, cfg.Interval)
 	require.Equal(t, 4, cfg.K)
+	require.Equal(t, 2, cfg.StablePeers)
 	require.Equal(t, []string{"ipv6"}, cfg.AddressFamilies)
 	require.Equal(t, 5, cfg.ICMP.Count)
 	require.Equal(t, []string{"icmp", "tcp", "http"}, cfg.Peers.Probes)
@@ -59,6 +61,7 @@ func TestInvalidConfigsNameTheField(t *testing.T) {
 		"interval: 10ms out of range [100ms, 1h]",
 		"timeout: 0s out of range",
 		"k: 0 out of range [1, 64]",
+		"stable_peers: 17 out of range [0, 16]",
 		"probe_budget: -1 out of range",
 		`address_families[0]: "ipv5"; want ipv4 or ipv6`,
 		"max_concurrency: 0 out of range [1, 4096]",

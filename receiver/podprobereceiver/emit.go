@@ -32,12 +32,14 @@ type phase struct {
 	duration time.Duration
 }
 
-// seriesKey identifies one time series: a target address, port and probe type.
+// seriesKey identifies one time series: a target address, port and probe type, and
+// whether the pair is stable (a peer that turns from stable to rotating starts anew).
 type seriesKey struct {
-	addr  string
-	port  uint16
-	probe string
-	kind  string
+	addr   string
+	port   uint16
+	probe  string
+	kind   string
+	stable bool
 }
 
 // series is the cumulative state of one time series.
@@ -51,8 +53,10 @@ type series struct {
 }
 
 // emitter turns observations into OTLP metrics. Sums and histograms are cumulative, as
-// Prometheus-compatible backends expect; a series that was not observed for seriesTTL is
-// forgotten.
+// Prometheus-compatible backends expect. A stable pair's series (probed every round) runs
+// on until it was not observed for seriesTTL; a rotating pair's series starts anew every
+// time it is probed (StartTimestamp = the probe's start), so each of its points is that
+// round's increment and the gateway keeps no state for it (docs/telemetry-contract.md).
 type emitter struct {
 	mb        *metadata.MetricsBuilder
 	res       pcommon.Resource // the source pod, built once
@@ -100,16 +104,24 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 	var hists []histOut
 	for _, o := range obs {
 		t := o.target
-		key := seriesKey{addr: t.addressText(), port: t.port, probe: t.probe, kind: t.kind}
+		key := seriesKey{addr: t.addressText(), port: t.port, probe: t.probe, kind: t.kind, stable: t.stable}
 		s := e.series[key]
 		if s == nil {
-			s = &series{start: ts, errors: map[string]int64{}}
+			start := ts
+			if !o.start.IsZero() && o.start.Before(now) {
+				start = pcommon.NewTimestampFromTime(o.start)
+			}
+			s = &series{start: start, errors: map[string]int64{}}
 			s.hist = structure.NewFloat64(structure.NewConfig(structure.WithMaxSize(maxHistogramBuckets)))
 			e.series[key] = s
 		}
 		s.lastRound = now
 		nt, pt, tk := networkType(t), probeTypes[t.probe], targetKinds[t.kind]
-		var portOpts []metadata.MetricAttributeOption
+		var stableOpts, portOpts []metadata.MetricAttributeOption
+		if t.stable {
+			stableOpts = append(stableOpts, metadata.WithNetpulsePairStableMetricAttribute(true))
+		}
+		portOpts = append(portOpts, stableOpts...)
 		if t.port != 0 {
 			portOpts = append(portOpts, metadata.WithDestinationPortMetricAttribute(int64(t.port)))
 		}
@@ -125,9 +137,9 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 			if o.sent > 0 {
 				loss = float64(o.lost) / float64(o.sent)
 			}
-			e.mb.RecordNetpulseProbeLossRatioDataPoint(ts, loss, key.addr, nt, pt, tk)
-			e.mb.RecordNetpulseProbePacketsSentDataPoint(ts, s.sent, key.addr, nt, pt, tk)
-			e.mb.RecordNetpulseProbePacketsLostDataPoint(ts, s.lost, key.addr, nt, pt, tk)
+			e.mb.RecordNetpulseProbeLossRatioDataPoint(ts, loss, key.addr, nt, pt, tk, stableOpts...)
+			e.mb.RecordNetpulseProbePacketsSentDataPoint(ts, s.sent, key.addr, nt, pt, tk, stableOpts...)
+			e.mb.RecordNetpulseProbePacketsLostDataPoint(ts, s.lost, key.addr, nt, pt, tk, stableOpts...)
 		}
 		if !o.success {
 			s.errors[o.errorType]++
@@ -143,8 +155,8 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 		hists = append(hists, histOut{key, t, s})
 	}
 	for k, s := range e.series {
-		if now.Sub(s.lastRound) > e.seriesTTL {
-			delete(e.series, k)
+		if !k.stable || now.Sub(s.lastRound) > e.seriesTTL {
+			delete(e.series, k) // rotating pairs: anew next time (the histogram below is already taken)
 		}
 	}
 
@@ -180,6 +192,9 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 		attrs.PutStr(contract.NetworkType, networkType(h.t).String())
 		attrs.PutStr(contract.ProbeType, h.key.probe)
 		attrs.PutStr(contract.TargetKind, h.key.kind)
+		if h.key.stable {
+			attrs.PutBool(contract.PairStable, true)
+		}
 		copyHistogram(h.s.hist, dp)
 	}
 	return md

@@ -46,6 +46,7 @@ func createDefaultConfig() component.Config {
 		Interval:        10 * time.Second,
 		Timeout:         2 * time.Second,
 		K:               3,
+		StablePeers:     1,
 		ProbeBudget:     1000,
 		AddressFamilies: []string{"ipv4", "ipv6"},
 		MaxConcurrency:  64,

@@ -23,7 +23,7 @@ import (
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/discovery"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/icmpengine"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
-	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/planner"
+	"github.com/netpulse/netpulse/internal/planner"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/probe"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/targets"
 )
@@ -42,7 +42,10 @@ type target struct {
 	port  uint16
 	probe string
 	kind  string
-	url   string // http probes
+	// stable: probed every round by this source (a stable peer, its node, a static or DNS
+	// target): netpulse.pair.stable.
+	stable bool
+	url    string // http probes
 	http  HTTPProbeConfig
 	dns   *DNSConfig
 	// dnsServer is the resolved server (host:port) of a DNS probe.
@@ -229,7 +232,7 @@ func (r *podProbeReceiver) prepareTargets() error {
 			return fmt.Errorf("pod_probe: static[%d]: %w", i, err)
 		}
 		for _, p := range st.probes {
-			t := target{addr: st.addr, host: st.host, port: st.port, probe: p, kind: kindExternal, url: st.url, http: s.HTTP}
+			t := target{addr: st.addr, host: st.host, port: st.port, probe: p, kind: kindExternal, url: st.url, http: s.HTTP, stable: true}
 			if p == contract.ProbeTypeICMP && !st.addr.IsValid() {
 				return fmt.Errorf("pod_probe: static[%d]: icmp needs an IP address, got %q", i, st.host)
 			}
@@ -253,7 +256,7 @@ func (r *podProbeReceiver) prepareTargets() error {
 			}
 		}
 		ap, err := netip.ParseAddrPort(server)
-		t := target{probe: contract.ProbeTypeDNS, kind: kindExternal, dns: d, dnsServer: server}
+		t := target{probe: contract.ProbeTypeDNS, kind: kindExternal, dns: d, dnsServer: server, stable: true}
 		if err == nil {
 			t.addr, t.port = ap.Addr().Unmap(), ap.Port()
 		} else {
@@ -363,7 +366,7 @@ func (r *podProbeReceiver) buildPlan(now time.Time) (*planner.Plan, map[string]d
 	} else {
 		list = []planner.Member{{ID: r.self, Node: r.cfg.Source.NodeName}}
 	}
-	plan, err := planner.New(list, planner.Config{K: r.cfg.K, ProbeBudget: r.cfg.ProbeBudget, BaseInterval: r.cfg.Interval})
+	plan, err := planner.New(list, planner.Config{K: r.cfg.K, Stable: r.cfg.StablePeers, ProbeBudget: r.cfg.ProbeBudget, BaseInterval: r.cfg.Interval})
 	return plan, members, err
 }
 
@@ -377,13 +380,13 @@ func (r *podProbeReceiver) familyAllowed(a netip.Addr) bool {
 // roundTargets lists what this agent probes in round.
 func (r *podProbeReceiver) roundTargets(plan *planner.Plan, members map[string]discovery.Pod, round uint64) []target {
 	var out []target
-	addPod := func(p discovery.Pod, probes []string, port uint16, h HTTPProbeConfig, kind string) {
+	addPod := func(p discovery.Pod, probes []string, port uint16, h HTTPProbeConfig, kind string, stable bool) {
 		for _, ip := range p.IPs {
 			if !r.familyAllowed(ip) {
 				continue
 			}
 			for _, pt := range probes {
-				t := target{addr: ip, probe: pt, kind: kind, http: h}
+				t := target{addr: ip, probe: pt, kind: kind, http: h, stable: stable}
 				if pt != contract.ProbeTypeICMP {
 					t.port = port
 				}
@@ -400,17 +403,19 @@ func (r *podProbeReceiver) roundTargets(plan *planner.Plan, members map[string]d
 			nodes = r.watcher.Nodes()
 		}
 		seenNodes := map[string]bool{}
-		for _, m := range plan.Targets(r.self, round) {
+		stable := plan.Stable()
+		for i, m := range plan.Targets(r.self, round) {
 			p, ok := members[m.ID]
 			if !ok {
 				continue
 			}
-			addPod(p, r.cfg.Peers.Probes, uint16(r.cfg.Peers.Port), r.cfg.Peers.HTTP, kindPod)
+			isStable := i < stable // the stable peers lead the round's targets
+			addPod(p, r.cfg.Peers.Probes, uint16(r.cfg.Peers.Port), r.cfg.Peers.HTTP, kindPod, isStable)
 			if n, ok := nodes[p.Node]; ok && !seenNodes[p.Node] && p.Node != r.cfg.Source.NodeName {
 				seenNodes[p.Node] = true
 				for _, ip := range n.IPs {
 					if r.familyAllowed(ip) {
-						out = append(out, target{addr: ip, probe: contract.ProbeTypeICMP, kind: kindNode})
+						out = append(out, target{addr: ip, probe: contract.ProbeTypeICMP, kind: kindNode, stable: isStable})
 					}
 				}
 			}
@@ -445,7 +450,7 @@ func (r *podProbeReceiver) roundTargets(plan *planner.Plan, members map[string]d
 					}
 					port = n
 				}
-				addPod(p, s.Probes, port, s.HTTP, kindPod)
+				addPod(p, s.Probes, port, s.HTTP, kindPod, false)
 			}
 		}
 	}

@@ -242,7 +242,7 @@ func TestEmitterCumulativeSeries(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	set := receivertest.NewNopSettings(metadata.Type)
 	e := newEmitter(metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set), pcommon.NewResource(), time.Minute)
-	tgt := target{addr: mustAddr("10.0.0.7"), probe: "icmp", kind: kindPod}
+	tgt := target{addr: mustAddr("10.0.0.7"), probe: "icmp", kind: kindPod, stable: true}
 	t0 := time.Unix(1000, 0)
 	e.emit(t0, []observation{{target: tgt, success: true, sent: 3, lost: 1, durations: []time.Duration{time.Millisecond, 2 * time.Millisecond}}})
 	md := e.emit(t0.Add(time.Second), []observation{{target: tgt, success: false, errorType: "timeout", sent: 3, lost: 3}})
@@ -257,9 +257,35 @@ func TestEmitterCumulativeSeries(t *testing.T) {
 	require.Equal(t, uint64(2), h.hist.Count(), "failed rounds add no durations")
 	require.InDelta(t, 0.003, h.hist.Sum(), 1e-9)
 	require.Equal(t, pcommon.NewTimestampFromTime(t0), h.hist.StartTimestamp())
+	stable, _ := h.attrs[contract.PairStable]
+	require.Equal(t, true, stable, "a stable pair's points say so")
 	// A series unseen for longer than the TTL is forgotten.
 	e.emit(t0.Add(2*time.Minute), nil)
 	require.Empty(t, e.series)
+}
+
+// A rotating pair's series starts anew every time it is probed: its StartTimestamp is the
+// probe's start, its values that round's alone, and it carries no netpulse.pair.stable.
+func TestEmitterRotatingSeriesStartAnew(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	set := receivertest.NewNopSettings(metadata.Type)
+	e := newEmitter(metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set), pcommon.NewResource(), time.Hour)
+	tgt := target{addr: mustAddr("10.0.0.8"), probe: "icmp", kind: kindPod}
+	t0 := time.Unix(1000, 0)
+	for _, round := range []time.Duration{0, time.Second, 5 * time.Second} {
+		start := t0.Add(round)
+		md := e.emit(start.Add(300*time.Millisecond), []observation{{target: tgt, start: start, success: true, sent: 3, lost: 1, durations: []time.Duration{time.Millisecond}}})
+		points := flatten([]pmetric.Metrics{md})
+		p, ok := last(points, contract.MetricPacketsSent, nil)
+		require.True(t, ok)
+		require.Equal(t, 3.0, p.value, "this round's echoes only")
+		_, marked := p.attrs[contract.PairStable]
+		require.False(t, marked, "rotating pairs carry no netpulse.pair.stable")
+		h, _ := last(points, contract.MetricDuration, nil)
+		require.Equal(t, uint64(1), h.hist.Count())
+		require.Equal(t, pcommon.NewTimestampFromTime(start), h.hist.StartTimestamp(), "starts at the probe's start")
+		require.Empty(t, e.series, "nothing kept for a rotating pair")
+	}
 }
 
 func TestObserversRendezvous(t *testing.T) {

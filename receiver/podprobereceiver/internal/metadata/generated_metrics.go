@@ -111,23 +111,23 @@ var MapAttributeNetworkType = map[string]AttributeNetworkType{
 var MetricsInfo = metricsInfo{
 	NetpulseProbeErrors: metricInfo{
 		Name:       "netpulse.probe.errors",
-		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind", "error.type"},
+		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind", "error.type", "netpulse.pair.stable"},
 	},
 	NetpulseProbeLossRatio: metricInfo{
 		Name:       "netpulse.probe.loss.ratio",
-		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind"},
+		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable"},
 	},
 	NetpulseProbePacketsLost: metricInfo{
 		Name:       "netpulse.probe.packets.lost",
-		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind"},
+		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable"},
 	},
 	NetpulseProbePacketsSent: metricInfo{
 		Name:       "netpulse.probe.packets.sent",
-		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind"},
+		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable"},
 	},
 	NetpulseProbeStatus: metricInfo{
 		Name:       "netpulse.probe.status",
-		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind"},
+		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable"},
 	},
 }
 
@@ -157,6 +157,12 @@ func (maof metricAttributeOptionFunc) apply(dp pmetric.NumberDataPoint) {
 func WithDestinationPortMetricAttribute(destinationPortAttributeValue int64) MetricAttributeOption {
 	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
 		dp.Attributes().PutInt("destination.port", destinationPortAttributeValue)
+	})
+}
+
+func WithNetpulsePairStableMetricAttribute(netpulsePairStableAttributeValue bool) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutBool("netpulse.pair.stable", netpulsePairStableAttributeValue)
 	})
 }
 
@@ -236,7 +242,7 @@ func (m *metricNetpulseProbeLossRatio) init() {
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
 
-func (m *metricNetpulseProbeLossRatio) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, destinationAddressAttributeValue string, networkTypeAttributeValue string, netpulseProbeTypeAttributeValue string, netpulseTargetKindAttributeValue string) {
+func (m *metricNetpulseProbeLossRatio) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, destinationAddressAttributeValue string, networkTypeAttributeValue string, netpulseProbeTypeAttributeValue string, netpulseTargetKindAttributeValue string, options ...MetricAttributeOption) {
 	if !m.config.Enabled {
 		return
 	}
@@ -248,6 +254,9 @@ func (m *metricNetpulseProbeLossRatio) recordDataPoint(start pcommon.Timestamp, 
 	dp.Attributes().PutStr("network.type", networkTypeAttributeValue)
 	dp.Attributes().PutStr("netpulse.probe.type", netpulseProbeTypeAttributeValue)
 	dp.Attributes().PutStr("netpulse.target.kind", netpulseTargetKindAttributeValue)
+	for _, op := range options {
+		op.apply(dp)
+	}
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -293,7 +302,7 @@ func (m *metricNetpulseProbePacketsLost) init() {
 	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
 }
 
-func (m *metricNetpulseProbePacketsLost) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue string, netpulseProbeTypeAttributeValue string, netpulseTargetKindAttributeValue string) {
+func (m *metricNetpulseProbePacketsLost) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue string, netpulseProbeTypeAttributeValue string, netpulseTargetKindAttributeValue string, options ...MetricAttributeOption) {
 	if !m.config.Enabled {
 		return
 	}
@@ -305,6 +314,9 @@ func (m *metricNetpulseProbePacketsLost) recordDataPoint(start pcommon.Timestamp
 	dp.Attributes().PutStr("network.type", networkTypeAttributeValue)
 	dp.Attributes().PutStr("netpulse.probe.type", netpulseProbeTypeAttributeValue)
 	dp.Attributes().PutStr("netpulse.target.kind", netpulseTargetKindAttributeValue)
+	for _, op := range options {
+		op.apply(dp)
+	}
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -350,7 +362,7 @@ func (m *metricNetpulseProbePacketsSent) init() {
 	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
 }
 
-func (m *metricNetpulseProbePacketsSent) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue string, netpulseProbeTypeAttributeValue string, netpulseTargetKindAttributeValue string) {
+func (m *metricNetpulseProbePacketsSent) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue string, netpulseProbeTypeAttributeValue string, netpulseTargetKindAttributeValue string, options ...MetricAttributeOption) {
 	if !m.config.Enabled {
 		return
 	}
@@ -362,6 +374,9 @@ func (m *metricNetpulseProbePacketsSent) recordDataPoint(start pcommon.Timestamp
 	dp.Attributes().PutStr("network.type", networkTypeAttributeValue)
 	dp.Attributes().PutStr("netpulse.probe.type", netpulseProbeTypeAttributeValue)
 	dp.Attributes().PutStr("netpulse.target.kind", netpulseTargetKindAttributeValue)
+	for _, op := range options {
+		op.apply(dp)
+	}
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -637,18 +652,18 @@ func (mb *MetricsBuilder) RecordNetpulseProbeErrorsDataPoint(ts pcommon.Timestam
 }
 
 // RecordNetpulseProbeLossRatioDataPoint adds a data point to netpulse.probe.loss.ratio metric.
-func (mb *MetricsBuilder) RecordNetpulseProbeLossRatioDataPoint(ts pcommon.Timestamp, val float64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind) {
-	mb.metricNetpulseProbeLossRatio.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String())
+func (mb *MetricsBuilder) RecordNetpulseProbeLossRatioDataPoint(ts pcommon.Timestamp, val float64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind, options ...MetricAttributeOption) {
+	mb.metricNetpulseProbeLossRatio.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String(), options...)
 }
 
 // RecordNetpulseProbePacketsLostDataPoint adds a data point to netpulse.probe.packets.lost metric.
-func (mb *MetricsBuilder) RecordNetpulseProbePacketsLostDataPoint(ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind) {
-	mb.metricNetpulseProbePacketsLost.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String())
+func (mb *MetricsBuilder) RecordNetpulseProbePacketsLostDataPoint(ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind, options ...MetricAttributeOption) {
+	mb.metricNetpulseProbePacketsLost.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String(), options...)
 }
 
 // RecordNetpulseProbePacketsSentDataPoint adds a data point to netpulse.probe.packets.sent metric.
-func (mb *MetricsBuilder) RecordNetpulseProbePacketsSentDataPoint(ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind) {
-	mb.metricNetpulseProbePacketsSent.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String())
+func (mb *MetricsBuilder) RecordNetpulseProbePacketsSentDataPoint(ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind, options ...MetricAttributeOption) {
+	mb.metricNetpulseProbePacketsSent.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String(), options...)
 }
 
 // RecordNetpulseProbeStatusDataPoint adds a data point to netpulse.probe.status metric.

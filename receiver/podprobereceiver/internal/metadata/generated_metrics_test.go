@@ -68,19 +68,19 @@ func TestMetricsBuilder(t *testing.T) {
 			allMetricsCount := 0
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNetpulseProbeErrorsDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, "error.type-val", WithDestinationPortMetricAttribute(16))
+			mb.RecordNetpulseProbeErrorsDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, "error.type-val", WithDestinationPortMetricAttribute(16), WithNetpulsePairStableMetricAttribute(true))
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNetpulseProbeLossRatioDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod)
+			mb.RecordNetpulseProbeLossRatioDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithNetpulsePairStableMetricAttribute(true))
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNetpulseProbePacketsLostDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod)
+			mb.RecordNetpulseProbePacketsLostDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithNetpulsePairStableMetricAttribute(true))
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNetpulseProbePacketsSentDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod)
+			mb.RecordNetpulseProbePacketsSentDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithNetpulsePairStableMetricAttribute(true))
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNetpulseProbeStatusDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithDestinationPortMetricAttribute(16))
+			mb.RecordNetpulseProbeStatusDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithDestinationPortMetricAttribute(16), WithNetpulsePairStableMetricAttribute(true))
 
 			rb := mb.NewResourceBuilder()
 			rb.SetK8sNamespaceName("k8s.namespace.name-val")
@@ -148,6 +148,9 @@ func TestMetricsBuilder(t *testing.T) {
 					errorTypeAttrVal, ok := dp.Attributes().Get("error.type")
 					assert.True(t, ok)
 					assert.Equal(t, "error.type-val", errorTypeAttrVal.Str())
+					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
+					assert.True(t, ok)
+					assert.True(t, netpulsePairStableAttrVal.Bool())
 				case "netpulse.probe.loss.ratio":
 					assert.False(t, validatedMetrics["netpulse.probe.loss.ratio"], "Found a duplicate in the metrics slice: netpulse.probe.loss.ratio")
 					validatedMetrics["netpulse.probe.loss.ratio"] = true
@@ -172,6 +175,9 @@ func TestMetricsBuilder(t *testing.T) {
 					netpulseTargetKindAttrVal, ok := dp.Attributes().Get("netpulse.target.kind")
 					assert.True(t, ok)
 					assert.Equal(t, "pod", netpulseTargetKindAttrVal.Str())
+					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
+					assert.True(t, ok)
+					assert.True(t, netpulsePairStableAttrVal.Bool())
 				case "netpulse.probe.packets.lost":
 					assert.False(t, validatedMetrics["netpulse.probe.packets.lost"], "Found a duplicate in the metrics slice: netpulse.probe.packets.lost")
 					validatedMetrics["netpulse.probe.packets.lost"] = true
@@ -198,6 +204,9 @@ func TestMetricsBuilder(t *testing.T) {
 					netpulseTargetKindAttrVal, ok := dp.Attributes().Get("netpulse.target.kind")
 					assert.True(t, ok)
 					assert.Equal(t, "pod", netpulseTargetKindAttrVal.Str())
+					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
+					assert.True(t, ok)
+					assert.True(t, netpulsePairStableAttrVal.Bool())
 				case "netpulse.probe.packets.sent":
 					assert.False(t, validatedMetrics["netpulse.probe.packets.sent"], "Found a duplicate in the metrics slice: netpulse.probe.packets.sent")
 					validatedMetrics["netpulse.probe.packets.sent"] = true
@@ -224,6 +233,9 @@ func TestMetricsBuilder(t *testing.T) {
 					netpulseTargetKindAttrVal, ok := dp.Attributes().Get("netpulse.target.kind")
 					assert.True(t, ok)
 					assert.Equal(t, "pod", netpulseTargetKindAttrVal.Str())
+					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
+					assert.True(t, ok)
+					assert.True(t, netpulsePairStableAttrVal.Bool())
 				case "netpulse.probe.status":
 					assert.False(t, validatedMetrics["netpulse.probe.status"], "Found a duplicate in the metrics slice: netpulse.probe.status")
 					validatedMetrics["netpulse.probe.status"] = true
@@ -251,6 +263,9 @@ func TestMetricsBuilder(t *testing.T) {
 					netpulseTargetKindAttrVal, ok := dp.Attributes().Get("netpulse.target.kind")
 					assert.True(t, ok)
 					assert.Equal(t, "pod", netpulseTargetKindAttrVal.Str())
+					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
+					assert.True(t, ok)
+					assert.True(t, netpulsePairStableAttrVal.Bool())
 				}
 			}
 		})

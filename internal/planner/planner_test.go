@@ -54,7 +54,7 @@ func randomMembers(rng *rand.Rand, n, zones int) []Member {
 }
 
 // randomPlan draws one case of the property tests: N 1..300, 1..5 zones,
-// K 1..8.
+// K 1..8, M (stable peers) 0..2.
 func randomPlan(t *testing.T, rng *rand.Rand) (*Plan, []Member, Config) {
 	t.Helper()
 	n := 1 + rng.IntN(300)
@@ -62,7 +62,7 @@ func randomPlan(t *testing.T, rng *rand.Rand) (*Plan, []Member, Config) {
 		n = 1 + rng.IntN(12) // small sizes hit the full-mesh and N<=2 edges
 	}
 	ms := randomMembers(rng, n, 1+rng.IntN(5))
-	cfg := Config{K: 1 + rng.IntN(8), BaseInterval: time.Duration(1+rng.IntN(60)) * time.Second, Seed: rng.Uint64()}
+	cfg := Config{K: 1 + rng.IntN(8), Stable: rng.IntN(3), BaseInterval: time.Duration(1+rng.IntN(60)) * time.Second, Seed: rng.Uint64()}
 	if rng.IntN(2) == 0 {
 		cfg.ProbeBudget = 1 + rng.Float64()*100
 	}
@@ -176,12 +176,19 @@ func TestGuarantees(t *testing.T) {
 	for it := range 200 {
 		p, ms, cfg := randomPlan(t, rng)
 		n, multi := len(ms), zoneCount(ms) > 1
-		wantK := min(cfg.K, max(n-1, 0))
-		ctx := fmt.Sprintf("case %d: N=%d K=%d zones=%d", it, n, cfg.K, zoneCount(ms))
+		wantK := min(cfg.K+cfg.Stable, max(n-1, 0))
+		wantM := min(cfg.Stable, max(n-1, 0))
+		if cfg.K+cfg.Stable >= n-1 {
+			wantM = max(n-1, 0) // full mesh: every peer is stable
+		}
+		ctx := fmt.Sprintf("case %d: N=%d K=%d M=%d zones=%d", it, n, cfg.K, cfg.Stable, zoneCount(ms))
 
 		wantCov := min(n-1, 1) // full mesh or N <= 1
-		if n > 1 && cfg.K < n-1 {
-			wantCov = (n - 1 + cfg.K - 1) / cfg.K
+		if n > 1 && cfg.K+cfg.Stable < n-1 {
+			wantCov = (n - 1 - cfg.Stable + cfg.K - 1) / cfg.K
+		}
+		if p.Stable() != wantM {
+			t.Fatalf("%s: Stable() = %d, want %d", ctx, p.Stable(), wantM)
 		}
 		if p.RoundsToFullCoverage() != wantCov {
 			t.Fatalf("%s: RoundsToFullCoverage = %d, want %d", ctx, p.RoundsToFullCoverage(), wantCov)
@@ -191,6 +198,11 @@ func TestGuarantees(t *testing.T) {
 			observedBy := make(map[string][]string, n)
 			for _, src := range ms {
 				ts := p.Targets(src.ID, r)
+				// The stable peers lead every round's targets.
+				st := p.StableTargets(src.ID)
+				if len(st) != wantM || (len(ts) >= wantM && !slices.Equal(st, ts[:wantM])) {
+					t.Fatalf("%s round %d: %s stable targets %v do not lead %v", ctx, r, src.ID, st, ts)
+				}
 				seen := map[string]bool{}
 				cross := false
 				for j, tg := range ts {

@@ -3,12 +3,15 @@
 // membership list, so a plan is a pure function of (members, Config, round).
 // The package does no I/O.
 //
-// Members sit on a ring ordered by a seeded 64-bit hash of their ID. With
-// period P = ceil((N-1)/K), round r uses block b = r mod P of K consecutive
-// ring offsets bK+1 .. bK+K (wrapping past N-1), and the source at ring
-// position i probes i+d for each offset d of the block. Each offset is a
-// permutation of the ring, so every member has exactly K observers per
-// round, and any P consecutive rounds run through all offsets 1..N-1, so
+// Members sit on a ring ordered by a seeded 64-bit hash of their ID. The
+// first M ring offsets 1..M are stable: every source probes its M ring
+// successors every round (those pairs get PodNetworkHealth objects and
+// per-pair series). The other offsets M+1..N-1 rotate: with period
+// P = ceil((N-1-M)/K), round r uses block b = r mod P of K consecutive
+// rotating offsets (wrapping), and the source at ring position i probes
+// i+d for each offset d of the round. Each offset is a permutation of the
+// ring, so every member has exactly M+K observers per round (M of them
+// stable), and any P consecutive rounds run through all offsets 1..N-1, so
 // every ordered pair is probed. See docs/planner.md for the guarantees, the
 // churn figures and the trade-offs.
 package planner
@@ -35,8 +38,11 @@ type Member struct {
 
 // Config holds the planner settings. All agents must use the same values.
 type Config struct {
-	// K is the number of targets per source per round (>= 1).
+	// K is the number of rotating targets per source per round (>= 1).
 	K int
+	// Stable is the number of stable peers per source (M >= 0): its ring
+	// successors, probed every round besides the K rotating targets.
+	Stable int
 	// ProbeBudget caps the cluster-wide base probe rate in probes per
 	// second; 0 means unlimited. Interval is stretched to respect it.
 	ProbeBudget float64
@@ -65,8 +71,9 @@ type Plan struct {
 	nextDiff []int32
 	prevDiff []int32
 
-	k        int     // targets per source, min(K, N-1)
-	full     bool    // K >= N-1: everyone probes everyone every round
+	k        int     // rotating targets per source, min(K, N-1-m)
+	m        int     // stable targets per source, min(Stable, N-1)
+	full     bool    // K+M >= N-1: everyone probes everyone every round
 	period   int     // rounds to full coverage
 	probes   float64 // expected probes per round, counted against the budget
 	interval time.Duration
@@ -142,15 +149,15 @@ func New(members []Member, cfg Config) (*Plan, error) {
 	switch {
 	case n <= 1:
 		p.k, p.period = 0, 0
-	case cfg.K >= n-1:
-		p.k, p.full, p.period = n-1, true, 1
+	case cfg.K+cfg.Stable >= n-1:
+		p.m, p.full, p.period = n-1, true, 1
 	default:
-		p.k = cfg.K
-		p.period = (n - 1 + cfg.K - 1) / cfg.K
+		p.k, p.m = cfg.K, cfg.Stable
+		p.period = (n - 1 - p.m + cfg.K - 1) / cfg.K
 	}
-	p.probes = float64(n * p.k)
+	p.probes = float64(n * (p.k + p.m))
 	if p.multi && !p.full {
-		p.probes += expectedExtras(zoneSize, n, p.k)
+		p.probes += expectedExtras(zoneSize, n, p.k+p.m)
 	}
 	p.interval = stretchInterval(p.probes, cfg.BaseInterval, cfg.ProbeBudget)
 	return p, nil
@@ -176,6 +183,9 @@ func expectedExtras(zoneSize []int, n, k int) float64 {
 func (c Config) validate() error {
 	if c.K < 1 {
 		return fmt.Errorf("%w: K must be >= 1, got %d", ErrInvalidConfig, c.K)
+	}
+	if c.Stable < 0 {
+		return fmt.Errorf("%w: Stable must be >= 0, got %d", ErrInvalidConfig, c.Stable)
 	}
 	if c.BaseInterval <= 0 {
 		return fmt.Errorf("%w: BaseInterval must be > 0, got %v", ErrInvalidConfig, c.BaseInterval)
@@ -220,14 +230,15 @@ func (p *Plan) Len() int { return len(p.members) }
 
 // RoundsToFullCoverage returns the number of consecutive rounds, starting at
 // any round, after which every ordered pair (a, b), a != b, has been
-// probed: ceil((N-1)/K), 1 for a full mesh and 0 for N <= 1.
+// probed: ceil((N-1-M)/K), 1 for a full mesh and 0 for N <= 1.
 func (p *Plan) RoundsToFullCoverage() int { return p.period }
 
 // Targets returns the members sourceID probes in round. There are
-// min(K, N-1) of them, distinct and never the source itself, in slot order;
-// when there are several zones and none of them is in another zone, one
-// extra cross-zone target is appended (the only case with K+1). It returns
-// nil for an unknown source or N <= 1.
+// min(M+K, N-1) of them, distinct and never the source itself: the M stable
+// peers first (StableTargets), then the rotating ones in slot order; when
+// there are several zones and none of them is in another zone, one extra
+// cross-zone target is appended (the only case with M+K+1). It returns nil
+// for an unknown source or N <= 1.
 func (p *Plan) Targets(sourceID string, round uint64) []Member {
 	i, ok := p.index[sourceID]
 	if !ok {
@@ -241,23 +252,42 @@ func (p *Plan) Targets(sourceID string, round uint64) []Member {
 	return out
 }
 
-// Observers returns the IDs of the members that probe targetID in round:
-// exactly min(K, N-1) base observers plus any source that picked it as its
-// extra cross-zone target. It is the exact inverse of Targets.
-func (p *Plan) Observers(targetID string, round uint64) []string {
-	q, ok := p.index[targetID]
-	if !ok || p.k == 0 {
+// StableTargets returns the members sourceID probes every round: its M
+// ring successors (all other members in a full mesh). They lead every
+// Targets result. It returns nil for an unknown source or N <= 1.
+func (p *Plan) StableTargets(sourceID string) []Member {
+	i, ok := p.index[sourceID]
+	if !ok {
 		return nil
 	}
-	n := len(p.members)
+	out := make([]Member, 0, p.m)
+	for d := 1; d <= p.m; d++ {
+		out = append(out, p.members[p.step(i, d)])
+	}
+	return out
+}
+
+// Stable returns the number of stable peers per source (M, or N-1 in a full
+// mesh).
+func (p *Plan) Stable() int { return p.m }
+
+// Observers returns the IDs of the members that probe targetID in round:
+// exactly min(M+K, N-1) base observers (its M stable observers first) plus
+// any source that picked it as its extra cross-zone target. It is the
+// exact inverse of Targets.
+func (p *Plan) Observers(targetID string, round uint64) []string {
+	q, ok := p.index[targetID]
+	if !ok || p.k+p.m == 0 {
+		return nil
+	}
+	out := make([]string, 0, p.m+p.k+1)
+	for d := 1; d <= p.m; d++ {
+		out = append(out, p.members[p.step(q, -d)].ID)
+	}
 	if p.full {
-		out := make([]string, 0, n-1)
-		for d := 1; d < n; d++ {
-			out = append(out, p.members[(q+d)%n].ID)
-		}
 		return out
 	}
-	out := make([]string, 0, p.k+1)
+	n := len(p.members)
 	b := p.block(round)
 	for j := range p.k {
 		out = append(out, p.members[p.step(q, -p.offset(b, j))].ID)
@@ -273,7 +303,7 @@ func (p *Plan) Observers(targetID string, round uint64) []string {
 	if z == p.zone[q] {
 		return out
 	}
-	e0 := p.offset(b, 0)
+	e0 := p.firstOffset(b)
 	first := (int(p.prevDiff[last]) + 1) % n
 	var buf [16]int32
 	for t0 := last; ; t0 = (t0 + n - 1) % n {
@@ -290,15 +320,11 @@ func (p *Plan) Observers(targetID string, round uint64) []string {
 
 // appendTargets appends the ring positions of source i's targets.
 func (p *Plan) appendTargets(dst []int32, i int, round uint64) []int32 {
-	n := len(p.members)
-	if p.k == 0 {
+	if p.k+p.m == 0 {
 		return dst
 	}
 	if p.full {
-		for d := 1; d < n; d++ {
-			dst = append(dst, int32((i+d)%n))
-		}
-		return dst
+		return p.appendBase(dst, i, 0)
 	}
 	start := len(dst)
 	dst = p.appendBase(dst, i, p.block(round))
@@ -309,7 +335,11 @@ func (p *Plan) appendTargets(dst []int32, i int, round uint64) []int32 {
 	return dst
 }
 
+// appendBase appends the stable targets, then the rotating ones of block b.
 func (p *Plan) appendBase(dst []int32, i int, b int) []int32 {
+	for d := 1; d <= p.m; d++ {
+		dst = append(dst, int32(p.step(i, d)))
+	}
 	for j := range p.k {
 		dst = append(dst, int32(p.step(i, p.offset(b, j))))
 	}
@@ -328,12 +358,22 @@ func (p *Plan) needsExtra(i int, base []int32) bool {
 // block is the index of the slot block used in round.
 func (p *Plan) block(round uint64) int { return int(round % uint64(p.period)) }
 
-// offset is the ring offset of the j-th slot of block b: block b holds
-// offsets bK+1 .. bK+K, and the last block wraps to 1, 2, ... so that every
-// round has K. The offsets do not depend on N except in that last block,
-// so a membership change that keeps the period keeps each round's offsets.
+// offset is the ring offset of the j-th rotating slot of block b: block b
+// holds offsets M+bK+1 .. M+bK+K, and the last block wraps to M+1, M+2, ...
+// so that every round has K. The offsets do not depend on N except in that
+// last block, so a membership change that keeps the period keeps each
+// round's offsets.
 func (p *Plan) offset(b, j int) int {
-	return 1 + (b*p.k+j)%(len(p.members)-1)
+	return p.m + 1 + (b*p.k+j)%(len(p.members)-1-p.m)
+}
+
+// firstOffset is the ring offset of a source's first target in block b
+// (where its cross-zone scan starts).
+func (p *Plan) firstOffset(b int) int {
+	if p.m > 0 {
+		return 1
+	}
+	return p.offset(b, 0)
 }
 
 // step returns ring position i+d.

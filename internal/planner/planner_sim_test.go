@@ -14,7 +14,7 @@ import (
 
 // Simulator knobs, e.g.
 //
-//	go test -run '^$' -bench Simulate -benchtime 1x ./receiver/podprobereceiver/internal/planner/ -sim.k 3
+//	go test -run '^$' -bench Simulate -benchtime 1x ./internal/planner/ -sim.k 3
 var (
 	simK        = flag.Int("sim.k", 3, "planner simulator: targets per source per round")
 	simZones    = flag.Int("sim.zones", 3, "planner simulator: number of zones (balanced)")

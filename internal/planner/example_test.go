@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/planner"
+	"github.com/netpulse/netpulse/internal/planner"
 )
 
 func Example() {
