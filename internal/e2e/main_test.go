@@ -143,9 +143,10 @@ func startEnv() (*env, error) {
 	e.checkers = []checker{e.api}
 	// The gateway: deploy/agent-gateway/config/gateway.yaml unchanged, POD_IP=198.18.0.1,
 	// POD_NAME=netpulse-gateway-0, POD_NAMESPACE=netpulse, the netpulse-gateway kubeconfig.
-	// The only addition is NETPULSE_TARGET_TTL (see targetTTL).
+	// The only additions are NETPULSE_TARGET_TTL (see targetTTL) and NETPULSE_NODE_MIN_HOLD
+	// (see nodeMinHold).
 	if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{
-		Env: map[string]string{"NETPULSE_TARGET_TTL": targetTTL.String()},
+		Env: map[string]string{"NETPULSE_TARGET_TTL": targetTTL.String(), "NETPULSE_NODE_MIN_HOLD": nodeMinHold.String()},
 	}); err != nil {
 		return e, err
 	}

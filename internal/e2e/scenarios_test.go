@@ -46,6 +46,11 @@ const (
 	// default 10m; the exporter's minimum is 1m): objects whose target was deleted are
 	// pruned this long after its last observation.
 	targetTTL = time.Minute
+
+	// nodeMinHold is passed to the gateway as NETPULSE_NODE_MIN_HOLD (gateway.yaml's
+	// node_conditions.min_hold, default 1m): a marked node is cleared this long after the
+	// last evidence; recoverTimeout must exceed it.
+	nodeMinHold = 10 * time.Second
 )
 
 // healthy is the expectation of a healthy mesh: every agent's object for every other agent
