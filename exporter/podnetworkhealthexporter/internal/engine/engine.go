@@ -394,7 +394,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	}
 
 	// 4. Objects: stable pairs, and pairs that are (or were, within retention) Unreachable.
-	hb := writequeue.HeartbeatInterval(e.cfg.Policy.HeartbeatInterval, len(e.written), e.cfg.WritesPerSecond, e.cfg.HeartbeatShare)
+	hb := e.heartbeat(e.cfg.Policy.HeartbeatInterval)
 	res.Heartbeat = hb
 	policy := e.cfg.Policy
 	policy.HeartbeatInterval = hb
@@ -459,6 +459,12 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	}
 	slices.SortStableFunc(res.Objects, func(a, b ObjectWrite) int { return int(a.Priority) - int(b.Priority) })
 	return res
+}
+
+// heartbeat stretches a configured heartbeat so the heartbeats of all objects and node
+// conditions together use at most HeartbeatShare of the budget (caller holds mu).
+func (e *Engine) heartbeat(configured time.Duration) time.Duration {
+	return writequeue.HeartbeatInterval(configured, len(e.written)+len(e.nodes), e.cfg.WritesPerSecond, e.cfg.HeartbeatShare)
 }
 
 // priorityOf maps a write reason to its priority: a verdict (or its attribution) first; the

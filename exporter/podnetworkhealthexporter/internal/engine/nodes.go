@@ -39,7 +39,8 @@ type NodeConfig struct {
 	// Quorum and MaxFailingShare: see package quorum.
 	Quorum          int
 	MaxFailingShare float64
-	// Heartbeat rewrites an unchanged condition this often (default 10m).
+	// Heartbeat rewrites an unchanged condition this often (default 10m), stretched with
+	// the objects' heartbeats to fit the budget.
 	Heartbeat time.Duration
 	// MinHold keeps a node marked until this long after the last evidence against it
 	// (default 1m): conditions that other controllers act on must not follow a flapping
@@ -167,6 +168,7 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 		e.fullPass = true // the attribution of some verdicts changed
 	}
 
+	hb := e.heartbeat(cfg.Heartbeat)
 	for _, ns := range res.Nodes {
 		cur, known := current[ns.Node]
 		if !known {
@@ -194,7 +196,8 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 		case ns.Reason == NodeReasonReachable:
 			want.Message = msgReachable
 		default:
-			want.Message = msgNoObservations
+			// Silence reads as silence, not as reachable.
+			want = NodeCondition{Status: StatusUnknown, Reason: NodeReasonNoObservations, Message: msgNoObservations}
 		}
 		if res.Suppressed {
 			// Suppression says nothing new about the node: the hold keeps running.
@@ -208,8 +211,13 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 			d.LastHeartbeat = st.decidedAt
 			base = &d
 		}
+		if want.Reason == NodeReasonNoObservations && (base == nil || base.Status != StatusTrue) {
+			// Nothing observed yet (a new node, a new writer): say nothing rather than
+			// overwrite what the API holds or write a state the first round replaces.
+			continue
+		}
 		changed := base == nil || base.Status != want.Status || base.Reason != want.Reason
-		if !changed && now.Sub(base.LastHeartbeat) < cfg.Heartbeat {
+		if !changed && now.Sub(base.LastHeartbeat) < hb {
 			continue
 		}
 		want.LastHeartbeat = now
