@@ -37,8 +37,8 @@ const (
 	// ConditionReachable is True when the target answered probes within the observation
 	// window, False when every probe failed, Unknown when there is nothing to judge by.
 	ConditionReachable = "Reachable"
-	// ConditionDegraded is True when the target is reachable but loss or latency exceed the
-	// exporter's thresholds, False otherwise.
+	// ConditionDegraded is True when the target is reachable but not on every path: today,
+	// when one address family fails while another answers (AddressFamilyUnreachable).
 	ConditionDegraded = "Degraded"
 )
 
@@ -59,12 +59,17 @@ const (
 
 // Reasons of the Degraded condition.
 const (
-	// ReasonWithinThresholds (Degraded=False): loss and latency are within thresholds.
+	// ReasonAddressFamiliesReachable (Degraded=False): every probed address family answers.
+	ReasonAddressFamiliesReachable = "AddressFamiliesReachable"
+	// ReasonAddressFamilyUnreachable (Degraded=True): one address family (e.g. IPv6) fails
+	// for failures_to_unreachable rounds, or is judged unreachable by the target's
+	// observers, while another answers; the message names it.
+	ReasonAddressFamilyUnreachable = "AddressFamilyUnreachable"
+	// ReasonWithinThresholds, ReasonPacketLoss, ReasonHighLatency: reserved for loss and
+	// latency thresholds, which this version does not judge (never written).
 	ReasonWithinThresholds = "WithinThresholds"
-	// ReasonPacketLoss (Degraded=True): the loss ratio exceeds its threshold.
-	ReasonPacketLoss = "PacketLoss"
-	// ReasonHighLatency (Degraded=True): the RTT exceeds its threshold.
-	ReasonHighLatency = "HighLatency"
+	ReasonPacketLoss       = "PacketLoss"
+	ReasonHighLatency      = "HighLatency"
 	// ReasonNotReachable (Degraded=Unknown): degradation is not judged while not reachable.
 	ReasonNotReachable = "NotReachable"
 )

@@ -316,6 +316,7 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 			continue
 		}
 		obj := objectOf(w.Summary)
+		setDegraded(&obj.Status, w.Summary, w.DegradedFamilies, w.DegradedSince)
 		if w.BadObserverNode != "" {
 			markObserverUnhealthy(&obj.Status, w.BadObserverNode)
 		}

@@ -2,6 +2,7 @@ package podnetworkhealthexporter
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -151,6 +152,31 @@ func statusOf(s summary.Summary) v1alpha1.PodNetworkHealthStatus {
 	}
 	st.Conditions = []metav1.Condition{cond}
 	return st
+}
+
+// setDegraded adds the Degraded condition: True when an address family of a reachable pair
+// fails while another answers, False when every probed family answers, Unknown while the
+// pair is not Reachable.
+func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s summary.Summary, families []string, since time.Time) {
+	cond := metav1.Condition{Type: v1alpha1.ConditionDegraded, LastTransitionTime: metav1.NewTime(s.VerdictSince.Truncate(time.Second))}
+	switch {
+	case s.Verdict != summary.VerdictReachable:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, v1alpha1.ReasonNotReachable
+		cond.Message = "degradation is judged only while the target is reachable"
+	case len(families) > 0:
+		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonAddressFamilyUnreachable
+		cond.Message = strings.Join(families, " and ") + " probes fail while the target answers on another address family"
+		if !since.IsZero() {
+			cond.LastTransitionTime = metav1.NewTime(since.Truncate(time.Second))
+		}
+	default:
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonAddressFamiliesReachable
+		cond.Message = "every probed address family answers"
+	}
+	if cond.LastTransitionTime.IsZero() {
+		cond.LastTransitionTime = metav1.NewTime(s.LastObserved.Truncate(time.Second))
+	}
+	st.Conditions = append(st.Conditions, cond)
 }
 
 // keyOfObject recovers the pair of an existing object (to resume after a restart or a

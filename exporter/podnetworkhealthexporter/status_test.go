@@ -59,3 +59,35 @@ func TestKeyOfObjectRoundTrip(t *testing.T) {
 		require.Equal(t, "ua", string(obj.OwnerReferences[0].UID))
 	}
 }
+
+func TestDegradedCondition(t *testing.T) {
+	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	s := summary.Summary{Verdict: summary.VerdictReachable, VerdictSince: at, LastObserved: at.Add(time.Minute)}
+	cond := func(st v1alpha1.PodNetworkHealthStatus) metav1.Condition {
+		for _, c := range st.Conditions {
+			if c.Type == v1alpha1.ConditionDegraded {
+				return c
+			}
+		}
+		t.Fatal("no Degraded condition")
+		return metav1.Condition{}
+	}
+	var st v1alpha1.PodNetworkHealthStatus
+	setDegraded(&st, s, []string{"ipv6"}, at.Add(30*time.Second))
+	c := cond(st)
+	require.Equal(t, metav1.ConditionTrue, c.Status)
+	require.Equal(t, v1alpha1.ReasonAddressFamilyUnreachable, c.Reason)
+	require.Contains(t, c.Message, "ipv6")
+	require.Equal(t, at.Add(30*time.Second), c.LastTransitionTime.Time)
+
+	st = v1alpha1.PodNetworkHealthStatus{}
+	setDegraded(&st, s, nil, time.Time{})
+	require.Equal(t, metav1.ConditionFalse, cond(st).Status)
+	require.Equal(t, v1alpha1.ReasonAddressFamiliesReachable, cond(st).Reason)
+
+	st = v1alpha1.PodNetworkHealthStatus{}
+	s.Verdict = summary.VerdictUnreachable
+	setDegraded(&st, s, nil, time.Time{})
+	require.Equal(t, metav1.ConditionUnknown, cond(st).Status)
+	require.Equal(t, v1alpha1.ReasonNotReachable, cond(st).Reason)
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,6 +107,43 @@ type pairInfo struct {
 	// others reached the target) are kept FailingPairRetention after it.
 	lastFailure time.Time
 	target      TargetKey // of the newest observation (its family)
+	// families: the pair's own rounds per address family (0 ipv4, 1 ipv6), so that one
+	// failing family shows while the other keeps the pair Reachable.
+	families [2]familyRounds
+}
+
+// familyRounds is a pair's run of rounds in one address family.
+type familyRounds struct {
+	lastRound time.Time
+	lastOK    bool
+	fails     int       // consecutive failed rounds
+	failSince time.Time // the first of them
+}
+
+func familyIndex(f string) int {
+	if f == summary.FamilyIPv6 {
+		return 1
+	}
+	return 0
+}
+
+var familyNames = [2]string{summary.FamilyIPv4, summary.FamilyIPv6}
+
+func (f *familyRounds) add(at time.Time, ok bool) {
+	switch {
+	case at.After(f.lastRound):
+		f.lastRound, f.lastOK = at, ok
+		if ok {
+			f.fails = 0
+		} else {
+			if f.fails == 0 {
+				f.failSince = at
+			}
+			f.fails++
+		}
+	case at.Equal(f.lastRound) && ok && !f.lastOK:
+		f.lastOK, f.fails = true, 0 // another probe of the round succeeded
+	}
 }
 
 // observerState is what is known of a source.
@@ -122,7 +160,12 @@ type ObjectWrite struct {
 	// BadObserverNode: the pair is Unreachable because its observer's node cannot reach
 	// the pod network; the object says Unknown / ObserverUnhealthy instead.
 	BadObserverNode string
-	Delete          bool
+	// DegradedFamilies: address families that fail while another answers (sorted; empty
+	// when every probed family answers).
+	DegradedFamilies []string
+	// DegradedSince: the first failed round of the earliest failing family.
+	DegradedSince time.Time
+	Delete        bool
 	Reason          string // summary.Reason* or "observer", "delete"
 	Priority        Priority
 }
@@ -160,6 +203,7 @@ type Engine struct {
 	// written: what was last decided for each object (the object set).
 	written            map[summary.PairKey]summary.Written
 	writtenBadObserver map[summary.PairKey]bool
+	writtenDegraded    map[summary.PairKey]string
 	fullPass           bool
 	// badNodes are the nodes the node judgement found unable to reach the pod network:
 	// their observers' failures are not evidence against targets.
@@ -181,6 +225,7 @@ func New(cfg Config) *Engine {
 		dirty:              map[summary.PairKey]struct{}{},
 		written:            map[summary.PairKey]summary.Written{},
 		writtenBadObserver: map[summary.PairKey]bool{},
+		writtenDegraded:    map[summary.PairKey]string{},
 		badNodes:           map[string]bool{},
 		nodes:              nodeStates{},
 	}
@@ -264,6 +309,7 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 			p.lastFailure = o.Timestamp
 		}
 		p.target = tk
+		p.families[familyIndex(tk.Family)].add(o.Timestamp, o.Success)
 		tracked = append(tracked, *o)
 		e.dirty[key] = struct{}{}
 	}
@@ -364,6 +410,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		if _, had := e.written[k]; had {
 			delete(e.written, k)
 			delete(e.writtenBadObserver, k)
+			delete(e.writtenDegraded, k)
 			res.Objects = append(res.Objects, ObjectWrite{Key: k, Delete: true, Reason: "delete", Priority: PriorityCleanup})
 		}
 	}
@@ -435,17 +482,24 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		if s.Verdict == summary.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
 			badObserver = s.ObservedFromNode
 		}
+		degraded, degradedSince := e.degradedFamilies(p, s.Verdict)
+		degradedText := strings.Join(degraded, ",")
 		write, reason := summary.Decide(last, s, now, policy)
-		if !write && (badObserver != "") != e.writtenBadObserver[k] {
+		switch {
+		case write:
+		case (badObserver != "") != e.writtenBadObserver[k]:
 			write, reason = true, "observer"
+		case hasObject && degradedText != e.writtenDegraded[k]:
+			write, reason = true, "family"
 		}
 		if !write {
 			continue
 		}
 		e.written[k] = summary.WrittenFrom(s, now)
 		e.writtenBadObserver[k] = badObserver != ""
+		e.writtenDegraded[k] = degradedText
 		res.Objects = append(res.Objects, ObjectWrite{
-			Key: k, Summary: s, BadObserverNode: badObserver, Reason: reason,
+			Key: k, Summary: s, BadObserverNode: badObserver, DegradedFamilies: degraded, DegradedSince: degradedSince, Reason: reason,
 			Priority: priorityOf(reason, p.stable),
 		})
 	}
@@ -461,6 +515,36 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	return res
 }
 
+// degradedFamilies lists the address families of a Reachable pair that fail while another
+// answers: the pair's own rounds in that family failed FailuresToUnreachable times in a row,
+// or the target's observers judge that family of the target Unreachable (caller holds mu).
+func (e *Engine) degradedFamilies(p *pairInfo, v summary.Verdict) (failing []string, since time.Time) {
+	if v != summary.VerdictReachable {
+		return nil, time.Time{}
+	}
+	answering := false
+	for i, f := range p.families {
+		if f.lastRound.IsZero() {
+			continue
+		}
+		tk := p.target
+		tk.Family = familyNames[i]
+		t := e.targets[tk]
+		if f.fails >= e.summ.Config().FailuresToUnreachable || (t != nil && t.verdict == summary.VerdictUnreachable && !f.lastOK) {
+			failing = append(failing, familyNames[i])
+			if since.IsZero() || f.failSince.Before(since) {
+				since = f.failSince
+			}
+		} else if f.lastOK {
+			answering = true
+		}
+	}
+	if !answering {
+		return nil, time.Time{}
+	}
+	return failing, since
+}
+
 // heartbeat stretches a configured heartbeat so the heartbeats of all objects and node
 // conditions together use at most HeartbeatShare of the budget (caller holds mu).
 func (e *Engine) heartbeat(configured time.Duration) time.Duration {
@@ -471,7 +555,7 @@ func (e *Engine) heartbeat(configured time.Duration) time.Duration {
 // first write of a non-stable pair is a newly failing pair, so it is urgent too.
 func priorityOf(reason string, stable bool) Priority {
 	switch reason {
-	case summary.ReasonVerdict, "observer":
+	case summary.ReasonVerdict, "observer", "family":
 		return PriorityVerdict
 	case summary.ReasonInitial:
 		if !stable {
@@ -506,6 +590,7 @@ func (e *Engine) EndTerm() {
 	defer e.mu.Unlock()
 	clear(e.written)
 	clear(e.writtenBadObserver)
+	clear(e.writtenDegraded)
 	e.nodes = nodeStates{}
 }
 

@@ -356,3 +356,62 @@ func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 	}
 	assert.Contains(t, deleted, gone, "deleted TargetTTL after it was last written")
 }
+
+// dualStack adds an IPv6 twin of every observation; ok6 says whether the IPv6 probe of
+// (src, dst) succeeds.
+func dualStack(obs []summary.Observation, ok6 func(src, dst string) bool) []summary.Observation {
+	out := obs
+	for _, o := range obs {
+		o6 := o
+		o6.Target.Address = "fd00::" + o.Target.Address[len("10.0.0."):]
+		o6.Success = o.Success && ok6(o.Source.Name, o.Target.Name)
+		if !o6.Success {
+			o6.Lost, o6.ErrorType, o6.RTT = 3, "timeout", summary.Histogram{}
+		}
+		out = append(out, o6)
+	}
+	return out
+}
+
+// IPv6 broken on one path (or towards one target) while IPv4 works: the pair stays
+// Reachable and its object says which family fails.
+func TestOneAddressFamilyFailing(t *testing.T) {
+	r := newRing(10, 3)
+	e := New(Config{})
+	stableKey := summary.KeyOf(&summary.Observation{Source: r.src(3), Target: r.tgt(4)})
+	var last *ObjectWrite
+	run := func(from, to int, ok6 func(src, dst string) bool) {
+		for round := from; round < to; round++ {
+			e.Observe(dualStack(r.round(round, healthy), ok6), r.at(round))
+			for _, w := range e.Reconcile(r.at(round).Add(time.Second)).Objects {
+				if w.Key == stableKey {
+					w := w
+					last = &w
+				}
+			}
+		}
+	}
+	run(0, 3, func(string, string) bool { return true })
+	require.NotNil(t, last)
+	assert.Empty(t, last.DegradedFamilies)
+
+	// Only the path agent-3 -> agent-4 drops IPv6: after failures_to_unreachable rounds.
+	run(3, 7, func(s, d string) bool { return s != "agent-3" || d != "agent-4" })
+	assert.Equal(t, summary.VerdictReachable, last.Summary.Verdict)
+	assert.Equal(t, []string{"ipv6"}, last.DegradedFamilies)
+	assert.Equal(t, PriorityVerdict, last.Priority)
+	ts6, _ := e.Target(TargetKey{Kind: summary.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
+	assert.Equal(t, summary.VerdictReachable, ts6.Verdict, "the others reach agent-4 over IPv6")
+
+	// Healed, then agent-4's IPv6 fails for everyone: the target's IPv6 is judged
+	// Unreachable and the stable pair says so in the same round.
+	run(7, 10, func(string, string) bool { return true })
+	assert.Empty(t, last.DegradedFamilies)
+	run(10, 11, func(_, d string) bool { return d != "agent-4" })
+	ts6, _ = e.Target(TargetKey{Kind: summary.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
+	assert.Equal(t, summary.VerdictUnreachable, ts6.Verdict)
+	ts4, _ := e.Target(TargetKey{Kind: summary.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv4"})
+	assert.Equal(t, summary.VerdictReachable, ts4.Verdict)
+	assert.Equal(t, summary.VerdictReachable, last.Summary.Verdict)
+	assert.Equal(t, []string{"ipv6"}, last.DegradedFamilies)
+}
