@@ -207,6 +207,7 @@ func Run(cfg Config) (Result, error) {
 	tick := 0
 	seq := 0
 	targetUnreachableAt, pairWrittenAt := time.Time{}, time.Time{}
+	owed := 0 // requests of a popped write still to be paid from the budget
 
 	// step runs the gateway up to now: deliveries, reconciles each second, node
 	// judgement every 5 s, the writer draining the queue within the budget.
@@ -256,8 +257,15 @@ func Run(cfg Config) (Result, error) {
 				}
 			}
 			res.MaxBacklog = max(res.MaxBacklog, q.Len())
-			// The writer: as many requests as the budget allows this second.
-			for {
+			// The writer: as many requests as the budget allows this second; the second
+			// request of a create (its status update) is paid before the next item.
+			for owed > 0 {
+				if ok, _ := budget.Take(at); !ok {
+					break
+				}
+				owed--
+			}
+			for owed == 0 {
 				if q.Len() == 0 {
 					break
 				}
@@ -271,9 +279,7 @@ func Run(cfg Config) (Result, error) {
 				q.Done(key)
 				res.Writes += w.requests
 				res.WritesByPrio[p]++
-				for range w.requests - 1 {
-					budget.Take(at) // the status update after a create (may go into debt)
-				}
+				owed = w.requests - 1
 				if w.verdict == summary.VerdictUnreachable && pairWrittenAt.IsZero() && slices.Contains(deadPairs, w.pair) {
 					pairWrittenAt = at
 				}
