@@ -69,7 +69,6 @@ type targetState struct {
 	target summary.Target // newest identity seen (node, zone)
 	ring   [targetRing]tobs
 	n      int // entries used
-	next   int // where the next entry goes
 
 	verdict summary.Verdict
 	since   time.Time // when the verdict was reached (zero while Unknown)

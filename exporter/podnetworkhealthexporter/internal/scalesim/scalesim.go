@@ -194,8 +194,7 @@ func Run(cfg Config) (Result, error) {
 	faultAt := t0.Add(cfg.FaultAt)
 	deadTarget := engine.TargetKeyOf(&summary.Observation{Target: members[dead].tgt})
 	var deadPairs []summary.PairKey // stable pairs towards the dead target
-	var rtt summary.Histogram
-	rtt = summary.NewHistogram(8)
+	rtt := summary.NewHistogram(8)
 	rtt.RecordN(0.00025, 3)
 
 	type pairID struct{ s, t int32 }
