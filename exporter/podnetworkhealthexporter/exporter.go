@@ -275,11 +275,11 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	}
 	// Resume from what the API already holds: a restart or a new leader neither rewrites
 	// unchanged objects nor forgets stale ones.
-	existing := map[summary.PairKey]summary.Written{}
+	var existing []engine.Persisted
 	for _, o := range e.writer.existing() {
-		existing[keyOfObject(o)] = writtenOf(o)
+		existing = append(existing, persistedOf(o))
 	}
-	e.engine.Resume(existing)
+	e.engine.Resume(existing, time.Now())
 	defer e.engine.EndTerm() // a future leadership starts from the API's state again
 	if !e.cfg.NodeConditions.Enabled {
 		e.cleanupNodeConditions(ctx)

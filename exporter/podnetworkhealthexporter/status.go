@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
 
@@ -227,6 +228,56 @@ func writtenOf(o *v1alpha1.PodNetworkHealth) summary.Written {
 		}
 	}
 	return w
+}
+
+// persistedOf reads back what a previous writer left in an object, for engine.Resume: the
+// pair's verdict (Unreachable also when written as ObserverUnhealthy), since when, the
+// outage history and the attribution.
+func persistedOf(o *v1alpha1.PodNetworkHealth) engine.Persisted {
+	k := keyOfObject(o)
+	st := &o.Status
+	p := engine.Persisted{
+		Key:     k,
+		Written: writtenOf(o),
+		Source:  summary.Source{Namespace: k.SourceNamespace, Name: k.SourcePod, UID: k.SourceUID, Node: st.ObservedFromNode},
+		Target:  summary.Target{Kind: k.TargetKind, Namespace: k.TargetNamespace, Name: k.TargetName, UID: k.TargetUID, Address: k.TargetAddress},
+		Verdict: summary.Verdict(st.Reachability),
+	}
+	if st.LastObservedTime != nil {
+		p.LastObserved = st.LastObservedTime.Time
+	}
+	for _, c := range st.Conditions {
+		switch c.Type {
+		case v1alpha1.ConditionReachable:
+			p.Since = c.LastTransitionTime.Time
+			if c.Reason == v1alpha1.ReasonObserverUnhealthy {
+				p.Verdict, p.BadObserverNode = summary.VerdictUnreachable, st.ObservedFromNode
+			}
+		case v1alpha1.ConditionDegraded:
+			if c.Status == metav1.ConditionTrue {
+				p.DegradedFamilies = degradedFamiliesOf(c.Message)
+			}
+		}
+	}
+	for _, out := range st.Outages {
+		so := summary.Outage{Start: out.Start.Time, Reason: out.Reason, Message: out.Message}
+		if out.End != nil {
+			so.End = out.End.Time
+		}
+		p.Outages = append(p.Outages, so)
+	}
+	return p
+}
+
+// degradedFamiliesOf recovers the families a Degraded message names (setDegraded).
+func degradedFamiliesOf(msg string) string {
+	var fs []string
+	for _, f := range []string{summary.FamilyIPv4, summary.FamilyIPv6} {
+		if strings.Contains(msg, f) {
+			fs = append(fs, f)
+		}
+	}
+	return strings.Join(fs, ",")
 }
 
 // markObserverUnhealthy re-states an Unreachable pair whose observer's own node was found

@@ -91,3 +91,37 @@ func TestDegradedCondition(t *testing.T) {
 	require.Equal(t, metav1.ConditionUnknown, cond(st).Status)
 	require.Equal(t, v1alpha1.ReasonNotReachable, cond(st).Reason)
 }
+
+// What a writer puts in an object reads back as the state a new writer resumes from.
+func TestPersistedRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	s := summary.Summary{
+		Key: summary.PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetPod,
+			TargetNamespace: "ns", TargetName: "b", TargetUID: "ub"},
+		Verdict: summary.VerdictUnreachable, VerdictSince: at.Add(2 * time.Second), LastObserved: at.Add(time.Minute),
+		ObservedFromNode: "node-a",
+		Outages:          []summary.Outage{{Start: at, Reason: "Timeout", Message: "unreachable"}, {Start: at.Add(-time.Hour), End: at.Add(-50 * time.Minute), Reason: "Timeout"}},
+	}
+	obj := objectOf(s)
+	p := persistedOf(obj)
+	require.Equal(t, s.Key, p.Key)
+	require.Equal(t, summary.VerdictUnreachable, p.Verdict)
+	require.Equal(t, at.Add(2*time.Second), p.Since)
+	require.Equal(t, at.Add(time.Minute), p.LastObserved)
+	require.Len(t, p.Outages, 2)
+	require.True(t, p.Outages[0].Ongoing())
+	require.Equal(t, at, p.Outages[0].Start)
+	require.Empty(t, p.BadObserverNode)
+
+	markObserverUnhealthy(&obj.Status, "node-a")
+	p = persistedOf(obj)
+	require.Equal(t, summary.VerdictUnreachable, p.Verdict, "ObserverUnhealthy is an Unreachable pair blamed on its observer")
+	require.Equal(t, "node-a", p.BadObserverNode)
+
+	s.Verdict = summary.VerdictReachable
+	s.Outages = nil
+	obj = objectOf(s)
+	setDegraded(&obj.Status, s, []string{"ipv6"}, at)
+	p = persistedOf(obj)
+	require.Equal(t, "ipv6", p.DegradedFamilies)
+}

@@ -107,6 +107,9 @@ type pairInfo struct {
 	// others reached the target) are kept FailingPairRetention after it.
 	lastFailure time.Time
 	target      TargetKey // of the newest observation (its family)
+	// seeded: resumed from the API and not observed since; nothing is written for it
+	// until an observation brings news.
+	seeded bool
 	// families: the pair's own rounds per address family (0 ipv4, 1 ipv6), so that one
 	// failing family shows while the other keeps the pair Reachable.
 	families [2]familyRounds
@@ -208,7 +211,12 @@ type Engine struct {
 	// badNodes are the nodes the node judgement found unable to reach the pod network:
 	// their observers' failures are not evidence against targets.
 	badNodes map[string]bool
-	nodes    nodeStates
+	// seededBad: observers' nodes the previous writer blamed; they stay distrusted until
+	// the node judgement has evidence about them.
+	seededBad map[string]bool
+	// termStart: when this leadership term resumed (Resume).
+	termStart time.Time
+	nodes     nodeStates
 }
 
 // New returns an Engine.
@@ -227,6 +235,7 @@ func New(cfg Config) *Engine {
 		writtenBadObserver: map[summary.PairKey]bool{},
 		writtenDegraded:    map[summary.PairKey]string{},
 		badNodes:           map[string]bool{},
+		seededBad:          map[string]bool{},
 		nodes:              nodeStates{},
 	}
 }
@@ -309,6 +318,7 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 			p.lastFailure = o.Timestamp
 		}
 		p.target = tk
+		p.seeded = false
 		p.families[familyIndex(tk.Family)].add(o.Timestamp, o.Success)
 		tracked = append(tracked, *o)
 		e.dirty[key] = struct{}{}
@@ -478,6 +488,9 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		if !hasObject && !p.stable && s.Verdict != summary.VerdictUnreachable {
 			continue // a candidate without a verdict against it: no object
 		}
+		if p.seeded {
+			continue // resumed from the API: it says nothing new yet
+		}
 		badObserver := ""
 		if s.Verdict == summary.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
 			badObserver = s.ObservedFromNode
@@ -570,16 +583,61 @@ func priorityOf(reason string, stable bool) Priority {
 	return PriorityUpdate
 }
 
-// Resume records what the API already holds at the start of a leadership term, so the
-// new writer neither rewrites unchanged objects nor forgets ones it must delete: every
-// existing object becomes part of the object set with its written state.
-func (e *Engine) Resume(existing map[summary.PairKey]summary.Written) {
+// Persisted is what the API holds for one object at the start of a leadership term.
+type Persisted struct {
+	Key     summary.PairKey
+	Written summary.Written
+	Source  summary.Source
+	Target  summary.Target
+	// Verdict is the pair's own verdict: Unreachable also when it was written as
+	// Unknown / ObserverUnhealthy (then BadObserverNode names the observer's node).
+	Verdict             summary.Verdict
+	Since, LastObserved time.Time
+	Outages             []summary.Outage
+	BadObserverNode     string
+	// DegradedFamilies as written ("ipv6", or "" when none).
+	DegradedFamilies string
+}
+
+// Resume starts a leadership term from what the API already holds, level-triggered like a
+// Kubernetes controller: every existing object joins the object set as written now (so an
+// unchanged one is not rewritten and its heartbeat counts from the takeover), pairs this
+// replica does not summarise yet start from the persisted verdict and outage history (so
+// an ongoing outage keeps its start, and Events fire only for changes relative to it), and
+// the observers the previous writer blamed stay distrusted until the node judgement has
+// evidence about their nodes. Objects not observed again are deleted after TargetTTL.
+func (e *Engine) Resume(objs []Persisted, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for k, w := range existing {
+	e.termStart = now
+	for _, o := range objs {
+		k := o.Key
 		if _, ok := e.written[k]; !ok {
+			w := o.Written
+			w.At = now
 			e.written[k] = w
+			e.writtenBadObserver[k] = o.BadObserverNode != ""
+			e.writtenDegraded[k] = o.DegradedFamilies
 		}
+		if o.BadObserverNode != "" {
+			e.badNodes[o.BadObserverNode] = true
+			e.seededBad[o.BadObserverNode] = true
+		}
+		if _, ok := e.pairs[k]; ok || o.Verdict == "" {
+			continue
+		}
+		if !e.summ.Seed(k, o.Source, o.Target, o.Verdict, o.Since, o.LastObserved, o.Outages) {
+			continue
+		}
+		// Kept as stable until TargetTTL passes without a stable observation; a failing
+		// pair is followed like any failing pair.
+		p := &pairInfo{stable: true, lastStable: now, seeded: true,
+			target: TargetKey{Kind: k.TargetKind, Namespace: k.TargetNamespace, Name: k.TargetName, UID: k.TargetUID,
+				Address: k.TargetAddress, Family: o.Target.Family()}}
+		if o.Verdict == summary.VerdictUnreachable {
+			p.lastFailure = o.LastObserved
+		}
+		e.pairs[k] = p
 	}
 	e.fullPass = true
 }
@@ -591,6 +649,7 @@ func (e *Engine) EndTerm() {
 	clear(e.written)
 	clear(e.writtenBadObserver)
 	clear(e.writtenDegraded)
+	clear(e.seededBad)
 	e.nodes = nodeStates{}
 }
 

@@ -339,8 +339,7 @@ func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 	// A stale object of a pair nobody observes any more is deleted after TargetTTL.
 	gone := summary.PairKey{SourceNamespace: "netpulse", SourcePod: "old", SourceUID: "uid-old", TargetKind: summary.TargetPod,
 		TargetNamespace: "netpulse", TargetName: "agent-1", TargetUID: "uid-1"}
-	existing := map[summary.PairKey]summary.Written{gone: {At: r.at(2), Verdict: summary.VerdictReachable, Fingerprint: 1}}
-	e.Resume(existing)
+	e.Resume([]Persisted{{Key: gone, Written: summary.Written{At: r.at(2), Verdict: summary.VerdictReachable, Fingerprint: 1}}}, r.at(2))
 	res := e.Reconcile(r.at(3))
 	assert.Equal(t, 11, e.Objects(), "the existing object is part of the object set")
 	for _, w := range res.Objects {
@@ -414,4 +413,115 @@ func TestOneAddressFamilyFailing(t *testing.T) {
 	assert.Equal(t, summary.VerdictReachable, ts4.Verdict)
 	assert.Equal(t, summary.VerdictReachable, last.Summary.Verdict)
 	assert.Equal(t, []string{"ipv6"}, last.DegradedFamilies)
+}
+
+// persistedOf renders what a writer's last writes left in the API (as the exporter reads it
+// back from its objects).
+func persistedOf(ws map[summary.PairKey]ObjectWrite) []Persisted {
+	var out []Persisted
+	for k, w := range ws {
+		if w.Delete {
+			continue
+		}
+		s := w.Summary
+		out = append(out, Persisted{Key: k, Written: summary.WrittenFrom(s, s.LastObserved), Source: s.Source, Target: s.Target,
+			Verdict: s.Verdict, Since: s.VerdictSince, LastObserved: s.LastObserved, Outages: s.Outages,
+			BadObserverNode: w.BadObserverNode})
+	}
+	return out
+}
+
+// A new writer taking over during a partition (the old one killed) resumes from what the
+// API holds: no Event re-emitted, no verdict or attribution flip, the outage keeps its start,
+// and the node condition is not rewritten; after the heal the same outage ends.
+func TestTakeoverDuringPartitionLeavesNoTrace(t *testing.T) {
+	r := newRing(12, 3)
+	cut := 5
+	partition := func(s, d int) bool { return s != cut && d != cut }
+	nodes := func() map[string]*NodeCondition {
+		m := map[string]*NodeCondition{}
+		for i := 0; i < r.n; i++ {
+			m[fmt.Sprintf("node-%d", i)] = nil
+		}
+		return m
+	}
+	a := New(Config{})
+	cur := nodes()
+	last := map[summary.PairKey]ObjectWrite{}
+	round := 0
+	drive := func(e *Engine, ok func(int, int) bool, rounds int) (events []summary.Transition, writes []ObjectWrite, nodeWrites []NodeWrite) {
+		for range rounds {
+			e.Observe(r.round(round, ok), r.at(round))
+			res := e.Reconcile(r.at(round).Add(time.Second))
+			for _, w := range res.Objects {
+				last[w.Key] = w
+			}
+			events = append(events, res.Events...)
+			writes = append(writes, res.Objects...)
+			d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+			for _, w := range d.Writes {
+				c := w.Condition
+				cur[w.Node] = &c
+			}
+			nodeWrites = append(nodeWrites, d.Writes...)
+			round++
+		}
+		return
+	}
+	drive(a, healthy, 4)
+	faultRound := round
+	ev, _, _ := drive(a, partition, 6)
+	require.NotEmpty(t, ev, "the first writer reported the outage")
+	towards := summary.KeyOf(&summary.Observation{Source: r.src(cut - 1), Target: r.tgt(cut)})
+	from := summary.KeyOf(&summary.Observation{Source: r.src(cut), Target: r.tgt(cut + 1)})
+	require.Equal(t, summary.VerdictUnreachable, last[towards].Summary.Verdict)
+	require.Equal(t, "node-5", last[from].BadObserverNode, "the cut-off observer's pair reads ObserverUnhealthy")
+	start := last[towards].Summary.Outages[0].Start
+	require.Equal(t, StatusTrue, cur["node-5"].Status)
+
+	b := New(Config{})
+	b.Resume(persistedOf(last), r.at(round))
+	ev, writes, nodeWrites := drive(b, partition, 8)
+	assert.Empty(t, ev, "no Event re-emitted for the outage already reported")
+	for _, w := range writes {
+		if w.Key == towards {
+			assert.Equal(t, summary.VerdictUnreachable, w.Summary.Verdict)
+		}
+		if w.Key == from {
+			assert.Equal(t, "node-5", w.BadObserverNode, "attribution never flips to blaming the target")
+		}
+	}
+	assert.Empty(t, nodeWrites, "the node conditions already say it")
+	s, _ := b.Summary(towards)
+	require.NotEmpty(t, s.Outages)
+	assert.Equal(t, start, s.Outages[0].Start, "the outage keeps its start")
+	assert.True(t, start.After(r.at(faultRound-1)))
+
+	ev, _, _ = drive(b, healthy, 4)
+	require.NotEmpty(t, ev)
+	s, _ = b.Summary(towards)
+	assert.Equal(t, start, s.Outages[0].Start)
+	assert.False(t, s.Outages[0].Ongoing())
+	assert.Len(t, s.Outages, 1, "one outage, not one per writer")
+}
+
+// A healthy takeover writes nothing until something changes or a heartbeat is due.
+func TestHealthyTakeoverWritesNothing(t *testing.T) {
+	r := newRing(12, 3)
+	a := New(Config{})
+	last := map[summary.PairKey]ObjectWrite{}
+	for round := 0; round < 5; round++ {
+		a.Observe(r.round(round, healthy), r.at(round))
+		for _, w := range a.Reconcile(r.at(round).Add(time.Second)).Objects {
+			last[w.Key] = w
+		}
+	}
+	b := New(Config{})
+	b.Resume(persistedOf(last), r.at(5))
+	for round := 5; round < 11; round++ { // one minute
+		b.Observe(r.round(round, healthy), r.at(round))
+		res := b.Reconcile(r.at(round).Add(time.Second))
+		assert.Empty(t, res.Objects, "round %d", round)
+		assert.Empty(t, res.Events)
+	}
 }

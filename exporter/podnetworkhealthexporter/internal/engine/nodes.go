@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/quorum"
@@ -163,6 +164,21 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 		}
 		out.Marked = res.Marked()
 	}
+	for _, ns := range res.Nodes {
+		switch {
+		case !e.seededBad[ns.Node]:
+		case ns.Reason == NodeReasonNoObservations:
+			bad[ns.Node] = true // blamed by the previous writer; no evidence either way yet
+		default:
+			delete(e.seededBad, ns.Node)
+		}
+	}
+	for n := range e.seededBad {
+		if !slices.ContainsFunc(res.Nodes, func(ns quorum.NodeStatus) bool { return ns.Node == n }) {
+			bad[n] = true
+		}
+	}
+	warming := !e.termStart.IsZero() && now.Sub(e.termStart) < cfg.EdgeMaxAge
 	if !maps.Equal(bad, e.badNodes) {
 		e.badNodes = bad
 		e.fullPass = true // the attribution of some verdicts changed
@@ -211,9 +227,10 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 			d.LastHeartbeat = st.decidedAt
 			base = &d
 		}
-		if want.Reason == NodeReasonNoObservations && (base == nil || base.Status != StatusTrue) {
-			// Nothing observed yet (a new node, a new writer): say nothing rather than
-			// overwrite what the API holds or write a state the first round replaces.
+		if want.Reason == NodeReasonNoObservations && (base == nil || base.Status != StatusTrue || warming) {
+			// Nothing observed yet (a new node, a new writer in its first EdgeMaxAge):
+			// say nothing rather than overwrite what the API holds or write a state the
+			// first round replaces.
 			continue
 		}
 		changed := base == nil || base.Status != want.Status || base.Reason != want.Reason

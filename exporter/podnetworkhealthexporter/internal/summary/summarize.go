@@ -828,3 +828,37 @@ func (s *Summarizer) Verdict(key PairKey) (v Verdict, consecutiveFailures int, o
 	}
 	return p.m.verdict, p.m.consecFail, true
 }
+
+// Seed starts a pair from a persisted state (what a previous writer put in the API), so a
+// new writer continues its verdict and its outage history instead of starting from
+// Unknown: an ongoing outage keeps its start and reason, a verdict change is reported
+// relative to the seeded verdict, and the seeded pair counts as observed at lastObserved.
+// A pair already summarised (a warm replica) is left alone. It reports whether it seeded.
+func (s *Summarizer) Seed(key PairKey, src Source, tgt Target, verdict Verdict, since, lastObserved time.Time, outages []Outage) bool {
+	if !key.valid() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pairs[key] != nil {
+		return false
+	}
+	p := &pairState{key: key, source: src, target: tgt, lastObserved: lastObserved,
+		m: machine{verdict: verdict, since: since}}
+	if len(outages) > s.cfg.MaxOutages {
+		outages = outages[:s.cfg.MaxOutages]
+	}
+	p.outages = slices.Clone(outages)
+	if verdict == VerdictUnreachable {
+		// Still failing as far as anyone knows: one success starts the recovery count, one
+		// more failure keeps it Unreachable without a new outage.
+		p.m.consecFail = s.cfg.FailuresToUnreachable
+		p.m.failStart = since
+		if len(outages) > 0 && outages[0].Ongoing() {
+			p.m.failStart = outages[0].Start
+			p.m.failErrorType = ""
+		}
+	}
+	s.pairs[key] = p
+	return true
+}

@@ -419,3 +419,35 @@ func TestSummarizerConcurrentUse(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, 4, s.Stats().Pairs)
 }
+
+// A seeded Unreachable pair keeps its ongoing outage (start and reason) while it keeps
+// failing, reports no transition for that, and on recovery ends the same outage.
+func TestSeedContinuesTheRecord(t *testing.T) {
+	s := NewSummarizer(Config{})
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	key := PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: TargetPod, TargetNamespace: "ns", TargetName: "b", TargetUID: "ub"}
+	src := Source{Namespace: "ns", Name: "a", UID: "ua", Node: "n1"}
+	tgt := Target{Kind: TargetPod, Namespace: "ns", Name: "b", UID: "ub", Node: "n2", Address: "10.0.0.2"}
+	out := []Outage{{Start: t0, Reason: "Timeout", Message: "unreachable after 3 consecutive failed rounds"}}
+	require.True(t, s.Seed(key, src, tgt, VerdictUnreachable, t0.Add(2*time.Second), t0.Add(20*time.Second), out))
+	require.False(t, s.Seed(key, src, tgt, VerdictReachable, t0, t0, nil), "a summarised pair is not re-seeded")
+	obs := func(at time.Time, ok bool) Observation {
+		return Observation{Source: src, Target: tgt, ProbeType: "icmp", Timestamp: at, Success: ok, Sent: 3, Lost: map[bool]uint64{true: 0, false: 3}[ok]}
+	}
+	s.Add(obs(t0.Add(30*time.Second), false))
+	assert.Empty(t, s.Transitions(), "still Unreachable: nothing new to report")
+	sum, _ := s.Summary(key)
+	assert.Equal(t, VerdictUnreachable, sum.Verdict)
+	require.Len(t, sum.Outages, 1)
+	assert.Equal(t, t0, sum.Outages[0].Start)
+	assert.True(t, sum.Outages[0].Ongoing())
+	s.Add(obs(t0.Add(31*time.Second), true), obs(t0.Add(32*time.Second), true))
+	tr := s.Transitions()
+	require.Len(t, tr, 1)
+	assert.Equal(t, VerdictUnreachable, tr[0].Old)
+	assert.Equal(t, VerdictReachable, tr[0].New)
+	sum, _ = s.Summary(key)
+	require.Len(t, sum.Outages, 1, "the same outage ended, no second one")
+	assert.Equal(t, t0, sum.Outages[0].Start)
+	assert.Equal(t, t0.Add(31*time.Second), sum.Outages[0].End)
+}
