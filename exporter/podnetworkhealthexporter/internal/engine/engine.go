@@ -169,8 +169,8 @@ type ObjectWrite struct {
 	// DegradedSince: the first failed round of the earliest failing family.
 	DegradedSince time.Time
 	Delete        bool
-	Reason          string // summary.Reason* or "observer", "delete"
-	Priority        Priority
+	Reason        string // summary.Reason* or "observer", "delete"
+	Priority      Priority
 }
 
 // Result is what one Reconcile decided.
