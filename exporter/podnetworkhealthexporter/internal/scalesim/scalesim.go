@@ -38,7 +38,9 @@ type Config struct {
 	// Engine overrides the engine configuration (zero: the exporter's defaults).
 	Engine engine.Config
 	// PairSeries and TargetSeries: series the gateway exports per stable pair and per
-	// target family (defaults 5 and 3; see docs/telemetry-contract.md).
+	// target family (defaults 7 and 2; see docs/telemetry-contract.md: status, loss ratio,
+	// sent, lost and the duration histogram's bucket, sum and count; the two per-target
+	// gauges).
 	PairSeries, TargetSeries int
 }
 
@@ -73,10 +75,10 @@ func (c Config) withDefaults() Config {
 		c.WritesPerSecond = 5
 	}
 	if c.PairSeries <= 0 {
-		c.PairSeries = 5
+		c.PairSeries = 7
 	}
 	if c.TargetSeries <= 0 {
-		c.TargetSeries = 3
+		c.TargetSeries = 2
 	}
 	return c
 }
