@@ -55,6 +55,10 @@ const (
 	// observer, not the target (the observer fails against most of its targets while other
 	// observers reach this one).
 	ReasonObserverUnhealthy = "ObserverUnhealthy"
+	// ReasonObserverSilent (Reachable=Unknown): the observing agent stopped reporting (its
+	// pod may still be Ready): the last figures are kept, but nothing says the path still
+	// works or still fails.
+	ReasonObserverSilent = "ObserverSilent"
 )
 
 // Reasons of the Degraded condition.

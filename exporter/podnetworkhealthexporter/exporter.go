@@ -124,6 +124,21 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	})); err != nil {
 		return nil, err
 	}
+	if err := tb.RegisterPodNetworkHealthObserverReportingCallback(func(_ context.Context, o metric.Int64Observer) error {
+		for _, ob := range e.engine.Observers() {
+			v := int64(1)
+			if ob.Silent {
+				v = 0
+			}
+			o.Observe(v, metric.WithAttributes(
+				attribute.String("netpulse.observer.namespace", ob.Namespace),
+				attribute.String("netpulse.observer.name", ob.Name),
+				attribute.String("netpulse.observer.node", ob.Node)))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	if cfg.ReadinessGate.Enabled {
 		e.gate = readiness.NewGate(readiness.Config{
 			ConditionType:     cfg.ReadinessGate.ConditionType,
@@ -162,6 +177,7 @@ func engineConfig(cfg *Config) engine.Config {
 		FailingPairRetention: cfg.FailingPairRetention,
 		Namespace:            cfg.Namespace,
 		WritesPerSecond:      float64(cfg.QPS),
+		MaxProbeInterval:     cfg.MaxProbeInterval,
 	}
 }
 
@@ -208,6 +224,7 @@ func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
 		return fmt.Errorf("pod_network_health: %w", err)
 	}
 	e.writer = newWriter(e.pnh, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)
+	e.writer.onDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(keyOfObject(o)) })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -315,12 +332,29 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 			e.writer.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, reason: w.Reason, delete: true}, w.Priority)
 			continue
 		}
+		if w.Restate {
+			silent := w.SilentObserver
+			e.writer.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, reason: w.Reason,
+				restate: func(st *v1alpha1.PodNetworkHealthStatus) { markObserverSilent(st, silent, now) }}, w.Priority)
+			continue
+		}
 		obj := objectOf(w.Summary)
 		setDegraded(&obj.Status, w.Summary, w.DegradedFamilies, w.DegradedSince)
-		if w.BadObserverNode != "" {
+		switch {
+		case w.BadObserverNode != "":
 			markObserverUnhealthy(&obj.Status, w.BadObserverNode)
+		case w.SilentObserver != "":
+			markObserverSilent(&obj.Status, w.SilentObserver, now)
 		}
 		e.writer.set(&desired{obj: obj, reason: w.Reason}, w.Priority)
+	}
+	for _, o := range res.ObserverChanges {
+		if o.Silent {
+			e.logger.Warn("pod_network_health: observer stopped reporting; its objects read Unknown/ObserverSilent",
+				zap.String("observer", o.Namespace+"/"+o.Name), zap.String("node", o.Node), zap.Time("last_seen", o.LastSeen))
+		} else {
+			e.logger.Info("pod_network_health: observer reports again", zap.String("observer", o.Namespace+"/"+o.Name), zap.String("node", o.Node))
+		}
 	}
 	for _, t := range res.TargetChanges {
 		e.logger.Info("pod_network_health: target verdict", zap.String("target", t.Key.String()), zap.String("verdict", string(t.Verdict)),
@@ -328,6 +362,7 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 	}
 	st := e.engine.Stats()
 	e.tb.PodNetworkHealthPairs.Record(ctx, int64(st.Pairs))
+	e.tb.PodNetworkHealthObserversSilent.Record(ctx, int64(st.SilentObservers))
 	e.tb.PodNetworkHealthObjects.Record(ctx, int64(st.Objects))
 	e.tb.PodNetworkHealthPendingObjects.Record(ctx, int64(e.writer.pendingCount()))
 	pending, dropped := e.writer.pendingByPriority(), e.writer.droppedByPriority()

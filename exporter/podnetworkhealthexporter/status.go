@@ -250,8 +250,12 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) engine.Persisted {
 		switch c.Type {
 		case v1alpha1.ConditionReachable:
 			p.Since = c.LastTransitionTime.Time
-			if c.Reason == v1alpha1.ReasonObserverUnhealthy {
+			switch c.Reason {
+			case v1alpha1.ReasonObserverUnhealthy:
 				p.Verdict, p.BadObserverNode = summary.VerdictUnreachable, st.ObservedFromNode
+			case v1alpha1.ReasonObserverSilent:
+				// Nothing is known of the path; the object waits for its observer.
+				p.Verdict, p.SilentObserver = "", true
 			}
 		case v1alpha1.ConditionDegraded:
 			if c.Status == metav1.ConditionTrue {
@@ -293,5 +297,30 @@ func markObserverUnhealthy(st *v1alpha1.PodNetworkHealthStatus, node string) {
 			st.Conditions[i].Message = v1alpha1.TruncateMessage("the observing node "+node+
 				" cannot reach the pod network (other nodes fail to reach it too); these failures are attributed to the observer, not the target", v1alpha1.MaxMessageLength)
 		}
+	}
+}
+
+// markObserverSilent re-states a pair whose observing agent stopped reporting (its pod
+// still exists): nothing says the path still works or still fails, so reachability is
+// Unknown with reason ObserverSilent; the last figures and the outage history are kept.
+// It is a transition of the condition, so its LastTransitionTime moves to now.
+func markObserverSilent(st *v1alpha1.PodNetworkHealthStatus, observer string, now time.Time) {
+	st.Reachability = v1alpha1.ReachabilityUnknown
+	since := "its last report"
+	if st.LastObservedTime != nil {
+		since = st.LastObservedTime.UTC().Format(time.RFC3339)
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if c.Type != v1alpha1.ConditionReachable {
+			continue
+		}
+		if c.Status != metav1.ConditionUnknown {
+			c.LastTransitionTime = metav1.NewTime(now)
+		}
+		c.Status = metav1.ConditionUnknown
+		c.Reason = v1alpha1.ReasonObserverSilent
+		c.Message = v1alpha1.TruncateMessage("the observing agent "+observer+" has not reported since "+since+
+			"; the figures are its last, and say nothing of the path now", v1alpha1.MaxMessageLength)
 	}
 }

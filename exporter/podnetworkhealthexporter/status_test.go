@@ -118,6 +118,13 @@ func TestPersistedRoundTrip(t *testing.T) {
 	require.Equal(t, summary.VerdictUnreachable, p.Verdict, "ObserverUnhealthy is an Unreachable pair blamed on its observer")
 	require.Equal(t, "node-a", p.BadObserverNode)
 
+	obj = objectOf(s)
+	markObserverSilent(&obj.Status, "ns/a", at.Add(2*time.Minute))
+	p = persistedOf(obj)
+	require.True(t, p.SilentObserver)
+	require.Empty(t, p.Verdict, "a silent observer's object says nothing of the path")
+	require.Len(t, p.Outages, 2, "the outage history is kept")
+
 	s.Verdict = summary.VerdictReachable
 	s.Outages = nil
 	obj = objectOf(s)

@@ -35,6 +35,9 @@ type desired struct {
 	obj    *v1alpha1.PodNetworkHealth
 	reason string
 	delete bool
+	// restate, when set, changes the existing object's status in place (obj names it; its
+	// spec and status are not used); nothing is written when the object does not exist.
+	restate func(*v1alpha1.PodNetworkHealthStatus)
 }
 
 // writeResult tells the exporter what reached the API (or failed to; a failed write is
@@ -143,6 +146,19 @@ func newWriter(client versioned.Interface, namespace string, qps float64, burst 
 		kill:     kill,
 		stopCh:   make(chan struct{}),
 	}
+}
+
+// onDeleted calls fn for every object that disappears from the API (garbage-collected with
+// its source pod, deleted by a user, or by this writer). Register before startInformer.
+func (w *writer) onDeleted(fn func(*v1alpha1.PodNetworkHealth)) {
+	_, _ = w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if o, ok := obj.(*v1alpha1.PodNetworkHealth); ok {
+			fn(o)
+		}
+	}})
 }
 
 // startInformer begins watching netpulse's own objects (list + watch, never periodic LISTs).
@@ -408,6 +424,29 @@ func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHea
 		return nil, nil
 	}
 	cur, err := w.lister.PodNetworkHealths(d.obj.Namespace).Get(d.obj.Name)
+	if d.restate != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		upd := cur.DeepCopy()
+		d.restate(&upd.Status)
+		if apiequality.Semantic.DeepEqual(cur.Status, upd.Status) {
+			st := cur.Status
+			return &st, nil
+		}
+		if err := w.take(ctx); err != nil {
+			return nil, err
+		}
+		res, err := api.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("update status %s/%s: %w", d.obj.Namespace, d.obj.Name, err)
+		}
+		st := res.Status
+		return &st, nil
+	}
 	if apierrors.IsNotFound(err) {
 		if err := w.take(ctx); err != nil {
 			return nil, err

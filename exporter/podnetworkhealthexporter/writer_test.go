@@ -415,3 +415,36 @@ func TestWriterHeartbeatInterval(t *testing.T) {
 	assert.Equal(t, 10*time.Minute, w.heartbeatInterval(10*time.Minute, 200))
 	assert.Equal(t, 4000*time.Second, w.heartbeatInterval(10*time.Minute, 10_000))
 }
+
+// A restate changes the existing object's status in place (keeping its figures) and writes
+// nothing for an object that does not exist.
+func TestWriterRestatesExistingObjectOnly(t *testing.T) {
+	existing := testPNH("kept", "n")
+	existing.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonProbesSucceeded}}
+	existing.Status.LossRatio = "0.25"
+	client := fake.NewSimpleClientset(existing)
+	var res results
+	w := newWriter(client, "", 1000, 1, zap.NewNop(), res.done)
+	defer w.stop()
+	w.startInformer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.True(t, w.synced(ctx))
+
+	now := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	mark := func(st *v1alpha1.PodNetworkHealthStatus) { markObserverSilent(st, "ns/src", now) }
+	w.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "kept"}}, reason: "observer", restate: mark})
+	w.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "absent"}}, reason: "observer", restate: mark})
+	w.run(ctx, 1)
+	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
+	assert.Empty(t, objectWrites(client, "create", ""), "a restate never creates")
+	assert.Equal(t, []string{"kept"}, objectWrites(client, "update", "status"))
+	got, err := client.NetpulseV1alpha1().PodNetworkHealths("ns").Get(ctx, "kept", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, v1alpha1.ReachabilityUnknown, got.Status.Reachability)
+	assert.Equal(t, "0.25", got.Status.LossRatio.String(), "the last figures are kept")
+	require.Len(t, got.Status.Conditions, 1)
+	assert.Equal(t, v1alpha1.ReasonObserverSilent, got.Status.Conditions[0].Reason)
+	assert.Equal(t, metav1.ConditionUnknown, got.Status.Conditions[0].Status)
+	assert.Equal(t, now, got.Status.Conditions[0].LastTransitionTime.Time.UTC())
+}

@@ -61,6 +61,9 @@ type Config struct {
 	// the object count (writequeue.HeartbeatInterval).
 	WritesPerSecond float64
 	HeartbeatShare  float64
+	// MaxProbeInterval caps the round length an observer is believed to have (default 1m):
+	// an observer is silent after three of its rounds without a report.
+	MaxProbeInterval time.Duration
 }
 
 // Defaults of Config.
@@ -71,6 +74,7 @@ const (
 	DefaultFailingPairRetention = 30 * time.Minute
 	DefaultWritesPerSecond      = 5
 	DefaultHeartbeatShare       = 0.5
+	DefaultMaxProbeInterval     = time.Minute
 	minFailingPairs             = 16
 )
 
@@ -95,6 +99,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Policy.HeartbeatInterval <= 0 {
 		c.Policy.HeartbeatInterval = summary.DefaultHeartbeatInterval
+	}
+	if c.MaxProbeInterval <= 0 {
+		c.MaxProbeInterval = DefaultMaxProbeInterval
 	}
 	return c
 }
@@ -152,7 +159,17 @@ func (f *familyRounds) add(at time.Time, ok bool) {
 // observerState is what is known of a source.
 type observerState struct {
 	namespace, name, node string
-	lastSeen              time.Time
+	lastSeen              time.Time // newest round
+	lastArrival           time.Time // when its newest observation arrived
+	interval              time.Duration
+	silent                bool
+}
+
+// silentAfter is how long an observer may stay quiet before it reads as silent: three of
+// its rounds (at most maxInterval each), and never less than 10 s (batching and delivery
+// take a few seconds).
+func (o *observerState) silentAfter(maxInterval time.Duration) time.Duration {
+	return max(3*min(o.interval, maxInterval), 10*time.Second)
 }
 
 // ObjectWrite is one object to write (or delete).
@@ -163,6 +180,12 @@ type ObjectWrite struct {
 	// BadObserverNode: the pair is Unreachable because its observer's node cannot reach
 	// the pod network; the object says Unknown / ObserverUnhealthy instead.
 	BadObserverNode string
+	// SilentObserver: the pair's observer stopped reporting (Unknown / ObserverSilent);
+	// it names the observer pod ("namespace/name").
+	SilentObserver string
+	// Restate: the pair was resumed from the API and this replica has no summary of its
+	// own yet; only the existing object's Reachable condition changes (SilentObserver).
+	Restate bool
 	// DegradedFamilies: address families that fail while another answers (sorted; empty
 	// when every probed family answers).
 	DegradedFamilies []string
@@ -180,13 +203,48 @@ type Result struct {
 	Events []summary.Transition
 	// TargetChanges: per-target verdict changes, for logs and metrics.
 	TargetChanges []TargetStatus
+	// ObserverChanges: observers that fell silent or reported again.
+	ObserverChanges []ObserverStatus
 	// Heartbeat is the heartbeat interval in force.
 	Heartbeat time.Duration
 }
 
+// ObserverStatus is whether one observer (source pod) reports.
+type ObserverStatus struct {
+	UID, Namespace, Name, Node string
+	Silent                     bool
+	LastSeen                   time.Time
+}
+
+// Observers returns every known observer, ordered by namespace and name.
+func (e *Engine) Observers() []ObserverStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]ObserverStatus, 0, len(e.observers))
+	for uid, ob := range e.observers {
+		out = append(out, ObserverStatus{UID: uid, Namespace: ob.namespace, Name: ob.name, Node: ob.node, Silent: ob.silent, LastSeen: ob.lastSeen})
+	}
+	slices.SortFunc(out, func(a, b ObserverStatus) int {
+		if a.Namespace != b.Namespace {
+			return strings.Compare(a.Namespace, b.Namespace)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// sourcesWithObjects returns the observers that have at least one object (caller holds mu).
+func (e *Engine) sourcesWithObjects() map[string]bool {
+	out := make(map[string]bool, len(e.observers))
+	for k := range e.written {
+		out[k.SourceUID] = true
+	}
+	return out
+}
+
 // Stats are gauges of the engine's state.
 type Stats struct {
-	Targets, Pairs, StablePairs, CandidatePairs, Objects, Observers int
+	Targets, Pairs, StablePairs, CandidatePairs, Objects, Observers, SilentObservers int
 	Summarizer                                                      summary.Stats
 }
 
@@ -207,6 +265,7 @@ type Engine struct {
 	written            map[summary.PairKey]summary.Written
 	writtenBadObserver map[summary.PairKey]bool
 	writtenDegraded    map[summary.PairKey]string
+	writtenSilent      map[summary.PairKey]bool
 	fullPass           bool
 	// badNodes are the nodes the node judgement found unable to reach the pod network:
 	// their observers' failures are not evidence against targets.
@@ -234,6 +293,7 @@ func New(cfg Config) *Engine {
 		written:            map[summary.PairKey]summary.Written{},
 		writtenBadObserver: map[summary.PairKey]bool{},
 		writtenDegraded:    map[summary.PairKey]string{},
+		writtenSilent:      map[summary.PairKey]bool{},
 		badNodes:           map[string]bool{},
 		seededBad:          map[string]bool{},
 		nodes:              nodeStates{},
@@ -287,8 +347,19 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 			ob.node = o.Source.Node
 		}
 		if o.Timestamp.After(ob.lastSeen) {
+			// Its round length, as it reports: a longer gap is taken at once, a shorter one
+			// slowly, so one late round or points of one round a few ms apart do not make
+			// a slow observer read as silent.
+			if gap := o.Timestamp.Sub(ob.lastSeen); !ob.lastSeen.IsZero() && gap >= time.Second {
+				if gap > ob.interval {
+					ob.interval = gap
+				} else {
+					ob.interval = (3*ob.interval + gap) / 4
+				}
+			}
 			ob.lastSeen = o.Timestamp
 		}
+		ob.lastArrival = now
 
 		p := e.pairs[key]
 		switch {
@@ -405,9 +476,29 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			delete(e.targets, k)
 		}
 	}
+	silenceChanged := false
+	var withObjects map[string]bool // built once, only when an observer is past TargetTTL
 	for k, ob := range e.observers {
+		silent := now.Sub(ob.lastArrival) > ob.silentAfter(e.cfg.MaxProbeInterval)
+		if silent != ob.silent {
+			ob.silent = silent
+			silenceChanged = true
+			res.ObserverChanges = append(res.ObserverChanges, ObserverStatus{UID: k, Namespace: ob.namespace, Name: ob.name, Node: ob.node, Silent: silent, LastSeen: ob.lastSeen})
+		}
+		// A silent observer is remembered while it has objects: they read ObserverSilent
+		// until its pod is deleted (its objects are garbage-collected with it).
 		if now.Sub(ob.lastSeen) > e.cfg.TargetTTL {
-			delete(e.observers, k)
+			if withObjects == nil {
+				withObjects = e.sourcesWithObjects()
+			}
+			if !withObjects[k] {
+				delete(e.observers, k)
+			}
+		}
+	}
+	if silenceChanged {
+		for k := range e.pairs {
+			pairKeys[k] = struct{}{}
 		}
 	}
 	drop := func(k summary.PairKey) {
@@ -421,20 +512,26 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			delete(e.written, k)
 			delete(e.writtenBadObserver, k)
 			delete(e.writtenDegraded, k)
+			delete(e.writtenSilent, k)
 			res.Objects = append(res.Objects, ObjectWrite{Key: k, Delete: true, Reason: "delete", Priority: PriorityCleanup})
 		}
 	}
-	for _, k := range e.summ.ExpireIdle(now, e.cfg.TargetTTL) {
+	keepSilent := func(k summary.PairKey) bool {
+		ob := e.observers[k.SourceUID]
+		_, hasObject := e.written[k]
+		return hasObject && ob != nil && ob.silent
+	}
+	for _, k := range e.summ.ExpireIdle(now, e.cfg.TargetTTL, keepSilent) {
 		drop(k)
 	}
 	for k, w := range e.written {
-		if _, ok := e.pairs[k]; !ok && now.Sub(w.At) > e.cfg.TargetTTL {
+		if _, ok := e.pairs[k]; !ok && now.Sub(w.At) > e.cfg.TargetTTL && !keepSilent(k) {
 			drop(k) // an object found in the API that nobody observes any more
 		}
 	}
 	for k, p := range e.pairs {
 		v, _, ok := e.summ.Verdict(k)
-		if !ok {
+		if !ok || keepSilent(k) {
 			continue
 		}
 		failing := v == summary.VerdictUnreachable
@@ -488,8 +585,18 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		if !hasObject && !p.stable && s.Verdict != summary.VerdictUnreachable {
 			continue // a candidate without a verdict against it: no object
 		}
+		silent := ""
+		if ob := e.observers[k.SourceUID]; ob != nil && ob.silent {
+			silent = k.SourceNamespace + "/" + k.SourcePod
+		}
 		if p.seeded {
-			continue // resumed from the API: it says nothing new yet
+			// Resumed from the API: it says nothing new yet, unless its observer fell
+			// silent; then only the object's Reachable condition is restated.
+			if hasObject && silent != "" && !e.writtenSilent[k] {
+				e.writtenSilent[k] = true
+				res.Objects = append(res.Objects, ObjectWrite{Key: k, SilentObserver: silent, Restate: true, Reason: "observer", Priority: PriorityUpdate})
+			}
+			continue
 		}
 		badObserver := ""
 		if s.Verdict == summary.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
@@ -504,6 +611,8 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			write, reason = true, "observer"
 		case hasObject && degradedText != e.writtenDegraded[k]:
 			write, reason = true, "family"
+		case hasObject && (silent != "") != e.writtenSilent[k]:
+			write, reason = true, "observer"
 		}
 		if !write {
 			continue
@@ -511,8 +620,9 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		e.written[k] = summary.WrittenFrom(s, now)
 		e.writtenBadObserver[k] = badObserver != ""
 		e.writtenDegraded[k] = degradedText
+		e.writtenSilent[k] = silent != ""
 		res.Objects = append(res.Objects, ObjectWrite{
-			Key: k, Summary: s, BadObserverNode: badObserver, DegradedFamilies: degraded, DegradedSince: degradedSince, Reason: reason,
+			Key: k, Summary: s, BadObserverNode: badObserver, SilentObserver: silent, DegradedFamilies: degraded, DegradedSince: degradedSince, Reason: reason,
 			Priority: priorityOf(reason, p.stable),
 		})
 	}
@@ -597,6 +707,8 @@ type Persisted struct {
 	BadObserverNode     string
 	// DegradedFamilies as written ("ipv6", or "" when none).
 	DegradedFamilies string
+	// SilentObserver: the object was written as Unknown / ObserverSilent.
+	SilentObserver bool
 }
 
 // Resume starts a leadership term from what the API already holds, level-triggered like a
@@ -618,6 +730,14 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 			e.written[k] = w
 			e.writtenBadObserver[k] = o.BadObserverNode != ""
 			e.writtenDegraded[k] = o.DegradedFamilies
+			e.writtenSilent[k] = o.SilentObserver
+		}
+		// Every object's observer is known from the takeover on: if it does not report
+		// within silentAfter, its objects read ObserverSilent (and stay until its pod is
+		// deleted) instead of vanishing at TargetTTL as if nobody had looked.
+		if _, ok := e.observers[k.SourceUID]; !ok && k.SourceUID != "" {
+			e.observers[k.SourceUID] = &observerState{namespace: k.SourceNamespace, name: k.SourcePod, node: o.Source.Node,
+				lastSeen: o.LastObserved, lastArrival: now, silent: o.SilentObserver}
 		}
 		if o.BadObserverNode != "" {
 			e.badNodes[o.BadObserverNode] = true
@@ -642,6 +762,31 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 	e.fullPass = true
 }
 
+// ObjectGone records that the object of k left the API (garbage-collected with its source
+// pod, or deleted by someone). It leaves the object set; a pair whose observer is silent is
+// forgotten with it (its pod is gone, or nobody wants its object), while a pair whose
+// observer reports gets its object again at the next Reconcile.
+func (e *Engine) ObjectGone(k summary.PairKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.written[k]; !ok {
+		return
+	}
+	delete(e.written, k)
+	delete(e.writtenBadObserver, k)
+	delete(e.writtenDegraded, k)
+	delete(e.writtenSilent, k)
+	if ob := e.observers[k.SourceUID]; ob != nil && ob.silent {
+		e.summ.Forget(k)
+		if p := e.pairs[k]; p != nil && !p.stable {
+			e.candidates--
+		}
+		delete(e.pairs, k)
+	} else if _, ok := e.pairs[k]; ok {
+		e.dirty[k] = struct{}{}
+	}
+}
+
 // EndTerm forgets what was written: a future leadership term starts from the API's state.
 func (e *Engine) EndTerm() {
 	e.mu.Lock()
@@ -649,6 +794,7 @@ func (e *Engine) EndTerm() {
 	clear(e.written)
 	clear(e.writtenBadObserver)
 	clear(e.writtenDegraded)
+	clear(e.writtenSilent)
 	clear(e.seededBad)
 	e.nodes = nodeStates{}
 }
@@ -707,6 +853,11 @@ func (e *Engine) Stats() Stats {
 	defer e.mu.Unlock()
 	st := Stats{Targets: len(e.targets), Pairs: len(e.pairs), Objects: len(e.written), Observers: len(e.observers),
 		Summarizer: e.summ.Stats()}
+	for _, ob := range e.observers {
+		if ob.silent {
+			st.SilentObservers++
+		}
+	}
 	for _, p := range e.pairs {
 		if p.stable {
 			st.StablePairs++

@@ -336,24 +336,141 @@ func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 	require.Equal(t, 10, e.Objects())
 	e.EndTerm()
 	assert.Zero(t, e.Objects())
-	// A stale object of a pair nobody observes any more is deleted after TargetTTL.
-	gone := summary.PairKey{SourceNamespace: "netpulse", SourcePod: "old", SourceUID: "uid-old", TargetKind: summary.TargetPod,
-		TargetNamespace: "netpulse", TargetName: "agent-1", TargetUID: "uid-1"}
+	// An object of a pair that its observer (reporting again) no longer observes is deleted
+	// after TargetTTL.
+	gone := summary.PairKey{SourceNamespace: "netpulse", SourcePod: "agent-0", SourceUID: "uid-0", TargetKind: summary.TargetPod,
+		TargetNamespace: "netpulse", TargetName: "old", TargetUID: "uid-old"}
 	e.Resume([]Persisted{{Key: gone, Written: summary.Written{At: r.at(2), Verdict: summary.VerdictReachable, Fingerprint: 1}}}, r.at(2))
 	res := e.Reconcile(r.at(3))
 	assert.Equal(t, 11, e.Objects(), "the existing object is part of the object set")
 	for _, w := range res.Objects {
 		assert.NotEqual(t, gone, w.Key)
 	}
-	res = e.Reconcile(r.at(2).Add(DefaultTargetTTL + time.Second))
 	var deleted []summary.PairKey
-	for _, w := range res.Objects {
-		if w.Delete {
-			deleted = append(deleted, w.Key)
-			assert.Equal(t, PriorityCleanup, w.Priority)
+	for round := 3; r.at(round).Before(r.at(2).Add(DefaultTargetTTL + 2*r.iv)); round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		for _, w := range e.Reconcile(r.at(round).Add(time.Second)).Objects {
+			if w.Delete {
+				deleted = append(deleted, w.Key)
+				assert.Equal(t, PriorityCleanup, w.Priority)
+			}
 		}
 	}
-	assert.Contains(t, deleted, gone, "deleted TargetTTL after it was last written")
+	assert.Equal(t, []summary.PairKey{gone}, deleted, "deleted TargetTTL after it was last written, and nothing else")
+}
+
+// An agent whose process stops (its pod stays): within three of its rounds its objects read
+// Unknown / ObserverSilent, the telemetry names it, nothing is deleted while its pod exists,
+// and when it reports again its objects say so.
+func TestSilentObserverReadsAsSilence(t *testing.T) {
+	r := newRing(10, 3)
+	e := New(Config{})
+	const mute = 3
+	muted := func(round int) []summary.Observation {
+		var out []summary.Observation
+		for _, o := range r.round(round, healthy) {
+			if o.Source.Name != fmt.Sprintf("agent-%d", mute) {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	objects := map[summary.PairKey]ObjectWrite{}
+	apply := func(res Result) {
+		for _, w := range res.Objects {
+			if w.Delete {
+				delete(objects, w.Key)
+			} else {
+				objects[w.Key] = w
+			}
+		}
+	}
+	for round := 0; round < 5; round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		apply(e.Reconcile(r.at(round).Add(time.Second)))
+	}
+	require.Len(t, objects, 10)
+	silentAt := -1
+	for round := 5; round < 5+int((DefaultTargetTTL+time.Minute)/r.iv); round++ {
+		e.Observe(muted(round), r.at(round))
+		res := e.Reconcile(r.at(round).Add(time.Second))
+		apply(res)
+		for _, c := range res.ObserverChanges {
+			require.Equal(t, fmt.Sprintf("agent-%d", mute), c.Name)
+			require.True(t, c.Silent)
+			require.Equal(t, -1, silentAt, "one change")
+			silentAt = round
+		}
+		for _, w := range res.Objects {
+			assert.False(t, w.Delete, "round %d: nothing is deleted while the pods exist", round)
+		}
+	}
+	require.NotEqual(t, -1, silentAt, "the observer fell silent")
+	assert.LessOrEqual(t, silentAt-4, 4, "silent within three of its rounds (and the 10 s floor) after its last report")
+	require.Len(t, objects, 10, "its objects are kept")
+	for k, w := range objects {
+		if k.SourcePod == fmt.Sprintf("agent-%d", mute) {
+			assert.Equal(t, "netpulse/agent-3", w.SilentObserver, "%s", k)
+		} else {
+			assert.Empty(t, w.SilentObserver, "%s", k)
+		}
+	}
+	var silent []string
+	for _, o := range e.Observers() {
+		if o.Silent {
+			silent = append(silent, o.Name)
+		}
+	}
+	assert.Equal(t, []string{"agent-3"}, silent)
+
+	// It reports again.
+	round := 5 + int((DefaultTargetTTL+time.Minute)/r.iv)
+	e.Observe(r.round(round, healthy), r.at(round))
+	res := e.Reconcile(r.at(round).Add(time.Second))
+	apply(res)
+	require.Len(t, res.ObserverChanges, 1)
+	assert.False(t, res.ObserverChanges[0].Silent)
+	for _, w := range objects {
+		assert.Empty(t, w.SilentObserver, "%s", w.Key)
+	}
+}
+
+// A writer that takes over while an agent is silent keeps that agent's objects, and says
+// ObserverSilent, rather than deleting them at TargetTTL.
+func TestTakeoverKeepsASilentObserversObjects(t *testing.T) {
+	r := newRing(8, 3)
+	a := New(Config{})
+	last := map[summary.PairKey]ObjectWrite{}
+	for round := 0; round < 3; round++ {
+		a.Observe(r.round(round, healthy), r.at(round))
+		for _, w := range a.Reconcile(r.at(round).Add(time.Second)).Objects {
+			last[w.Key] = w
+		}
+	}
+	b := New(Config{})
+	b.Resume(persistedOf(last), r.at(3))
+	var silentWrites int
+	for round := 3; round < 3+int((DefaultTargetTTL+time.Minute)/r.iv); round++ {
+		var obs []summary.Observation
+		for _, o := range r.round(round, healthy) {
+			if o.Source.Name != "agent-2" {
+				obs = append(obs, o)
+			}
+		}
+		b.Observe(obs, r.at(round))
+		for _, w := range b.Reconcile(r.at(round).Add(time.Second)).Objects {
+			require.False(t, w.Delete, "%s", w.Key)
+			if w.Reason == "heartbeat" {
+				continue
+			}
+			require.Equal(t, "agent-2", w.Key.SourcePod, "only the silent observer's object is rewritten")
+			require.Equal(t, "netpulse/agent-2", w.SilentObserver)
+			require.True(t, w.Restate, "resumed pairs restate the object they found")
+			silentWrites++
+		}
+	}
+	assert.Equal(t, 1, silentWrites, "its one object is marked once")
+	assert.Equal(t, 8, b.Objects())
 }
 
 // dualStack adds an IPv6 twin of every observation; ok6 says whether the IPv6 probe of
@@ -523,5 +640,46 @@ func TestHealthyTakeoverWritesNothing(t *testing.T) {
 		res := b.Reconcile(r.at(round).Add(time.Second))
 		assert.Empty(t, res.Objects, "round %d", round)
 		assert.Empty(t, res.Events)
+	}
+}
+
+// The pod of a silent observer is deleted: its objects are garbage-collected, the engine
+// forgets its pairs, and the observer itself after TargetTTL; nothing is re-created.
+func TestSilentObserversPodDeletedIsForgotten(t *testing.T) {
+	r := newRing(8, 3)
+	e := New(Config{})
+	for round := 0; round < 3; round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+	}
+	without := func(round int) []summary.Observation {
+		var out []summary.Observation
+		for _, o := range r.round(round, func(_, d int) bool { return d != 5 }) {
+			if o.Source.Name != "agent-5" {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	round := 3
+	for ; round < 8; round++ {
+		e.Observe(without(round), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+	}
+	require.Equal(t, 1, e.Stats().SilentObservers)
+	for k := range e.written {
+		if k.SourcePod == "agent-5" {
+			e.ObjectGone(k) // garbage collection
+		}
+	}
+	for ; r.at(round).Before(r.at(3).Add(DefaultTargetTTL + time.Minute)); round++ {
+		e.Observe(without(round), r.at(round))
+		for _, w := range e.Reconcile(r.at(round).Add(time.Second)).Objects {
+			require.NotEqual(t, "agent-5", w.Key.SourcePod, "round %d: nothing re-created for the deleted observer", round)
+		}
+	}
+	assert.Zero(t, e.Stats().SilentObservers, "the observer is forgotten after TargetTTL")
+	for _, o := range e.Observers() {
+		assert.NotEqual(t, "agent-5", o.Name)
 	}
 }

@@ -33,6 +33,8 @@ type TelemetryBuilder struct {
 	PodNetworkHealthIsLeader               metric.Int64Gauge
 	PodNetworkHealthObjects                metric.Int64Gauge
 	PodNetworkHealthObservations           metric.Int64Counter
+	PodNetworkHealthObserverReporting      metric.Int64ObservableGauge
+	PodNetworkHealthObserversSilent        metric.Int64Gauge
 	PodNetworkHealthPairs                  metric.Int64Gauge
 	PodNetworkHealthPendingObjects         metric.Int64Gauge
 	PodNetworkHealthTargetFailingObservers metric.Int64ObservableGauge
@@ -50,6 +52,21 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterPodNetworkHealthObserverReportingCallback sets callback for observable PodNetworkHealthObserverReporting metric.
+func (builder *TelemetryBuilder) RegisterPodNetworkHealthObserverReportingCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthObserverReporting, obs: o})
+		return nil
+	}, builder.PodNetworkHealthObserverReporting)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterPodNetworkHealthTargetFailingObserversCallback sets callback for observable PodNetworkHealthTargetFailingObservers metric.
@@ -138,6 +155,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_pod_network_health_observations",
 		metric.WithDescription("Probe observations accepted into the summaries. [Alpha]"),
 		metric.WithUnit("{observation}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthObserverReporting, err = builder.meter.Int64ObservableGauge(
+		"otelcol_pod_network_health_observer_reporting",
+		metric.WithDescription("Per observing agent (one series per agent pod, O(N)) - 1 while it reports, 0 once it has been silent for three of its rounds (ObserverSilent); alert on 0 with the pod still Running. [Alpha]"),
+		metric.WithUnit("1"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthObserversSilent, err = builder.meter.Int64Gauge(
+		"otelcol_pod_network_health_observers_silent",
+		metric.WithDescription("Observing agents that stopped reporting while they still have objects or were seen within target_ttl. [Alpha]"),
+		metric.WithUnit("{observer}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.PodNetworkHealthPairs, err = builder.meter.Int64Gauge(

@@ -97,6 +97,34 @@ func AssertEqualPodNetworkHealthObservations(t *testing.T, tt *componenttest.Tel
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualPodNetworkHealthObserverReporting(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_observer_reporting",
+		Description: "Per observing agent (one series per agent pod, O(N)) - 1 while it reports, 0 once it has been silent for three of its rounds (ObserverSilent); alert on 0 with the pod still Running. [Alpha]",
+		Unit:        "1",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_observer_reporting")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualPodNetworkHealthObserversSilent(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_observers_silent",
+		Description: "Observing agents that stopped reporting while they still have objects or were seen within target_ttl. [Alpha]",
+		Unit:        "{observer}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_observers_silent")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualPodNetworkHealthPairs(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_pod_network_health_pairs",

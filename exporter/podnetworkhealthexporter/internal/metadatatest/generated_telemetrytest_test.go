@@ -20,6 +20,10 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	require.NoError(t, tb.RegisterPodNetworkHealthObserverReportingCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	require.NoError(t, tb.RegisterPodNetworkHealthTargetFailingObserversCallback(func(_ context.Context, observer metric.Int64Observer) error {
 		observer.Observe(1)
 		return nil
@@ -33,6 +37,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.PodNetworkHealthIsLeader.Record(context.Background(), 1)
 	tb.PodNetworkHealthObjects.Record(context.Background(), 1)
 	tb.PodNetworkHealthObservations.Add(context.Background(), 1)
+	tb.PodNetworkHealthObserversSilent.Record(context.Background(), 1)
 	tb.PodNetworkHealthPairs.Record(context.Background(), 1)
 	tb.PodNetworkHealthPendingObjects.Record(context.Background(), 1)
 	tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1)
@@ -50,6 +55,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthObservations(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthObserverReporting(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthObserversSilent(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthPairs(t, testTel,

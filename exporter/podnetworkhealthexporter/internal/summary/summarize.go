@@ -794,13 +794,14 @@ func (s *Summarizer) Forget(key PairKey) bool {
 }
 
 // ExpireIdle drops the pairs whose newest observation is more than ttl before now (their
-// target or source went away) and returns their keys, ordered.
-func (s *Summarizer) ExpireIdle(now time.Time, ttl time.Duration) []PairKey {
+// target or source went away), except those keep(key) holds on to, and returns their keys,
+// ordered. keep may be nil.
+func (s *Summarizer) ExpireIdle(now time.Time, ttl time.Duration, keep ...func(PairKey) bool) []PairKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []PairKey
 	for k, p := range s.pairs {
-		if now.Sub(p.lastObserved) > ttl {
+		if now.Sub(p.lastObserved) > ttl && !(len(keep) > 0 && keep[0] != nil && keep[0](k)) {
 			out = append(out, k)
 			delete(s.pairs, k)
 			delete(s.pending, k)
