@@ -245,7 +245,7 @@ func (e *Engine) sourcesWithObjects() map[string]bool {
 // Stats are gauges of the engine's state.
 type Stats struct {
 	Targets, Pairs, StablePairs, CandidatePairs, Objects, Observers, SilentObservers int
-	Summarizer                                                      summary.Stats
+	Summarizer                                                                       summary.Stats
 }
 
 // Engine is the exporter's decision core. Safe for concurrent use.
