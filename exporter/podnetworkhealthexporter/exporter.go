@@ -313,8 +313,11 @@ func (e *pnhExporter) lead(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			e.reconcile(ctx, now)
-			if now.Sub(lastNodes) >= 5*time.Second {
+			targetsChanged := e.reconcile(ctx, now)
+			// Node and pod conditions follow a target verdict change at once (the
+			// decision costs O(evidence)), and are re-judged every 5 s otherwise
+			// (min_hold expiry, suppression).
+			if targetsChanged || now.Sub(lastNodes) >= 5*time.Second {
 				lastNodes = now
 				e.reconcileNodes(ctx, now)
 				e.reconcileReadiness(ctx, now)
@@ -324,7 +327,8 @@ func (e *pnhExporter) lead(ctx context.Context) {
 }
 
 // reconcile applies what the engine decided: objects (most urgent first) and Events.
-func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
+// It reports whether any per-target verdict changed.
+func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 	e.decoder.Expire(now)
 	res := e.engine.Reconcile(now)
 	for _, w := range res.Objects {
@@ -375,6 +379,7 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
 	}
 	e.droppedSeen = dropped
 	e.emitEvents(res.Events)
+	return len(res.TargetChanges) > 0
 }
 
 func (e *pnhExporter) onWritten(r writeResult) {

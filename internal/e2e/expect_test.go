@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,11 @@ type pathExpect struct {
 	// the exporter attributes its failures to the observer: reachability Unknown, condition
 	// Reachable=Unknown with reason ObserverUnhealthy.
 	observerUnhealthy bool
+	// observerSilent: the path's observer stopped reporting (its pod stays): reachability
+	// Unknown, condition Reachable=Unknown with reason ObserverSilent.
+	observerSilent bool
+	// mustExist: the object must exist at every check (a missing one fails at once).
+	mustExist bool
 }
 
 // lossExpect bounds status.lossRatio of every path towards a node.
@@ -80,11 +86,25 @@ type expectation struct {
 	// gone lists deleted source pods whose objects must have been garbage-collected;
 	// goneTargets deleted target pods whose objects must have been pruned (target_ttl).
 	gone, goneTargets []simcluster.Agent
+
+	// maxObjects bounds the number of PodNetworkHealth objects at every check (0 =
+	// unchecked); more fails the scenario at once (apiChecker).
+	maxObjects int
+
+	// Judged from the gateway's own telemetry (gatewayChecker):
+	// targetReachable is the per-target verdict gauge by target node (every address
+	// family): true = 1, false = 0. With targetsOthers, every target not listed must read
+	// 1 at every check (a 0 fails the scenario at once).
+	targetReachable map[string]bool
+	targetsOthers   bool
+	// observerReporting is the per-observer gauge by observer node: true = 1, false = 0.
+	observerReporting map[string]bool
 }
 
 func (e *env) expect(name string, start time.Time) *expectation {
 	return &expectation{name: name, start: start, outageSince: start, agents: e.cl.Agents(),
-		paths: map[pair]pathExpect{}, loss: map[string]lossExpect{}, nodeProblem: map[string]bool{}}
+		paths: map[pair]pathExpect{}, loss: map[string]lossExpect{}, nodeProblem: map[string]bool{},
+		targetReachable: map[string]bool{}, observerReporting: map[string]bool{}}
 }
 
 // all sets pe on every ordered pair of agents for which keep is true (nil: every pair).
@@ -178,6 +198,24 @@ func (e *env) await(t *testing.T, verb string, exp *expectation, timeout time.Du
 type apiChecker struct {
 	pnh  versioned.Interface
 	core kubernetes.Interface
+
+	mu         sync.Mutex
+	maxObjects int // the most objects any check saw since resetMaxObjects
+}
+
+func (a *apiChecker) noteObjects(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.maxObjects = max(a.maxObjects, n)
+}
+
+// resetMaxObjects returns the most objects seen since the last call and starts again.
+func (a *apiChecker) resetMaxObjects() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := a.maxObjects
+	a.maxObjects = 0
+	return n
 }
 
 func (a *apiChecker) name() string { return "api" }
@@ -210,6 +248,10 @@ func (a *apiChecker) check(exp *expectation) (bool, string, error) {
 	if err != nil {
 		return false, fmt.Sprintf("list podnetworkhealths: %v", err), nil
 	}
+	if exp.maxObjects > 0 && len(objs) > exp.maxObjects {
+		return false, "", fmt.Errorf("%d PodNetworkHealth objects, more than the bound %d", len(objs), exp.maxObjects)
+	}
+	a.noteObjects(len(objs))
 	var pending []string
 	paths := slices.SortedFunc(maps.Keys(exp.paths), func(a, b pair) int { return strings.Compare(a.String(), b.String()) })
 	for _, p := range paths {
@@ -318,6 +360,9 @@ func nodeCondition(n *corev1.Node) corev1.ConditionStatus {
 // can no longer be met (a stable path flipped, an object owned by the wrong pod).
 func judgeObject(o *v1alpha1.PodNetworkHealth, src, dst simcluster.Agent, exp *expectation, pe pathExpect) (string, error) {
 	if o == nil {
+		if pe.mustExist {
+			return "", fmt.Errorf("the object is gone")
+		}
 		return "no object yet", nil
 	}
 	if o.Spec.SourcePodRef.Name != src.Pod || o.Spec.TargetPodRef == nil || o.Spec.TargetPodRef.Name != dst.Pod {
@@ -337,8 +382,12 @@ func judgeObject(o *v1alpha1.PodNetworkHealth, src, dst simcluster.Agent, exp *e
 	if pe.reachable {
 		want = v1alpha1.Reachable
 	}
-	if pe.observerUnhealthy {
-		want = v1alpha1.ReachabilityUnknown
+	reason := ""
+	switch {
+	case pe.observerUnhealthy:
+		want, reason = v1alpha1.ReachabilityUnknown, v1alpha1.ReasonObserverUnhealthy
+	case pe.observerSilent:
+		want, reason = v1alpha1.ReachabilityUnknown, v1alpha1.ReasonObserverSilent
 	}
 	if st.Reachability != want {
 		if pe.stable && st.Reachability != "" && st.Reachability != v1alpha1.ReachabilityUnknown {
@@ -346,8 +395,8 @@ func judgeObject(o *v1alpha1.PodNetworkHealth, src, dst simcluster.Agent, exp *e
 		}
 		return fmt.Sprintf("%q, want %s", st.Reachability, want), nil
 	}
-	if !hasCondition(o, want) {
-		return fmt.Sprintf("condition Reachable does not agree with %s", want), nil
+	if !hasCondition(o, want, reason) {
+		return fmt.Sprintf("condition Reachable does not agree with %s %s", want, reason), nil
 	}
 	if pe.ongoingOutage || pe.endedOutage {
 		if len(st.Outages) == 0 {
@@ -396,7 +445,8 @@ func judgeLoss(o *v1alpha1.PodNetworkHealth, le lossExpect) string {
 	return ""
 }
 
-func hasCondition(o *v1alpha1.PodNetworkHealth, r v1alpha1.Reachability) bool {
+// hasCondition: the Reachable condition agrees with r (and, for Unknown, has reason).
+func hasCondition(o *v1alpha1.PodNetworkHealth, r v1alpha1.Reachability, reason string) bool {
 	want := metav1.ConditionTrue
 	switch r {
 	case v1alpha1.Unreachable:
@@ -406,8 +456,33 @@ func hasCondition(o *v1alpha1.PodNetworkHealth, r v1alpha1.Reachability) bool {
 	}
 	for _, c := range o.Status.Conditions {
 		if c.Type == v1alpha1.ConditionReachable {
-			return c.Status == want && (r != v1alpha1.ReachabilityUnknown || c.Reason == v1alpha1.ReasonObserverUnhealthy)
+			return c.Status == want && (r != v1alpha1.ReachabilityUnknown || c.Reason == reason)
 		}
 	}
 	return false
+}
+
+// hold checks for d that exp keeps holding from every vantage point (it must hold at the
+// start): a check that fails or errs fails the scenario.
+func (e *env) hold(t *testing.T, verb string, exp *expectation, d time.Duration) {
+	t.Helper()
+	end := time.Now().Add(d)
+	checks := 0
+	for {
+		for _, c := range e.checkers {
+			ok, why, err := c.check(exp)
+			if err != nil {
+				t.Fatalf("%s %s [%s]: %v", verb, exp.name, c.name(), err)
+			}
+			if !ok {
+				t.Fatalf("%s %s [%s]: no longer holds after %.1fs: %s", verb, exp.name, c.name(), time.Since(end.Add(-d)).Seconds(), why)
+			}
+		}
+		checks++
+		if time.Now().After(end) {
+			t.Logf("E2E %s %s: held %v (%d checks)", verb, exp.name, d, checks)
+			return
+		}
+		time.Sleep(time.Second)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -36,10 +37,32 @@ const keepEnv = "NETPULSE_E2E_KEEP"
 
 // Suite parameters: short rounds keep the suite to a couple of minutes.
 const (
-	nodes         = 4 // with k=3 in agent.yaml every agent probes every other one each round
 	probeInterval = time.Second
 	probeTimeout  = 500 * time.Millisecond
 )
+
+// nodesEnv sets the cluster size. The default, 4, makes k=3 (agent.yaml) a full mesh: every
+// agent probes every other one each round, which the mesh scenarios (Test* other than
+// TestSampled*) assert. The sampled scenarios (TestSampled*) need a cluster where a mesh is
+// impossible: `make test` runs them in a second pass with NETPULSE_E2E_NODES=16.
+const nodesEnv = "NETPULSE_E2E_NODES"
+
+// nodes is the cluster size (nodesEnv, default 4); zones spread them (3 from 9 nodes on).
+var nodes, zones = 4, 2
+
+func clusterSize() (int, int, error) {
+	n, z := 4, 2
+	if v := os.Getenv(nodesEnv); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 4 || n > simcluster.MaxNodes {
+			return 0, 0, fmt.Errorf("%s=%q: want 4..%d", nodesEnv, v, simcluster.MaxNodes)
+		}
+	}
+	if n >= 9 {
+		z = 3
+	}
+	return n, z, nil
+}
 
 // env is the package's shared cluster.
 type env struct {
@@ -50,6 +73,8 @@ type env struct {
 	// agentsStarted is when StartAgents began (for the first-convergence figure).
 	agentsStarted time.Time
 	checkers      []checker
+	// ring is the stable pairs the sampled scenarios found (TestSampled*).
+	ring ring
 }
 
 var (
@@ -70,6 +95,11 @@ func runMain(m *testing.M) int {
 	if msg := simclustertest.NotRootMessage(); msg != "" {
 		setupErr = fmt.Errorf("%s", msg)
 		return m.Run() // each test fails (or, with the opt-in, skips) with the reason
+	}
+	var err error
+	if nodes, zones, err = clusterSize(); err != nil {
+		setupErr = err
+		return m.Run()
 	}
 	start := time.Now()
 	e, err := startEnv()
@@ -126,7 +156,11 @@ func startEnv() (*env, error) {
 	defer cancel()
 	cl, err := simcluster.Start(ctx, simcluster.Options{
 		Nodes:     nodes,
+		Zones:     zones,
 		Collector: bin,
+		// The sampled pass waits for the mesh pass (and any other simulated cluster of
+		// the same `go test ./...`) to release the host.
+		LockTimeout: 40 * time.Minute,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 		},
@@ -140,7 +174,7 @@ func startEnv() (*env, error) {
 		return e, err
 	}
 	e.api = &apiChecker{pnh: pnh, core: cl.Client}
-	e.checkers = []checker{e.api}
+	e.checkers = []checker{e.api, gatewayChecker{}}
 	// The gateway: deploy/agent-gateway/config/gateway.yaml unchanged, POD_IP=198.18.0.1,
 	// POD_NAME=netpulse-gateway-0, POD_NAMESPACE=netpulse, the netpulse-gateway kubeconfig.
 	// The only additions are NETPULSE_TARGET_TTL (see targetTTL) and NETPULSE_NODE_MIN_HOLD
@@ -187,4 +221,15 @@ func requireEnv(t *testing.T) *env {
 		}
 	})
 	return shared
+}
+
+// requireMesh is requireEnv for the scenarios that expect every agent to probe every other
+// one each round (k=3 + 1 stable peer cover N-1 peers only up to 5 nodes).
+func requireMesh(t *testing.T) *env {
+	t.Helper()
+	e := requireEnv(t)
+	if nodes > 5 {
+		t.Skipf("a full-mesh scenario; this run has %d nodes (%s), where probing is sampled: see TestSampled*", nodes, nodesEnv)
+	}
+	return e
 }

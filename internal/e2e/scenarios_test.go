@@ -92,7 +92,7 @@ func (e *env) healOnCleanup(t *testing.T, node string) {
 // object in namespace netpulse, named by ObjectName, owned by the source pod, Reachable,
 // with a sub-millisecond RTT p50 and lossRatio "0"; `kubectl get pnh` lists them.
 func TestHealthyMesh(t *testing.T) {
-	e := requireEnv(t)
+	e := requireMesh(t)
 	exp := e.healthy("healthy-mesh", e.agentsStarted, pathExpect{maxP50: healthyRTT, zeroLoss: true})
 	// Detection here is the first full mesh of objects, counted from the start of the agents.
 	e.await(t, "detect", exp, convergeTimeout)
@@ -220,7 +220,7 @@ func TestGatewayCredentials(t *testing.T) {
 // written. After Heal: Reachable again, the outage has an end, ConnectivityRestored, and the
 // node condition is False.
 func TestPartition(t *testing.T) {
-	e := requireEnv(t)
+	e := requireMesh(t)
 	const node = "node-2"
 	e.requireHealthy(t)
 	e.healOnCleanup(t, node)
@@ -262,7 +262,7 @@ func TestPartition(t *testing.T) {
 // have only delayed samples, and their first status reads p50 >= 20ms; every other pair
 // stays Reachable with a sub-millisecond p50.
 func TestDelay(t *testing.T) {
-	e := requireEnv(t)
+	e := requireMesh(t)
 	const node = "node-3"
 	e.requireHealthy(t)
 	e.healOnCleanup(t, node)
@@ -336,7 +336,7 @@ func logLatency(t *testing.T, e *env, exp *expectation, node string) {
 // was the deleted pod are pruned target_ttl (NETPULSE_TARGET_TTL=1m) after its last
 // observation.
 func TestLoss(t *testing.T) {
-	e := requireEnv(t)
+	e := requireMesh(t)
 	const node = "node-4"
 	e.requireHealthy(t)
 	e.healOnCleanup(t, node)
@@ -423,7 +423,7 @@ func logLoss(t *testing.T, e *env, exp *expectation, node string) {
 // it is back, the gateway (its leader election and writer) resumes: node-1's pairs reach
 // the API as Unreachable, and Reachable again after Heal.
 func TestAPIServerOutage(t *testing.T) {
-	e := requireEnv(t)
+	e := requireMesh(t)
 	const node = "node-1"
 	e.requireHealthy(t)
 	e.healOnCleanup(t, node)
@@ -478,7 +478,7 @@ func TestAPIServerOutage(t *testing.T) {
 // pods get objects for every pair, Reachable, and the old pods' objects are
 // garbage-collected with their pods.
 func TestRoll(t *testing.T) {
-	e := requireEnv(t)
+	e := requireMesh(t)
 	e.requireHealthy(t)
 	before := e.cl.Agents()
 

@@ -14,6 +14,7 @@ const nftTable = "netpulse_sim"
 // faultState is what is currently injected on a node.
 type faultState struct {
 	partitioned bool
+	muted       bool
 	lossPercent int
 	delay       time.Duration
 }
@@ -21,6 +22,8 @@ type faultState struct {
 // Faults describes what is injected on a node.
 type Faults struct {
 	Partitioned bool
+	// Muted: the node's agent cannot send to the gateway (OTLP port), see Mute.
+	Muted       bool
 	LossPercent int
 	Delay       time.Duration
 }
@@ -33,7 +36,7 @@ func (c *Cluster) Faults(node string) (Faults, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return Faults{Partitioned: n.faults.partitioned, LossPercent: n.faults.lossPercent, Delay: n.faults.delay}, nil
+	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, Delay: n.faults.delay}, nil
 }
 
 // Partition cuts node off from every other node: nft in the node's namespace drops all
@@ -44,6 +47,21 @@ func (c *Cluster) Faults(node string) (Faults, error) {
 func (c *Cluster) Partition(node string) error {
 	return c.withNode(node, func(n *nodeState) error {
 		n.faults.partitioned = true
+		return applyNft(n)
+	})
+}
+
+// GatewayOTLPPort is the port of the gateway slot's OTLP/gRPC receiver (gateway.yaml).
+const GatewayOTLPPort = 4317
+
+// Mute silences the node's agent without touching its pod: nft in the node's namespace
+// drops what it sends to the gateway's OTLP port on the host side of the bridge. The
+// agent keeps running, probing and answering its readiness probe (its pod stays Ready),
+// and the pod network is untouched - the gateway just stops hearing from it, as when an
+// agent's export pipeline is wedged.
+func (c *Cluster) Mute(node string) error {
+	return c.withNode(node, func(n *nodeState) error {
+		n.faults.muted = true
 		return applyNft(n)
 	})
 }
@@ -146,7 +164,7 @@ func nftRuleset(f faultState) string {
 	// Create-then-delete makes the delete succeed whether or not the table exists; the
 	// whole file is one transaction.
 	fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", nftTable, nftTable)
-	if !f.partitioned && f.lossPercent == 0 {
+	if !f.partitioned && !f.muted && f.lossPercent == 0 {
 		return b.String()
 	}
 	p4, p6 := Prefix4.String(), Prefix6.String()
@@ -170,10 +188,16 @@ func nftRuleset(f faultState) string {
 		fmt.Fprintf(&b, "\t\tip6 saddr %s numgen random mod 100 < %d counter drop\n", p6, f.lossPercent)
 	}
 	b.WriteString("\t}\n")
-	if f.partitioned {
+	if f.partitioned || f.muted {
 		b.WriteString("\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n")
+		if f.muted { // before the host-side exemption
+			fmt.Fprintf(&b, "\t\tip daddr %s tcp dport %d counter drop\n\t\tip6 daddr %s tcp dport %d counter drop\n",
+				HostIPv4, GatewayOTLPPort, HostIPv6, GatewayOTLPPort)
+		}
 		exempt("daddr", "oifname", HostIPv4.String(), HostIPv6.String())
-		fmt.Fprintf(&b, "\t\tip daddr %s counter drop\n\t\tip6 daddr %s counter drop\n", p4, p6)
+		if f.partitioned {
+			fmt.Fprintf(&b, "\t\tip daddr %s counter drop\n\t\tip6 daddr %s counter drop\n", p4, p6)
+		}
 		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n")

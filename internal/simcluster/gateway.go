@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -76,7 +77,7 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{Name: opts.Name, Endpoint: net.JoinHostPort(HostIPv4.String(), "4317"), Process: proc}
+	g := &Gateway{Name: opts.Name, Endpoint: net.JoinHostPort(HostIPv4.String(), strconv.Itoa(GatewayOTLPPort)), Process: proc}
 	c.mu.Lock()
 	c.gateways = append(c.gateways, g)
 	c.mu.Unlock()

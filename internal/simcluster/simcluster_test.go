@@ -72,6 +72,13 @@ func TestNftRuleset(t *testing.T) {
 	require.Contains(t, loss, "ip6 saddr fd00:6e70::/64 numgen random mod 100 < 20 counter drop")
 	require.NotContains(t, loss, "chain output")
 	require.NotContains(t, nftRuleset(faultState{lossPercent: 100}), "numgen", "nft takes numgen values 0-99 only")
+
+	mute := nftRuleset(faultState{muted: true})
+	require.Contains(t, mute, "ip daddr 198.18.0.1 tcp dport 4317 counter drop")
+	require.Contains(t, mute, "ip6 daddr fd00:6e70::1 tcp dport 4317 counter drop")
+	require.NotContains(t, mute, "198.18.0.0/24", "the pod network is untouched")
+	// Dropped before the host side is accepted.
+	require.Less(t, strings.Index(mute, "tcp dport 4317"), strings.Index(mute, "ip daddr 198.18.0.1 accept"))
 }
 
 func TestSinkMergesRounds(t *testing.T) {

@@ -374,6 +374,12 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 			if o.Timestamp.After(p.lastStable) {
 				p.lastStable = o.Timestamp
 			}
+		case p != nil && p.stable && o.Timestamp.After(p.lastStable):
+			// Its observer probes it as a rotating peer now: the ring moved (membership
+			// changed). It is followed on only while it fails; a healthy one's object goes
+			// at the next Reconcile instead of lingering for TargetTTL.
+			p.stable = false
+			e.candidates++
 		case p == nil && !o.Success && ts.verdict != summary.VerdictUnreachable && !e.badNodes[o.Source.Node] &&
 			e.candidates < e.maxCandidates():
 			// A rotating pair failed while its target is not judged unreachable: a
@@ -407,6 +413,13 @@ func mergeTarget(t, o *summary.Target) {
 		}
 	}
 	t.Kind, t.Address, t.Port = o.Kind, o.Address, o.Port
+}
+
+// observerDistrusted reports whether the observer uid is on a distrusted node (caller
+// holds mu).
+func (e *Engine) observerDistrusted(uid string) bool {
+	ob := e.observers[uid]
+	return ob != nil && e.distrusted(ob.node)
 }
 
 // distrusted reports whether observers on node have lost the pod network (caller holds mu).
@@ -544,6 +557,13 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			}
 		case !p.stable && !failing && now.Sub(p.lastFailure) > e.cfg.FailingPairRetention:
 			drop(k)
+		case !p.stable && e.observerDistrusted(k.SourceUID):
+			// A rotating pair of an observer whose node lost the pod network: its
+			// failures are the observer's, not the path's. Not followed, and no object
+			// unless it already had one (then it reads ObserverUnhealthy).
+			if _, had := e.written[k]; !had {
+				drop(k)
+			}
 		}
 	}
 

@@ -683,3 +683,38 @@ func TestSilentObserversPodDeletedIsForgotten(t *testing.T) {
 		assert.NotEqual(t, "agent-5", o.Name)
 	}
 }
+
+// Membership moved the ring: a pair its observer now probes as a rotating peer loses its
+// object at once while healthy, instead of lingering for TargetTTL next to the new stable
+// pair's.
+func TestRingMoveDeletesTheOldStablePairsObject(t *testing.T) {
+	r := newRing(6, 3)
+	e := New(Config{})
+	obs := func(round, dst int, stable bool) summary.Observation {
+		o := summary.Observation{Source: r.src(0), Target: r.tgt(dst), ProbeType: "icmp", Timestamp: r.at(round), Stable: stable, Sent: 3, Success: true}
+		o.RTT = summary.NewHistogram(8)
+		o.RTT.Record(0.0002)
+		return o
+	}
+	for round := 0; round < 3; round++ {
+		e.Observe([]summary.Observation{obs(round, 1, true), obs(round, 3, false)}, r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+	}
+	require.Equal(t, 1, e.Objects())
+	// A new member joined between 0 and 1: 2 is the stable peer now, 1 a rotating one.
+	e.Observe([]summary.Observation{obs(3, 2, true), obs(3, 1, false)}, r.at(3))
+	res := e.Reconcile(r.at(3).Add(time.Second))
+	var deleted, written []int
+	for _, w := range res.Objects {
+		var dst int
+		_, _ = fmt.Sscanf(w.Key.TargetName, "agent-%d", &dst)
+		if w.Delete {
+			deleted = append(deleted, dst)
+		} else {
+			written = append(written, dst)
+		}
+	}
+	assert.Equal(t, []int{1}, deleted)
+	assert.Equal(t, []int{2}, written)
+	assert.Equal(t, 1, e.Objects())
+}
