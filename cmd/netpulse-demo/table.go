@@ -140,7 +140,7 @@ func renderTable(s *snapshot, elapsed time.Duration) table {
 	}
 	_ = tw.Flush()
 
-	sum := fmt.Sprintf("%s  %d objects (%d agent pairs expected): %d Reachable, %d Unreachable, %d Unknown/empty; node condition True on: %s",
+	sum := fmt.Sprintf("%s  %d objects (%d expected): %d Reachable, %d Unreachable, %d Unknown/empty; node condition True on: %s",
 		s.at.Format("15:04:05"), len(s.items), s.expected, counts[v1alpha1.Reachable], counts[v1alpha1.Unreachable],
 		len(s.items)-counts[v1alpha1.Reachable]-counts[v1alpha1.Unreachable], orNone(strings.Join(marked, ",")))
 	if len(marked) == 0 {

@@ -155,8 +155,9 @@ func (e *env) await(t *testing.T, verb string, exp *expectation, timeout time.Du
 	deadline := time.Now().Add(timeout)
 	done := map[string]time.Duration{}
 	progress := map[string]string{}
+	checkers := relevantCheckers(e.checkers, exp)
 	for {
-		for _, c := range e.checkers {
+		for _, c := range checkers {
 			if _, ok := done[c.name()]; ok {
 				continue
 			}
@@ -176,12 +177,12 @@ func (e *env) await(t *testing.T, verb string, exp *expectation, timeout time.Du
 				progress[c.name()] = why
 			}
 		}
-		if len(done) == len(e.checkers) {
+		if len(done) == len(checkers) {
 			return slices.Max(slices.Collect(maps.Values(done)))
 		}
 		if time.Now().After(deadline) {
 			var b strings.Builder
-			for _, c := range e.checkers {
+			for _, c := range checkers {
 				if _, ok := done[c.name()]; !ok {
 					fmt.Fprintf(&b, "\n  [%s] %s", c.name(), progress[c.name()])
 				}
@@ -219,6 +220,12 @@ func (a *apiChecker) resetMaxObjects() int {
 }
 
 func (a *apiChecker) name() string { return "api" }
+
+// relevant: the expectation says something about objects, nodes or Events.
+func (a *apiChecker) relevant(exp *expectation) bool {
+	return len(exp.paths) > 0 || len(exp.loss) > 0 || len(exp.nodeProblem) > 0 || exp.nodeProblemOthers ||
+		len(exp.events) > 0 || len(exp.gone) > 0 || len(exp.goneTargets) > 0 || exp.maxObjects > 0
+}
 
 // nodeProblemType is the node condition the shipped gateway.yaml enables (the exporter's
 // default type).
@@ -462,6 +469,18 @@ func hasCondition(o *v1alpha1.PodNetworkHealth, r v1alpha1.Reachability, reason 
 	return false
 }
 
+// relevantCheckers leaves out the checkers that have nothing of exp to judge.
+func relevantCheckers(all []checker, exp *expectation) []checker {
+	var out []checker
+	for _, c := range all {
+		if r, ok := c.(interface{ relevant(*expectation) bool }); ok && !r.relevant(exp) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // hold checks for d that exp keeps holding from every vantage point (it must hold at the
 // start): a check that fails or errs fails the scenario.
 func (e *env) hold(t *testing.T, verb string, exp *expectation, d time.Duration) {
@@ -469,7 +488,7 @@ func (e *env) hold(t *testing.T, verb string, exp *expectation, d time.Duration)
 	end := time.Now().Add(d)
 	checks := 0
 	for {
-		for _, c := range e.checkers {
+		for _, c := range relevantCheckers(e.checkers, exp) {
 			ok, why, err := c.check(exp)
 			if err != nil {
 				t.Fatalf("%s %s [%s]: %v", verb, exp.name, c.name(), err)

@@ -135,8 +135,13 @@ const (
 	metricAPIWrites         = "otelcol_pod_network_health_api_writes"
 )
 
-func (gatewayChecker) check(exp *expectation) (bool, string, error) {
-	if len(exp.targetReachable) == 0 && !exp.targetsOthers && len(exp.observerReporting) == 0 {
+// relevant: the expectation says something about targets or observers.
+func (gatewayChecker) relevant(exp *expectation) bool {
+	return len(exp.targetReachable) > 0 || exp.targetsOthers || len(exp.observerReporting) > 0
+}
+
+func (g gatewayChecker) check(exp *expectation) (bool, string, error) {
+	if !g.relevant(exp) {
 		return true, "", nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

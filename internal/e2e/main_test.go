@@ -75,6 +75,10 @@ type env struct {
 	checkers      []checker
 	// ring is the stable pairs the sampled scenarios found (TestSampled*).
 	ring ring
+	// gwEnv is the gateway's environment beyond gateway.yaml's; gwGeneration numbers the
+	// replicas that took over (netpulse-gateway-<n>).
+	gwEnv        map[string]string
+	gwGeneration int
 }
 
 var (
@@ -179,9 +183,8 @@ func startEnv() (*env, error) {
 	// POD_NAME=netpulse-gateway-0, POD_NAMESPACE=netpulse, the netpulse-gateway kubeconfig.
 	// The only additions are NETPULSE_TARGET_TTL (see targetTTL) and NETPULSE_NODE_MIN_HOLD
 	// (see nodeMinHold).
-	if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{
-		Env: map[string]string{"NETPULSE_TARGET_TTL": targetTTL.String(), "NETPULSE_NODE_MIN_HOLD": nodeMinHold.String()},
-	}); err != nil {
+	e.gwEnv = map[string]string{"NETPULSE_TARGET_TTL": targetTTL.String(), "NETPULSE_NODE_MIN_HOLD": nodeMinHold.String()}
+	if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{Env: e.gwEnv}); err != nil {
 		return e, err
 	}
 	e.agentsStarted = time.Now()

@@ -100,17 +100,28 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 	return g, nil
 }
 
-// StopGateway stops a gateway (SIGTERM, then SIGKILL) and forgets it.
+// StopGateway stops a gateway (SIGTERM, then SIGKILL after 10 s) and forgets it.
 func (c *Cluster) StopGateway(g *Gateway) error {
+	c.forgetGateway(g)
+	return g.Process.Stop(10 * time.Second)
+}
+
+// KillGateway kills a gateway with SIGKILL at once (a crash: no Lease release, no flush)
+// and forgets it.
+func (c *Cluster) KillGateway(g *Gateway) error {
+	c.forgetGateway(g)
+	return g.Process.Stop(0)
+}
+
+func (c *Cluster) forgetGateway(g *Gateway) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for i, x := range c.gateways {
 		if x == g {
 			c.gateways = append(c.gateways[:i], c.gateways[i+1:]...)
 			break
 		}
 	}
-	c.mu.Unlock()
-	return g.Process.Stop(10 * time.Second)
 }
 
 // createGatewayPod creates the Pod object a gateway replica would have, from the deploy/

@@ -78,7 +78,8 @@ func (p *Process) Err() error {
 	return p.waitErr
 }
 
-// Stop sends SIGTERM to the process group, then SIGKILL after grace. Idempotent.
+// Stop sends SIGTERM to the process group, then SIGKILL after grace (at once when grace
+// is 0). Idempotent.
 func (p *Process) Stop(grace time.Duration) error {
 	if p == nil {
 		return nil
@@ -88,11 +89,13 @@ func (p *Process) Stop(grace time.Duration) error {
 	if p.Exited() {
 		return nil
 	}
-	_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(grace):
+	if grace > 0 {
+		_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
+		select {
+		case <-p.done:
+			return nil
+		case <-time.After(grace):
+		}
 	}
 	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 	select {

@@ -11,8 +11,10 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/featuregate"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
 )
@@ -179,8 +181,10 @@ func TestReadinessGate(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "the gated pod never got the network-ready condition")
 }
 
-// Pairs that are no longer observed are deleted after target_ttl.
-func TestTargetGoneObjectsDeletedAfterTTL(t *testing.T) {
+// Observers that stop reporting (their pods still exist): their objects read Unknown /
+// ObserverSilent and are kept past target_ttl; deleting a source pod garbage-collects its
+// objects (owner reference, kube-controller-manager), and nothing re-creates them.
+func TestSilentObserversObjectsKeptUntilPodDeleted(t *testing.T) {
 	requireCluster(t)
 	ctx := context.Background()
 	m := newMesh(t, "ttl", 2)
@@ -190,15 +194,46 @@ func TestTargetGoneObjectsDeletedAfterTTL(t *testing.T) {
 	exp := startExporter(t, cfg, "gw-t", nil)
 	defer func() { require.NoError(t, exp.Shutdown(ctx)) }()
 	m.run(exp)
-	require.Eventually(t, func() bool {
+	list := func() []v1alpha1.PodNetworkHealth {
 		l, err := pnhClient.NetpulseV1alpha1().PodNetworkHealths("ttl").List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) == 2
-	}, 20*time.Second, 200*time.Millisecond)
+		if err != nil {
+			return nil
+		}
+		return l.Items
+	}
+	silent := func(objs []v1alpha1.PodNetworkHealth) bool {
+		for _, o := range objs {
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReachable)
+			if o.Status.Reachability != v1alpha1.ReachabilityUnknown || c == nil || c.Reason != v1alpha1.ReasonObserverSilent {
+				return false
+			}
+		}
+		return len(objs) > 0
+	}
+	require.Eventually(t, func() bool { return len(list()) == 2 }, 20*time.Second, 200*time.Millisecond)
 	m.close() // nothing is observed any more
 	gone := time.Now()
+	require.Eventually(t, func() bool { objs := list(); return len(objs) == 2 && silent(objs) }, 30*time.Second, 200*time.Millisecond,
+		"the objects of silent observers never read ObserverSilent")
+	t.Logf("FIGURE objects read ObserverSilent %v after the last observation", time.Since(gone).Round(time.Second))
+	time.Sleep(time.Until(gone.Add(cfg.TargetTTL + 15*time.Second)))
+	objs := list()
+	require.Len(t, objs, 2, "kept past target_ttl while their pods exist")
+	require.True(t, silent(objs))
+
+	require.NoError(t, admin.CoreV1().Pods("ttl").Delete(ctx, m.targets[0].Pod, metav1.DeleteOptions{}))
+	deleted := time.Now()
 	require.Eventually(t, func() bool {
-		l, err := pnhClient.NetpulseV1alpha1().PodNetworkHealths("ttl").List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0
-	}, 2*time.Minute, time.Second, "objects of unobserved pairs were not deleted")
-	t.Logf("FIGURE objects deleted %v after the last observation (target_ttl %v)", time.Since(gone).Round(time.Second), cfg.TargetTTL)
+		for _, o := range list() {
+			if o.Spec.SourcePodRef.Name == m.targets[0].Pod {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 500*time.Millisecond, "the deleted pod's object was not garbage-collected")
+	t.Logf("FIGURE the deleted source pod's object collected %v after the pod", time.Since(deleted).Round(time.Second))
+	time.Sleep(5 * time.Second)
+	objs = list()
+	require.Len(t, objs, 1, "nothing re-creates the deleted pod's object")
+	require.Equal(t, m.targets[1].Pod, objs[0].Spec.SourcePodRef.Name)
 }

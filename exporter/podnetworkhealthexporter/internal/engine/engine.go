@@ -782,10 +782,11 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 	e.fullPass = true
 }
 
-// ObjectGone records that the object of k left the API (garbage-collected with its source
-// pod, or deleted by someone). It leaves the object set; a pair whose observer is silent is
-// forgotten with it (its pod is gone, or nobody wants its object), while a pair whose
-// observer reports gets its object again at the next Reconcile.
+// ObjectGone records that the object of k left the API: garbage-collected with its source
+// pod, or deleted by someone. The pair is forgotten with it. Were it kept, the next
+// Reconcile would re-create an object that the garbage collector deletes again (its owner
+// is gone) until the observer reads silent; an observer that still reports and still
+// probes the pair as stable brings it back with its next round.
 func (e *Engine) ObjectGone(k summary.PairKey) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -796,15 +797,12 @@ func (e *Engine) ObjectGone(k summary.PairKey) {
 	delete(e.writtenBadObserver, k)
 	delete(e.writtenDegraded, k)
 	delete(e.writtenSilent, k)
-	if ob := e.observers[k.SourceUID]; ob != nil && ob.silent {
-		e.summ.Forget(k)
-		if p := e.pairs[k]; p != nil && !p.stable {
-			e.candidates--
-		}
-		delete(e.pairs, k)
-	} else if _, ok := e.pairs[k]; ok {
-		e.dirty[k] = struct{}{}
+	e.summ.Forget(k)
+	if p := e.pairs[k]; p != nil && !p.stable {
+		e.candidates--
 	}
+	delete(e.pairs, k)
+	delete(e.dirty, k)
 }
 
 // EndTerm forgets what was written: a future leadership term starts from the API's state.

@@ -718,3 +718,46 @@ func TestRingMoveDeletesTheOldStablePairsObject(t *testing.T) {
 	assert.Equal(t, []int{2}, written)
 	assert.Equal(t, 1, e.Objects())
 }
+
+// A source pod is deleted (roll): the garbage collector removes its objects before its
+// observer reads silent. Nothing re-creates them; a pair whose observer still reports gets
+// its object back with its next round.
+func TestObjectGoneIsNotRecreatedForAGonePod(t *testing.T) {
+	r := newRing(6, 3)
+	e := New(Config{})
+	for round := 0; round < 3; round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+	}
+	var gone, userDeleted summary.PairKey
+	for k := range e.written {
+		switch k.SourcePod {
+		case "agent-2":
+			gone = k
+		case "agent-4":
+			userDeleted = k
+		}
+	}
+	e.ObjectGone(gone)
+	e.ObjectGone(userDeleted)
+	without2 := func(round int) []summary.Observation {
+		var out []summary.Observation
+		for _, o := range r.round(round, healthy) {
+			if o.Source.Name != "agent-2" {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	res := e.Reconcile(r.at(2).Add(2 * time.Second)) // before its next round
+	for _, w := range res.Objects {
+		require.NotEqual(t, gone, w.Key, "no re-create before the observer's next round")
+	}
+	e.Observe(without2(3), r.at(3))
+	res = e.Reconcile(r.at(3).Add(time.Second))
+	var created []summary.PairKey
+	for _, w := range res.Objects {
+		created = append(created, w.Key)
+	}
+	assert.Equal(t, []summary.PairKey{userDeleted}, created, "only the pair whose observer still reports")
+}
