@@ -208,14 +208,18 @@ func TestFailoverDuringPartition(t *testing.T) {
 	if err := e.cl.Partition(node); err != nil {
 		t.Fatal(err)
 	}
-	exp := e.expect("failover-partition", start).
-		all(pathExpect{reachable: false, ongoingOutage: true, stable: true}, towards(node)).
-		all(pathExpect{observerUnhealthy: true, ongoingOutage: true, stable: true}, observedFrom(node)).
-		all(pathExpect{reachable: true, stable: true}, not(involves(node)))
-	exp.nodeProblem[node] = true
-	exp.nodeProblemOthers = true
-	exp.events = []eventExpect{{pair{"node-1", node}, podnetworkhealthexporter.EventOutageDetected}}
-	e.await(t, "detect", exp, detectTimeout)
+	// stable: once detected, no path may read the opposite verdict (a flip fails at once).
+	partitioned := func(stable bool) *expectation {
+		exp := e.expect("failover-partition", start).
+			all(pathExpect{reachable: false, ongoingOutage: true, stable: stable}, towards(node)).
+			all(pathExpect{observerUnhealthy: true, ongoingOutage: true, stable: stable}, observedFrom(node)).
+			all(pathExpect{reachable: true, stable: stable}, not(involves(node)))
+		exp.nodeProblem[node] = true
+		exp.nodeProblemOthers = true
+		exp.events = []eventExpect{{pair{"node-1", node}, podnetworkhealthexporter.EventOutageDetected}}
+		return exp
+	}
+	e.await(t, "detect", partitioned(false), detectTimeout)
 	// Let every Event and status write of the detection land before the snapshot.
 	time.Sleep(3 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -227,7 +231,7 @@ func TestFailoverDuringPartition(t *testing.T) {
 
 	e.takeover(t, true)
 	// The new leader's first rounds: the record must hold still (a flip fails at once).
-	e.hold(t, "after takeover", exp, 15*time.Second)
+	e.hold(t, "after takeover", partitioned(true), 15*time.Second)
 	after, err := e.api.record(ctx)
 	if err != nil {
 		t.Fatal(err)

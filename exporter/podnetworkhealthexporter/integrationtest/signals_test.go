@@ -221,7 +221,8 @@ func TestSilentObserversObjectsKeptUntilPodDeleted(t *testing.T) {
 	require.Len(t, objs, 2, "kept past target_ttl while their pods exist")
 	require.True(t, silent(objs))
 
-	require.NoError(t, admin.CoreV1().Pods("ttl").Delete(ctx, m.targets[0].Pod, metav1.DeleteOptions{}))
+	// No kubelet confirms a graceful deletion here: delete at once.
+	require.NoError(t, admin.CoreV1().Pods("ttl").Delete(ctx, m.targets[0].Pod, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
 	deleted := time.Now()
 	require.Eventually(t, func() bool {
 		for _, o := range list() {

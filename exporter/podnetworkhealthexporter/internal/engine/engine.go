@@ -763,7 +763,12 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 			e.badNodes[o.BadObserverNode] = true
 			e.seededBad[o.BadObserverNode] = true
 		}
-		if _, ok := e.pairs[k]; ok || o.Verdict == "" {
+		if _, ok := e.pairs[k]; ok {
+			// Summarised as a standby: the record stands where it agrees.
+			e.summ.Adopt(k, o.Verdict, o.Since, o.Outages)
+			continue
+		}
+		if o.Verdict == "" {
 			continue
 		}
 		if !e.summ.Seed(k, o.Source, o.Target, o.Verdict, o.Since, o.LastObserved, o.Outages) {

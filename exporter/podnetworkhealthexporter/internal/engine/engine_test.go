@@ -552,6 +552,17 @@ func persistedOf(ws map[summary.PairKey]ObjectWrite) []Persisted {
 // API holds: no Event re-emitted, no verdict or attribution flip, the outage keeps its start,
 // and the node condition is not rewritten; after the heal the same outage ends.
 func TestTakeoverDuringPartitionLeavesNoTrace(t *testing.T) {
+	testTakeoverDuringPartition(t, false)
+}
+
+// The same takeover by a standby replica that summarised the observations of the last
+// rounds before it took over (its own outage would start at its first failed round): the
+// record still stands.
+func TestStandbyTakeoverDuringPartitionLeavesNoTrace(t *testing.T) {
+	testTakeoverDuringPartition(t, true)
+}
+
+func testTakeoverDuringPartition(t *testing.T, standby bool) {
 	r := newRing(12, 3)
 	cut := 5
 	partition := func(s, d int) bool { return s != cut && d != cut }
@@ -585,9 +596,17 @@ func TestTakeoverDuringPartitionLeavesNoTrace(t *testing.T) {
 		}
 		return
 	}
+	b := New(Config{})
 	drive(a, healthy, 4)
 	faultRound := round
-	ev, _, _ := drive(a, partition, 6)
+	ev, _, _ := drive(a, partition, 3)
+	if standby { // the standby starts with the fault already under way
+		for i := round; i < round+3; i++ {
+			b.Observe(r.round(i, partition), r.at(i))
+		}
+	}
+	ev2, _, _ := drive(a, partition, 3)
+	ev = append(ev, ev2...)
 	require.NotEmpty(t, ev, "the first writer reported the outage")
 	towards := summary.KeyOf(&summary.Observation{Source: r.src(cut - 1), Target: r.tgt(cut)})
 	from := summary.KeyOf(&summary.Observation{Source: r.src(cut), Target: r.tgt(cut + 1)})
@@ -596,7 +615,6 @@ func TestTakeoverDuringPartitionLeavesNoTrace(t *testing.T) {
 	start := last[towards].Summary.Outages[0].Start
 	require.Equal(t, StatusTrue, cur["node-5"].Status)
 
-	b := New(Config{})
 	b.Resume(persistedOf(last), r.at(round))
 	ev, writes, nodeWrites := drive(b, partition, 8)
 	assert.Empty(t, ev, "no Event re-emitted for the outage already reported")

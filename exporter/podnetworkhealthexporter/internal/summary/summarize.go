@@ -835,6 +835,67 @@ func (s *Summarizer) Verdict(key PairKey) (v Verdict, consecutiveFailures int, o
 // Unknown: an ongoing outage keeps its start and reason, a verdict change is reported
 // relative to the seeded verdict, and the seeded pair counts as observed at lastObserved.
 // A pair already summarised (a warm replica) is left alone. It reports whether it seeded.
+// Adopt reconciles a pair this Summarizer already follows with the state a previous writer
+// persisted (a takeover by a replica that summarised the same observations as a standby).
+// When both say the same verdict, the persisted one stands: its since and outage history
+// (an ongoing outage keeps its start), and the pending transition to it is dropped, so no
+// Event repeats what was reported. When they differ, the pending transition starts from the
+// persisted verdict (so the Event says what changed relative to the record), a persisted
+// ongoing outage the pair has recovered from ends at the recovery, and the persisted
+// history is kept behind newer outages. It reports whether the pair exists.
+func (s *Summarizer) Adopt(key PairKey, verdict Verdict, since time.Time, outages []Outage) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pairs[key]
+	if p == nil || verdict == "" || verdict == VerdictUnknown {
+		return p != nil
+	}
+	if len(outages) > s.cfg.MaxOutages {
+		outages = outages[:s.cfg.MaxOutages]
+	}
+	if p.m.verdict == verdict || p.m.verdict == VerdictUnknown {
+		// Agreeing, or not judged yet by this replica: the record's verdict stands (as
+		// Seed would set it), with the rounds this replica counted so far.
+		if p.m.verdict == VerdictUnknown && verdict == VerdictUnreachable {
+			p.m.consecFail = max(p.m.consecFail, s.cfg.FailuresToUnreachable)
+			p.m.failStart = since
+		}
+		p.m.verdict, p.m.since = verdict, since
+		p.outages = slices.Clone(outages)
+		if verdict == VerdictUnreachable && len(outages) > 0 && outages[0].Ongoing() {
+			p.m.failStart = outages[0].Start
+		}
+		if t := s.pending[key]; t != nil {
+			delete(s.pending, key)
+		}
+		return true
+	}
+	if t := s.pending[key]; t != nil {
+		t.Old = verdict
+	} else if p.m.verdict != VerdictUnknown {
+		s.pending[key] = &Transition{Key: key, Old: verdict, New: p.m.verdict, At: p.m.since, Flips: 1}
+	}
+	older := slices.Clone(outages)
+	if len(older) > 0 && older[0].Ongoing() && p.m.verdict == VerdictReachable {
+		older[0].End = p.m.since
+	}
+	var newer []Outage
+	newest := time.Time{}
+	if len(older) > 0 {
+		newest = older[0].Start
+	}
+	for _, o := range p.outages {
+		if o.Start.After(newest) {
+			newer = append(newer, o)
+		}
+	}
+	p.outages = append(newer, older...)
+	if len(p.outages) > s.cfg.MaxOutages {
+		p.outages = p.outages[:s.cfg.MaxOutages]
+	}
+	return true
+}
+
 func (s *Summarizer) Seed(key PairKey, src Source, tgt Target, verdict Verdict, since, lastObserved time.Time, outages []Outage) bool {
 	if !key.valid() {
 		return false
