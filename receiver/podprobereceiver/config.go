@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/confmap"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -125,6 +126,27 @@ type SelectorConfig struct {
 	HTTP   HTTPProbeConfig `mapstructure:"http"`
 	// Observers is how many agents probe each selected pod per round (default: k).
 	Observers int `mapstructure:"observers"`
+}
+
+// Unmarshal accepts port as a number (port: 8080) or a name (port: http): YAML gives the
+// first as an int, which the string field would refuse.
+func (s *SelectorConfig) Unmarshal(conf *confmap.Conf) error {
+	m := conf.ToStringMap()
+	switch v := m["port"].(type) {
+	case int:
+		m["port"] = strconv.Itoa(v)
+	case int64:
+		m["port"] = strconv.FormatInt(v, 10)
+	case uint64:
+		m["port"] = strconv.FormatUint(v, 10)
+	case float64:
+		if v != float64(int64(v)) {
+			return fmt.Errorf("port: %v is not a whole number", v)
+		}
+		m["port"] = strconv.FormatInt(int64(v), 10)
+	}
+	type plain SelectorConfig // without this method: no recursion
+	return confmap.NewFromStringMap(m).Unmarshal((*plain)(s))
 }
 
 // StaticConfig is one fixed target.
@@ -420,8 +442,16 @@ func parseStatic(s StaticConfig) (staticTarget, error) {
 		}
 		st.url, st.host, st.probes = t, u.Hostname(), []string{contract.ProbeTypeHTTP}
 		if p := u.Port(); p != "" {
-			n, _ := strconv.Atoi(p)
+			n, err := strconv.Atoi(p)
+			if err != nil || n < 1 || n > 65535 {
+				return st, fmt.Errorf("%q: port %q out of range [1, 65535]", t, p)
+			}
 			st.port = uint16(n)
+		}
+		// An IP literal host is an address like any other target's: the same policy
+		// (loopback, link-local, the metadata address) applies to it.
+		if a, err := netip.ParseAddr(st.host); err == nil {
+			st.addr = a
 		}
 	default:
 		if a, err := netip.ParseAddr(t); err == nil {

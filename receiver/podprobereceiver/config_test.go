@@ -47,6 +47,8 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, 5, cfg.ICMP.Count)
 	require.Equal(t, []string{"icmp", "tcp", "http"}, cfg.Peers.Probes)
 	require.Equal(t, "http", cfg.Selectors[0].Port)
+	require.Equal(t, "8080", cfg.Selectors[1].Port, "a number works unquoted, as documented")
+	require.Equal(t, []string{"tcp"}, cfg.Selectors[1].Probes)
 	require.True(t, cfg.Selectors[0].HTTP.InsecureSkipVerify)
 	require.Len(t, cfg.Static, 3)
 	require.Equal(t, "AAAA", cfg.DNS[1].QueryType)
@@ -87,6 +89,10 @@ func TestInvalidConfigsNameTheField(t *testing.T) {
 		"URLs with credentials are refused",
 		"static[2].target: loopback address ::1 refused",
 		`static[3].target: "not a target" is not an IP address, host:port or URL`,
+		"static[4].target: loopback address 127.0.0.1 refused",
+		"static[5].target: link-local address 169.254.169.254 refused",
+		"static[6].target: link-local address fe80::1 refused",
+		`static[7].target: "http://192.0.2.10:70000/": port "70000" out of range [1, 65535]`,
 		"dns[0].name: required",
 		`dns[0].server: "nameserver-without-port" is not host:port`,
 	} {

@@ -20,10 +20,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/planner"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/discovery"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/icmpengine"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
-	"github.com/netpulse/netpulse/internal/planner"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/probe"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/targets"
 )
@@ -46,8 +46,8 @@ type target struct {
 	// target): netpulse.pair.stable.
 	stable bool
 	url    string // http probes
-	http  HTTPProbeConfig
-	dns   *DNSConfig
+	http   HTTPProbeConfig
+	dns    *DNSConfig
 	// dnsServer is the resolved server (host:port) of a DNS probe.
 	dnsServer string
 }
