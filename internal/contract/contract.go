@@ -76,5 +76,6 @@ const (
 	MetricPacketsSent = "netpulse.probe.packets.sent" // sum, ICMP echoes sent
 	MetricPacketsLost = "netpulse.probe.packets.lost" // sum, ICMP echoes lost
 	MetricLossRatio   = "netpulse.probe.loss.ratio"   // gauge 0-1 per round
+	MetricJitter      = "netpulse.probe.icmp.jitter"  // gauge, seconds per round (>= 2 replies)
 	MetricErrors      = "netpulse.probe.errors"       // sum by error.type
 )

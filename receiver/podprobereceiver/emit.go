@@ -138,6 +138,9 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 				loss = float64(o.lost) / float64(o.sent)
 			}
 			e.mb.RecordNetpulseProbeLossRatioDataPoint(ts, loss, key.addr, nt, pt, tk, stableOpts...)
+			if j, ok := jitter(o.durations); ok {
+				e.mb.RecordNetpulseProbeIcmpJitterDataPoint(ts, j.Seconds(), key.addr, nt, pt, tk, stableOpts...)
+			}
 			e.mb.RecordNetpulseProbePacketsSentDataPoint(ts, s.sent, key.addr, nt, pt, tk, stableOpts...)
 			e.mb.RecordNetpulseProbePacketsLostDataPoint(ts, s.lost, key.addr, nt, pt, tk, stableOpts...)
 		}
@@ -216,4 +219,21 @@ func copyHistogram(h *structure.Histogram[float64], dp pmetric.ExponentialHistog
 	for i := uint32(0); i < pos.Len(); i++ {
 		counts.Append(pos.At(i))
 	}
+}
+
+// jitter is the mean absolute difference between consecutive round-trip times (in echo
+// order); ok is false with fewer than two.
+func jitter(rtts []time.Duration) (time.Duration, bool) {
+	if len(rtts) < 2 {
+		return 0, false
+	}
+	var sum time.Duration
+	for i := 1; i < len(rtts); i++ {
+		d := rtts[i] - rtts[i-1]
+		if d < 0 {
+			d = -d
+		}
+		sum += d
+	}
+	return sum / time.Duration(len(rtts)-1), true
 }

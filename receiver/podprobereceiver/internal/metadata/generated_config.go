@@ -27,6 +27,26 @@ func (ms *NetpulseProbeErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error
 	return nil
 }
 
+// NetpulseProbeIcmpJitterMetricConfig provides config for the netpulse.probe.icmp.jitter metric.
+type NetpulseProbeIcmpJitterMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NetpulseProbeIcmpJitterMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NetpulseProbeLossRatioMetricConfig provides config for the netpulse.probe.loss.ratio metric.
 type NetpulseProbeLossRatioMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -110,6 +130,7 @@ func (ms *NetpulseProbeStatusMetricConfig) Unmarshal(parser *confmap.Conf) error
 // MetricsConfig provides config for pod_probe metrics.
 type MetricsConfig struct {
 	NetpulseProbeErrors      NetpulseProbeErrorsMetricConfig      `mapstructure:"netpulse.probe.errors"`
+	NetpulseProbeIcmpJitter  NetpulseProbeIcmpJitterMetricConfig  `mapstructure:"netpulse.probe.icmp.jitter"`
 	NetpulseProbeLossRatio   NetpulseProbeLossRatioMetricConfig   `mapstructure:"netpulse.probe.loss.ratio"`
 	NetpulseProbePacketsLost NetpulseProbePacketsLostMetricConfig `mapstructure:"netpulse.probe.packets.lost"`
 	NetpulseProbePacketsSent NetpulseProbePacketsSentMetricConfig `mapstructure:"netpulse.probe.packets.sent"`
@@ -119,6 +140,9 @@ type MetricsConfig struct {
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
 		NetpulseProbeErrors: NetpulseProbeErrorsMetricConfig{
+			Enabled: true,
+		},
+		NetpulseProbeIcmpJitter: NetpulseProbeIcmpJitterMetricConfig{
 			Enabled: true,
 		},
 		NetpulseProbeLossRatio: NetpulseProbeLossRatioMetricConfig{

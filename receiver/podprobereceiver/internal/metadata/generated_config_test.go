@@ -29,6 +29,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NetpulseProbeErrors: NetpulseProbeErrorsMetricConfig{
 						Enabled: true,
 					},
+					NetpulseProbeIcmpJitter: NetpulseProbeIcmpJitterMetricConfig{
+						Enabled: true,
+					},
 					NetpulseProbeLossRatio: NetpulseProbeLossRatioMetricConfig{
 						Enabled: true,
 					},
@@ -58,6 +61,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NetpulseProbeErrors: NetpulseProbeErrorsMetricConfig{
 						Enabled: false,
 					},
+					NetpulseProbeIcmpJitter: NetpulseProbeIcmpJitterMetricConfig{
+						Enabled: false,
+					},
 					NetpulseProbeLossRatio: NetpulseProbeLossRatioMetricConfig{
 						Enabled: false,
 					},
@@ -84,7 +90,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(NetpulseProbeErrorsMetricConfig{}, NetpulseProbeLossRatioMetricConfig{}, NetpulseProbePacketsLostMetricConfig{}, NetpulseProbePacketsSentMetricConfig{}, NetpulseProbeStatusMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(NetpulseProbeErrorsMetricConfig{}, NetpulseProbeIcmpJitterMetricConfig{}, NetpulseProbeLossRatioMetricConfig{}, NetpulseProbePacketsLostMetricConfig{}, NetpulseProbePacketsSentMetricConfig{}, NetpulseProbeStatusMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

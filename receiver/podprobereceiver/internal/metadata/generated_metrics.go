@@ -113,6 +113,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "netpulse.probe.errors",
 		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind", "error.type", "netpulse.pair.stable"},
 	},
+	NetpulseProbeIcmpJitter: metricInfo{
+		Name:       "netpulse.probe.icmp.jitter",
+		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable"},
+	},
 	NetpulseProbeLossRatio: metricInfo{
 		Name:       "netpulse.probe.loss.ratio",
 		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable"},
@@ -133,6 +137,7 @@ var MetricsInfo = metricsInfo{
 
 type metricsInfo struct {
 	NetpulseProbeErrors      metricInfo
+	NetpulseProbeIcmpJitter  metricInfo
 	NetpulseProbeLossRatio   metricInfo
 	NetpulseProbePacketsLost metricInfo
 	NetpulseProbePacketsSent metricInfo
@@ -219,6 +224,64 @@ func (m *metricNetpulseProbeErrors) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNetpulseProbeErrors(cfg NetpulseProbeErrorsMetricConfig) metricNetpulseProbeErrors {
 	m := metricNetpulseProbeErrors{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNetpulseProbeIcmpJitter struct {
+	data     pmetric.Metric                      // data buffer for generated metric.
+	config   NetpulseProbeIcmpJitterMetricConfig // metric config provided by user.
+	capacity int                                 // max observed number of data points added to the metric.
+}
+
+// init fills netpulse.probe.icmp.jitter metric with initial data.
+func (m *metricNetpulseProbeIcmpJitter) init() {
+	m.data.SetName("netpulse.probe.icmp.jitter")
+	m.data.SetDescription("ICMP jitter of the last round, seconds: the mean absolute difference between the round-trip times of consecutive answered echoes (RFC 3550's inter-arrival difference, unsmoothed). Emitted only for rounds with at least two answered echoes.")
+	m.data.SetUnit("s")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricNetpulseProbeIcmpJitter) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, destinationAddressAttributeValue string, networkTypeAttributeValue string, netpulseProbeTypeAttributeValue string, netpulseTargetKindAttributeValue string, options ...MetricAttributeOption) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("destination.address", destinationAddressAttributeValue)
+	dp.Attributes().PutStr("network.type", networkTypeAttributeValue)
+	dp.Attributes().PutStr("netpulse.probe.type", netpulseProbeTypeAttributeValue)
+	dp.Attributes().PutStr("netpulse.target.kind", netpulseTargetKindAttributeValue)
+	for _, op := range options {
+		op.apply(dp)
+	}
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNetpulseProbeIcmpJitter) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNetpulseProbeIcmpJitter) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNetpulseProbeIcmpJitter(cfg NetpulseProbeIcmpJitterMetricConfig) metricNetpulseProbeIcmpJitter {
+	m := metricNetpulseProbeIcmpJitter{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -474,6 +537,7 @@ type MetricsBuilder struct {
 	resourceAttributeIncludeFilter map[string]filter.Filter
 	resourceAttributeExcludeFilter map[string]filter.Filter
 	metricNetpulseProbeErrors      metricNetpulseProbeErrors
+	metricNetpulseProbeIcmpJitter  metricNetpulseProbeIcmpJitter
 	metricNetpulseProbeLossRatio   metricNetpulseProbeLossRatio
 	metricNetpulseProbePacketsLost metricNetpulseProbePacketsLost
 	metricNetpulseProbePacketsSent metricNetpulseProbePacketsSent
@@ -504,6 +568,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricsBuffer:                  pmetric.NewMetrics(),
 		buildInfo:                      settings.BuildInfo,
 		metricNetpulseProbeErrors:      newMetricNetpulseProbeErrors(mbc.Metrics.NetpulseProbeErrors),
+		metricNetpulseProbeIcmpJitter:  newMetricNetpulseProbeIcmpJitter(mbc.Metrics.NetpulseProbeIcmpJitter),
 		metricNetpulseProbeLossRatio:   newMetricNetpulseProbeLossRatio(mbc.Metrics.NetpulseProbeLossRatio),
 		metricNetpulseProbePacketsLost: newMetricNetpulseProbePacketsLost(mbc.Metrics.NetpulseProbePacketsLost),
 		metricNetpulseProbePacketsSent: newMetricNetpulseProbePacketsSent(mbc.Metrics.NetpulseProbePacketsSent),
@@ -611,6 +676,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
 	mb.metricNetpulseProbeErrors.emit(ils.Metrics())
+	mb.metricNetpulseProbeIcmpJitter.emit(ils.Metrics())
 	mb.metricNetpulseProbeLossRatio.emit(ils.Metrics())
 	mb.metricNetpulseProbePacketsLost.emit(ils.Metrics())
 	mb.metricNetpulseProbePacketsSent.emit(ils.Metrics())
@@ -649,6 +715,11 @@ func (mb *MetricsBuilder) Emit(options ...ResourceMetricsOption) pmetric.Metrics
 // RecordNetpulseProbeErrorsDataPoint adds a data point to netpulse.probe.errors metric.
 func (mb *MetricsBuilder) RecordNetpulseProbeErrorsDataPoint(ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind, errorTypeAttributeValue string, options ...MetricAttributeOption) {
 	mb.metricNetpulseProbeErrors.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String(), errorTypeAttributeValue, options...)
+}
+
+// RecordNetpulseProbeIcmpJitterDataPoint adds a data point to netpulse.probe.icmp.jitter metric.
+func (mb *MetricsBuilder) RecordNetpulseProbeIcmpJitterDataPoint(ts pcommon.Timestamp, val float64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind, options ...MetricAttributeOption) {
+	mb.metricNetpulseProbeIcmpJitter.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String(), options...)
 }
 
 // RecordNetpulseProbeLossRatioDataPoint adds a data point to netpulse.probe.loss.ratio metric.

@@ -71,6 +71,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNetpulseProbeErrorsDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, "error.type-val", WithDestinationPortMetricAttribute(16), WithNetpulsePairStableMetricAttribute(true))
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNetpulseProbeIcmpJitterDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithNetpulsePairStableMetricAttribute(true))
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNetpulseProbeLossRatioDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithNetpulsePairStableMetricAttribute(true))
 			defaultMetricsCount++
 			allMetricsCount++
@@ -148,6 +151,33 @@ func TestMetricsBuilder(t *testing.T) {
 					errorTypeAttrVal, ok := dp.Attributes().Get("error.type")
 					assert.True(t, ok)
 					assert.Equal(t, "error.type-val", errorTypeAttrVal.Str())
+					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
+					assert.True(t, ok)
+					assert.True(t, netpulsePairStableAttrVal.Bool())
+				case "netpulse.probe.icmp.jitter":
+					assert.False(t, validatedMetrics["netpulse.probe.icmp.jitter"], "Found a duplicate in the metrics slice: netpulse.probe.icmp.jitter")
+					validatedMetrics["netpulse.probe.icmp.jitter"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "ICMP jitter of the last round, seconds: the mean absolute difference between the round-trip times of consecutive answered echoes (RFC 3550's inter-arrival difference, unsmoothed). Emitted only for rounds with at least two answered echoes.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					destinationAddressAttrVal, ok := dp.Attributes().Get("destination.address")
+					assert.True(t, ok)
+					assert.Equal(t, "destination.address-val", destinationAddressAttrVal.Str())
+					networkTypeAttrVal, ok := dp.Attributes().Get("network.type")
+					assert.True(t, ok)
+					assert.Equal(t, "ipv4", networkTypeAttrVal.Str())
+					netpulseProbeTypeAttrVal, ok := dp.Attributes().Get("netpulse.probe.type")
+					assert.True(t, ok)
+					assert.Equal(t, "icmp", netpulseProbeTypeAttrVal.Str())
+					netpulseTargetKindAttrVal, ok := dp.Attributes().Get("netpulse.target.kind")
+					assert.True(t, ok)
+					assert.Equal(t, "pod", netpulseTargetKindAttrVal.Str())
 					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
 					assert.True(t, ok)
 					assert.True(t, netpulsePairStableAttrVal.Bool())
