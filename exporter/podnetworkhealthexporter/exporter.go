@@ -444,11 +444,29 @@ func (e *pnhExporter) emitEvents(ts []summary.Transition) {
 	}
 }
 
-// shutdown stops campaigning (releasing the Lease), the writer and the informers. Pending
-// writes that did not reach the API are abandoned: the next leader recomputes them from
-// its own summaries. Safe without start and twice.
-func (e *pnhExporter) shutdown(context.Context) error {
+// shutdownFlush bounds how long a leader spends writing its pending verdicts and Events on
+// shutdown (at ~5 writes/s, a couple of dozen).
+const shutdownFlush = 5 * time.Second
+
+// shutdown first lets a leader write its pending verdicts and Events (within shutdownFlush
+// and ctx), then stops campaigning (releasing the Lease), the writer and the informers.
+// Less urgent pending writes (first writes of healthy pairs, heartbeats, cleanup) are
+// abandoned: the next leader recomputes them. Safe without start and twice.
+func (e *pnhExporter) shutdown(ctx context.Context) error {
 	e.shutdownOnce.Do(func() {
+		if e.writer != nil {
+			// A leader hands over its verdicts and Events before it releases the Lease
+			// (bounded: the collector's shutdown budget, at most shutdownFlush).
+			fctx, cancel := context.WithTimeout(ctx, shutdownFlush)
+			if !e.writer.flush(fctx, writequeue.Event) {
+				p := e.writer.pendingByPriority()
+				if p[writequeue.Verdict]+p[writequeue.Event] > 0 {
+					e.logger.Warn("pod_network_health: shutting down with verdict writes or Events not yet in the API; the next leader re-derives them",
+						zap.Int("verdicts", p[writequeue.Verdict]), zap.Int("events", p[writequeue.Event]))
+				}
+			}
+			cancel()
+		}
 		if e.cancel != nil {
 			e.cancel()
 		}

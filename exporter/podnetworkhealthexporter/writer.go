@@ -118,6 +118,7 @@ type writer struct {
 	kill     context.CancelFunc
 	stopOnce sync.Once
 	stopCh   chan struct{}
+	workers  atomic.Int32 // running workers (0 while not leading)
 	wg       sync.WaitGroup
 }
 
@@ -268,10 +269,12 @@ func (w *writer) run(ctx context.Context, n int) {
 	n = max(n, 1)
 	var left atomic.Int32
 	left.Store(int32(n))
+	w.workers.Add(int32(n))
 	w.wg.Add(n)
 	for range n {
 		go func() {
 			defer w.wg.Done()
+			defer w.workers.Add(-1)
 			defer func() {
 				if left.Add(-1) == 0 {
 					stopOnKill()
@@ -280,6 +283,31 @@ func (w *writer) run(ctx context.Context, n int) {
 			}()
 			w.work(ctx)
 		}()
+	}
+}
+
+// flush waits, while workers run, until no write of priority upTo or more urgent is
+// pending or in flight, or ctx ends; it reports whether they all reached the API (or
+// failed for good). Used on shutdown: the outgoing leader's verdicts and Events are not
+// left for the next one to re-derive.
+func (w *writer) flush(ctx context.Context, upTo writequeue.Priority) bool {
+	for {
+		pending := w.pendingByPriority()
+		n := 0
+		for p := writequeue.Priority(0); p <= upTo; p++ {
+			n += pending[p]
+		}
+		if n == 0 {
+			return true
+		}
+		if w.workers.Load() == 0 {
+			return false // not leading: nobody writes
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -447,4 +448,46 @@ func TestWriterRestatesExistingObjectOnly(t *testing.T) {
 	assert.Equal(t, v1alpha1.ReasonObserverSilent, got.Status.Conditions[0].Reason)
 	assert.Equal(t, metav1.ConditionUnknown, got.Status.Conditions[0].Status)
 	assert.Equal(t, now, got.Status.Conditions[0].LastTransitionTime.Time.UTC())
+}
+
+// On shutdown a leader waits for its verdicts and Events, not for heartbeats; without
+// running workers (not leading) nothing is waited for.
+func TestWriterFlushWaitsForVerdictsOnly(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	client.PrependReactor("create", "podnetworkhealths", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if o := a.(clienttesting.CreateAction).GetObject().(*v1alpha1.PodNetworkHealth); strings.HasPrefix(o.Name, "hb-") {
+			<-release // a heartbeat that does not get through (the fake client stays locked)
+		}
+		return false, nil, nil
+	})
+	var res results
+	w := newWriter(client, "", 1000, 1000, zap.NewNop(), res.done)
+	defer w.stop()
+	defer unblock() // before stop: the blocked worker must return
+	for i := range 3 {
+		w.set(&desired{obj: testPNH(fmt.Sprintf("hb-%d", i), "n"), reason: "heartbeat"})
+		w.set(&desired{obj: testPNH(fmt.Sprintf("v-%d", i), "n"), reason: "verdict"})
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	require.False(t, w.flush(short, writequeue.Event), "no workers: nothing gets written")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	w.run(ctx, 1)
+	fctx, cancelF := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelF()
+	require.True(t, w.flush(fctx, writequeue.Event))
+	pending := w.pendingByPriority()
+	assert.Zero(t, pending[writequeue.Verdict])
+	assert.Equal(t, 3, pending[writequeue.Heartbeat], "heartbeats are not waited for")
+	var done []string
+	for _, r := range res.get() {
+		done = append(done, r.key)
+	}
+	assert.Equal(t, []string{objectKey("ns", "v-0"), objectKey("ns", "v-1"), objectKey("ns", "v-2")}, done)
+	unblock()
+	cancel()
 }
