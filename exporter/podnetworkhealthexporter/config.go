@@ -123,7 +123,7 @@ var kubeletConditions = map[string]bool{
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if err := c.Config.Validate(); err != nil {
+	if err := c.Config.Check(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Window < 10*time.Second || c.Window > 24*time.Hour {

@@ -209,19 +209,19 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
 	restCfg, err := e.cfg.RESTConfig("netpulse-pod-network-health")
 	if err != nil {
-		return fmt.Errorf("pod_network_health: %w", err)
+		return err
 	}
 	// qps/burst are the write budget, enforced by the writer over every kind of write; the
 	// client's own limiter only keeps reads (informer lists, the Lease) from bursting.
 	restCfg.QPS, restCfg.Burst = max(4*restCfg.QPS, 20), max(4*restCfg.Burst, 40)
 	if e.kube, err = kubernetes.NewForConfig(restCfg); err != nil {
-		return fmt.Errorf("pod_network_health: %w", err)
+		return err
 	}
 	// The CRD has no protobuf encoding.
 	crdCfg := *restCfg
 	crdCfg.ContentType, crdCfg.AcceptContentTypes = "application/json", "application/json"
 	if e.pnh, err = versioned.NewForConfig(&crdCfg); err != nil {
-		return fmt.Errorf("pod_network_health: %w", err)
+		return err
 	}
 	e.writer = newWriter(e.pnh, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)
 	e.writer.onDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(keyOfObject(o)) })
@@ -259,7 +259,7 @@ func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
 	done, err := leaderLoop(ctx, e.kube, e.cfg.LeaderElection, e.logger, lead)
 	if err != nil {
 		cancel()
-		return fmt.Errorf("pod_network_health: leader election: %w", err)
+		return fmt.Errorf("leader election: %w", err)
 	}
 	e.mu.Lock()
 	e.done = append(e.done, done)

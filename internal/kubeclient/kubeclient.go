@@ -40,8 +40,11 @@ func DefaultConfig() Config {
 	return Config{AuthType: AuthServiceAccount, QPS: 5, Burst: 10}
 }
 
-// Validate names the offending field.
-func (c Config) Validate() error {
+// Check names the offending field. It is deliberately not called Validate: the
+// components embed Config (squashed) and call Check from their own Validate, so the
+// collector's validation walk does not report every error a second time under a
+// "config::" path.
+func (c Config) Check() error {
 	var errs []error
 	switch c.AuthType {
 	case AuthServiceAccount, AuthKubeConfig:

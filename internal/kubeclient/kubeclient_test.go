@@ -12,11 +12,11 @@ import (
 
 func TestValidateNamesFields(t *testing.T) {
 	c := DefaultConfig()
-	require.NoError(t, c.Validate())
+	require.NoError(t, c.Check())
 	c.AuthType = "token"
 	c.QPS = 0
 	c.Burst = 0
-	err := c.Validate()
+	err := c.Check()
 	require.ErrorContains(t, err, `auth_type: "token" is not supported`)
 	require.ErrorContains(t, err, "qps: 0 out of range")
 	require.ErrorContains(t, err, "burst: 0 out of range")

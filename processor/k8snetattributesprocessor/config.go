@@ -147,7 +147,7 @@ func createDefaultConfig() *Config {
 // Validate checks the configuration; every error names its field.
 func (c *Config) Validate() error {
 	var errs []error
-	if err := c.Config.Validate(); err != nil {
+	if err := c.Config.Check(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Scope.LabelSelector != "" {

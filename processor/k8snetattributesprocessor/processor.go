@@ -176,7 +176,7 @@ func (p *netAttributesProcessor) start(ctx context.Context, _ component.Host) er
 	}
 	h, err := p.acquire()
 	if err != nil {
-		return fmt.Errorf("k8s_net_attributes: %w", err)
+		return err
 	}
 	p.handle.Store(h)
 	ix := h.Index()

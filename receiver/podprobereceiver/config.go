@@ -199,7 +199,7 @@ func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	if err := c.Config.Validate(); err != nil {
+	if err := c.Config.Check(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Interval < 100*time.Millisecond || c.Interval > time.Hour {

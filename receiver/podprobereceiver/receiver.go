@@ -135,10 +135,10 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 			DisableIPv6:        !slices.Contains(r.cfg.AddressFamilies, "ipv6"),
 		})
 		if err != nil {
-			return fmt.Errorf("pod_probe: icmp: %w", err)
+			return fmt.Errorf("icmp: %w", err)
 		}
 		if err := engine.Start(context.Background()); err != nil {
-			return fmt.Errorf("pod_probe: icmp: %w", err)
+			return fmt.Errorf("icmp: %w", err)
 		}
 		r.engine = engine
 	}
@@ -146,12 +146,12 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 		restCfg, err := r.cfg.RESTConfig("netpulse-pod-probe")
 		if err != nil {
 			r.closeEngine()
-			return fmt.Errorf("pod_probe: %w", err)
+			return err
 		}
 		client, err := kubernetes.NewForConfig(restCfg)
 		if err != nil {
 			r.closeEngine()
-			return fmt.Errorf("pod_probe: %w", err)
+			return err
 		}
 		opts := discovery.Options{Nodes: r.cfg.Peers.Enabled && (r.cfg.Peers.ZoneFromNodes || r.cfg.Peers.NodeIPs)}
 		if r.cfg.Peers.Enabled {
@@ -229,12 +229,12 @@ func (r *podProbeReceiver) prepareTargets() error {
 	for i, s := range r.cfg.Static {
 		st, err := parseStatic(s)
 		if err != nil {
-			return fmt.Errorf("pod_probe: static[%d]: %w", i, err)
+			return fmt.Errorf("static[%d]: %w", i, err)
 		}
 		for _, p := range st.probes {
 			t := target{addr: st.addr, host: st.host, port: st.port, probe: p, kind: kindExternal, url: st.url, http: s.HTTP, stable: true}
 			if p == contract.ProbeTypeICMP && !st.addr.IsValid() {
-				return fmt.Errorf("pod_probe: static[%d]: icmp needs an IP address, got %q", i, st.host)
+				return fmt.Errorf("static[%d]: icmp needs an IP address, got %q", i, st.host)
 			}
 			if p == contract.ProbeTypeHTTP && t.url == "" {
 				t.url = httpURL(s.HTTP, st.host, st.port)
@@ -252,7 +252,7 @@ func (r *podProbeReceiver) prepareTargets() error {
 			}
 			var err error
 			if server, err = probe.DefaultDNSServer(conf); err != nil {
-				return fmt.Errorf("pod_probe: dns[%d].server: empty and %w", i, err)
+				return fmt.Errorf("dns[%d].server: empty and %w", i, err)
 			}
 		}
 		ap, err := netip.ParseAddrPort(server)
