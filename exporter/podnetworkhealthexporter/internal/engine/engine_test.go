@@ -779,3 +779,50 @@ func TestObjectGoneIsNotRecreatedForAGonePod(t *testing.T) {
 	}
 	assert.Equal(t, []summary.PairKey{userDeleted}, created, "only the pair whose observer still reports")
 }
+
+// After a roll, the deleted agents' last rounds (failing towards peers that went away with
+// them) are no evidence once they are silent: a partition right after is marked, not
+// suppressed as a wide outage.
+func TestSilentObserversAreNoNodeEvidence(t *testing.T) {
+	r := newRing(12, 3)
+	e := New(Config{})
+	cur := map[string]*NodeCondition{}
+	for i := 0; i < r.n; i++ {
+		cur[fmt.Sprintf("node-%d", i)] = nil
+	}
+	gone := func(i int) bool { return i >= 8 } // agents 8..11 were deleted
+	round := 0
+	for ; round < 4; round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+	}
+	// The roll's last round: the deleted agents fail towards everyone (the peers are going
+	// away too), and every probe of a deleted agent fails.
+	last := r.round(round, func(s, d int) bool { return !gone(s) && !gone(d) })
+	e.Observe(last, r.at(round))
+	e.Reconcile(r.at(round).Add(time.Second))
+	round++
+	const cut = 3
+	var d NodeDecision
+	for ; round < 9; round++ {
+		var obs []summary.Observation
+		for _, o := range r.round(round, func(s, t int) bool { return s != cut && t != cut }) {
+			var src int
+			_, _ = fmt.Sscanf(o.Source.Name, "agent-%d", &src)
+			var dst int
+			_, _ = fmt.Sscanf(o.Target.Name, "agent-%d", &dst)
+			if !gone(src) && !gone(dst) {
+				obs = append(obs, o)
+			}
+		}
+		e.Observe(obs, r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+		d = e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+		for _, w := range d.Writes {
+			c := w.Condition
+			cur[w.Node] = &c
+		}
+	}
+	require.False(t, d.Suppressed, d.SuppressedReason)
+	assert.Equal(t, []string{"node-3"}, d.Marked)
+}

@@ -125,9 +125,21 @@ func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
 		if t.key.Kind == summary.TargetExternal || t.target.Node == "" {
 			continue
 		}
+		if ob := e.observers[t.key.UID]; t.key.UID != "" && ob != nil && ob.silent {
+			// An agent that stopped reporting is, as a target, most likely a deleted pod
+			// (a roll): probes that failed as it went away say nothing about its node, and
+			// the node's new agent speaks for it.
+			continue
+		}
 		for _, o := range t.evidence() {
 			if now.Sub(o.at) > maxAge {
 				break // newest first
+			}
+			if ob := e.observers[o.observer]; ob != nil && ob.silent {
+				// A silent observer's last outcomes are no evidence about now: typically
+				// a pod deleted in a roll, whose last probes failed towards peers that
+				// were going away at the same time.
+				continue
 			}
 			v := summary.VerdictReachable
 			if !o.ok {
