@@ -771,7 +771,7 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 		if o.Verdict == "" {
 			continue
 		}
-		if !e.summ.Seed(k, o.Source, o.Target, o.Verdict, o.Since, o.LastObserved, o.Outages) {
+		if !e.summ.Seed(k, o.Source, o.Target, o.Verdict, o.Since, o.LastObserved, now, o.Outages) {
 			continue
 		}
 		// Kept as stable until TargetTTL passes without a stable observation; a failing

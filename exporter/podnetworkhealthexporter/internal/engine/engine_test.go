@@ -826,3 +826,32 @@ func TestSilentObserversAreNoNodeEvidence(t *testing.T) {
 	require.False(t, d.Suppressed, d.SuppressedReason)
 	assert.Equal(t, []string{"node-3"}, d.Marked)
 }
+
+// A healthy stable pair is rewritten only at the (stretched) heartbeat, so the
+// lastObservedTime a new writer finds may be older than TargetTTL. It must not expire
+// before its observer's next round: no object is deleted at a takeover.
+func TestTakeoverKeepsObjectsOlderThanTargetTTL(t *testing.T) {
+	r := newRing(8, 3)
+	a := New(Config{})
+	last := map[summary.PairKey]ObjectWrite{}
+	for round := 0; round < 3; round++ {
+		a.Observe(r.round(round, healthy), r.at(round))
+		for _, w := range a.Reconcile(r.at(round).Add(time.Second)).Objects {
+			last[w.Key] = w
+		}
+	}
+	b := New(Config{})
+	takeover := r.at(3).Add(DefaultTargetTTL + 5*time.Minute) // the objects were written 15 min ago
+	b.Resume(persistedOf(last), takeover)
+	for i := 0; i < 6; i++ {
+		now := takeover.Add(time.Duration(i) * r.iv)
+		if i > 0 {
+			round := 3 + int(takeover.Sub(r.at(3))/r.iv) + i
+			b.Observe(r.round(round, healthy), r.at(round))
+		}
+		for _, w := range b.Reconcile(now.Add(time.Second)).Objects {
+			assert.False(t, w.Delete, "step %d: %s deleted at the takeover", i, w.Key)
+		}
+	}
+	assert.Equal(t, 8, b.Objects())
+}

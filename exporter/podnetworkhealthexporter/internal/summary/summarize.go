@@ -268,7 +268,11 @@ type pairState struct {
 	hasSlots     bool
 	last         [numProbeTypes]probeLast
 	lastObserved time.Time
-	outages      []Outage
+	// seededAt: when Seed created the pair (a takeover). Idle expiry counts from the
+	// newer of it and lastObserved: a healthy pair's persisted lastObserved may be a
+	// heartbeat old, and must not expire before its observer's next round arrives.
+	seededAt time.Time
+	outages  []Outage
 }
 
 // Add feeds observations. Observations of one pair with the same Timestamp form one round
@@ -801,7 +805,7 @@ func (s *Summarizer) ExpireIdle(now time.Time, ttl time.Duration, keep ...func(P
 	defer s.mu.Unlock()
 	var out []PairKey
 	for k, p := range s.pairs {
-		if now.Sub(p.lastObserved) > ttl && !(len(keep) > 0 && keep[0] != nil && keep[0](k)) {
+		if now.Sub(later(p.lastObserved, p.seededAt)) > ttl && !(len(keep) > 0 && keep[0] != nil && keep[0](k)) {
 			out = append(out, k)
 			delete(s.pairs, k)
 			delete(s.pending, k)
@@ -833,7 +837,8 @@ func (s *Summarizer) Verdict(key PairKey) (v Verdict, consecutiveFailures int, o
 // Seed starts a pair from a persisted state (what a previous writer put in the API), so a
 // new writer continues its verdict and its outage history instead of starting from
 // Unknown: an ongoing outage keeps its start and reason, a verdict change is reported
-// relative to the seeded verdict, and the seeded pair counts as observed at lastObserved.
+// relative to the seeded verdict, and the seeded pair counts as observed at lastObserved
+// (its idle expiry counts from now at the earliest).
 // A pair already summarised (a warm replica) is left alone. It reports whether it seeded.
 // Adopt reconciles a pair this Summarizer already follows with the state a previous writer
 // persisted (a takeover by a replica that summarised the same observations as a standby).
@@ -896,7 +901,14 @@ func (s *Summarizer) Adopt(key PairKey, verdict Verdict, since time.Time, outage
 	return true
 }
 
-func (s *Summarizer) Seed(key PairKey, src Source, tgt Target, verdict Verdict, since, lastObserved time.Time, outages []Outage) bool {
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func (s *Summarizer) Seed(key PairKey, src Source, tgt Target, verdict Verdict, since, lastObserved, now time.Time, outages []Outage) bool {
 	if !key.valid() {
 		return false
 	}
@@ -905,7 +917,7 @@ func (s *Summarizer) Seed(key PairKey, src Source, tgt Target, verdict Verdict, 
 	if s.pairs[key] != nil {
 		return false
 	}
-	p := &pairState{key: key, source: src, target: tgt, lastObserved: lastObserved,
+	p := &pairState{key: key, source: src, target: tgt, lastObserved: lastObserved, seededAt: now,
 		m: machine{verdict: verdict, since: since}}
 	if len(outages) > s.cfg.MaxOutages {
 		outages = outages[:s.cfg.MaxOutages]

@@ -429,8 +429,8 @@ func TestSeedContinuesTheRecord(t *testing.T) {
 	src := Source{Namespace: "ns", Name: "a", UID: "ua", Node: "n1"}
 	tgt := Target{Kind: TargetPod, Namespace: "ns", Name: "b", UID: "ub", Node: "n2", Address: "10.0.0.2"}
 	out := []Outage{{Start: t0, Reason: "Timeout", Message: "unreachable after 3 consecutive failed rounds"}}
-	require.True(t, s.Seed(key, src, tgt, VerdictUnreachable, t0.Add(2*time.Second), t0.Add(20*time.Second), out))
-	require.False(t, s.Seed(key, src, tgt, VerdictReachable, t0, t0, nil), "a summarised pair is not re-seeded")
+	require.True(t, s.Seed(key, src, tgt, VerdictUnreachable, t0.Add(2*time.Second), t0.Add(20*time.Second), t0.Add(20*time.Second), out))
+	require.False(t, s.Seed(key, src, tgt, VerdictReachable, t0, t0, t0, nil), "a summarised pair is not re-seeded")
 	obs := func(at time.Time, ok bool) Observation {
 		return Observation{Source: src, Target: tgt, ProbeType: "icmp", Timestamp: at, Success: ok, Sent: 3, Lost: map[bool]uint64{true: 0, false: 3}[ok]}
 	}
