@@ -111,6 +111,10 @@ type writer struct {
 	mu       sync.Mutex
 	queue    *writequeue.Queue[*writeItem] // survives leadership terms
 	failures map[string]int                // consecutive failures of pending or in-flight keys
+	// stale: keys whose last write hit a conflict; their retry reads the object from the
+	// API instead of the informer, which can lag for minutes after an API server restart
+	// (its watch refused with "too large resource version") and would conflict forever.
+	stale map[string]bool
 	changed  chan struct{}                 // closed and replaced when the queue changes
 
 	events   atomic.Uint64
@@ -142,6 +146,7 @@ func newWriter(client versioned.Interface, namespace string, qps float64, burst 
 		now:      time.Now,
 		queue:    writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites)),
 		failures: map[string]int{},
+		stale:    map[string]bool{},
 		changed:  make(chan struct{}),
 		life:     life,
 		kill:     kill,
@@ -216,6 +221,7 @@ func (w *writer) put(key string, p writequeue.Priority, it *writeItem) {
 func (w *writer) forgetLocked(key string) {
 	if !w.queue.Contains(key) {
 		delete(w.failures, key)
+		delete(w.stale, key)
 	}
 }
 
@@ -417,6 +423,9 @@ func (w *writer) process(ctx context.Context, key string, p writequeue.Priority,
 		w.mu.Lock()
 		n := w.failures[key]
 		w.failures[key] = n + 1
+		if apierrors.IsConflict(err) {
+			w.stale[key] = true
+		}
 		backoff := retryMax
 		if n < 5 {
 			backoff = min(retryBase<<n, retryMax)
@@ -431,6 +440,7 @@ func (w *writer) process(ctx context.Context, key string, p writequeue.Priority,
 	}
 	w.mu.Lock()
 	delete(w.failures, key)
+	delete(w.stale, key)
 	w.queue.Done(key)
 	w.notifyLocked()
 	w.mu.Unlock()
@@ -452,6 +462,13 @@ func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHea
 		return nil, nil
 	}
 	cur, err := w.lister.PodNetworkHealths(d.obj.Namespace).Get(d.obj.Name)
+	w.mu.Lock()
+	stale := w.stale[objectKey(d.obj.Namespace, d.obj.Name)]
+	w.mu.Unlock()
+	if stale {
+		// A read, not a write: outside the write budget.
+		cur, err = api.Get(ctx, d.obj.Name, metav1.GetOptions{})
+	}
 	if d.restate != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil

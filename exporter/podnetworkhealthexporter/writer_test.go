@@ -277,6 +277,42 @@ func TestWriterRetriesConflict(t *testing.T) {
 	assert.Len(t, objectWrites(client, "create", ""), 1, "the retry found the object in the informer (or via AlreadyExists)")
 }
 
+// After a conflict the retry reads the object from the API: an informer that cannot catch
+// up (its watch refused after an API server restart) would otherwise conflict forever.
+func TestWriterConflictRetryReadsTheAPI(t *testing.T) {
+	existing := testPNH("s", "old")
+	existing.ResourceVersion = "1"
+	client := fake.NewSimpleClientset(existing)
+	var res results
+	w := newWriter(client, "", 1000, 1, zap.NewNop(), res.done)
+	defer w.stop()
+	w.startInformer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.True(t, w.synced(ctx))
+	// The informer keeps a copy the API no longer has: updates from it conflict.
+	client.PrependReactor("update", "podnetworkhealths", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		o := a.(clienttesting.UpdateAction).GetObject().(*v1alpha1.PodNetworkHealth)
+		if o.ResourceVersion == "1" {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "netpulse.io", Resource: "podnetworkhealths"}, o.Name, errors.New("stale"))
+		}
+		return false, nil, nil
+	})
+	client.PrependReactor("get", "podnetworkhealths", func(clienttesting.Action) (bool, runtime.Object, error) {
+		fresh := testPNH("s", "old")
+		fresh.ResourceVersion = "2"
+		return true, fresh, nil
+	})
+	w.set(&desired{obj: testPNH("s", "new"), reason: "verdict"})
+	w.run(ctx, 1)
+	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
+	got := res.get()
+	require.Len(t, got, 2, "one conflict, then the write from the API's copy")
+	assert.True(t, apierrors.IsConflict(got[0].err))
+	require.NoError(t, got[1].err)
+	assert.Equal(t, "new", got[1].status.ObservedFromNode)
+}
+
 // Failed writes back off per key: 200ms, 400ms, ...
 func TestWriterBacksOffPerKey(t *testing.T) {
 	client := fake.NewSimpleClientset()

@@ -376,61 +376,6 @@ func logLoss(t *testing.T, e *env, exp *expectation, node string) {
 	}
 }
 
-// TestAPIServerOutage: kube-apiserver stops; while it is down node-1 is partitioned. When
-// it is back, the gateway (its leader election and writer) resumes: node-1's pairs reach
-// the API as Unreachable, and Reachable again after Heal.
-func TestAPIServerOutage(t *testing.T) {
-	e := requireMesh(t)
-	const node = "node-1"
-	e.requireHealthy(t)
-	e.healOnCleanup(t, node)
-
-	stopping := time.Now()
-	if err := e.cl.StopAPIServer(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kube-apiserver stopped in %.1fs", time.Since(stopping).Seconds())
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if err := e.cl.StartAPIServer(ctx); err != nil {
-				t.Errorf("restart kube-apiserver: %v", err)
-			}
-		}
-	})
-	if err := e.cl.Partition(node); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(5 * probeInterval) // the verdict changes while the API is away
-	if _, err := e.cl.Client.Discovery().ServerVersion(); err == nil {
-		t.Fatal("kube-apiserver answered during the outage")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := e.cl.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
-	back := time.Now()
-	t.Logf("E2E api outage: kube-apiserver down %.1fs", back.Sub(stopping).Seconds())
-	exp := e.expect("api-restart", back).
-		all(pathExpect{reachable: false, ongoingOutage: true}, towards(node)).
-		all(pathExpect{observerUnhealthy: true, ongoingOutage: true}, observedFrom(node)).
-		all(pathExpect{reachable: true}, not(involves(node)))
-	exp.outageSince = stopping
-	e.await(t, "detect", exp, 60*time.Second)
-
-	healed := time.Now()
-	if err := e.cl.Heal(node); err != nil {
-		t.Fatal(err)
-	}
-	rec := e.healthy("api-restart", healed, pathExpect{}).all(pathExpect{reachable: true, endedOutage: true}, involves(node))
-	rec.outageSince = stopping
-	e.await(t, "recover", rec, recoverTimeout)
-}
-
 // TestRoll: a DaemonSet-style roll replaces every agent pod (new UIDs, new IPs). The new
 // pods get objects for every pair, Reachable, and the old pods' objects are
 // garbage-collected with their pods.
@@ -503,4 +448,59 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// TestAPIServerOutage: kube-apiserver stops; while it is down node-1 is partitioned. When
+// it is back, the gateway (its leader election and writer) resumes: node-1's pairs reach
+// the API as Unreachable, and Reachable again after Heal.
+func TestAPIServerOutage(t *testing.T) {
+	e := requireMesh(t)
+	const node = "node-1"
+	e.requireHealthy(t)
+	e.healOnCleanup(t, node)
+
+	stopping := time.Now()
+	if err := e.cl.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver stopped in %.1fs", time.Since(stopping).Seconds())
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := e.cl.StartAPIServer(ctx); err != nil {
+				t.Errorf("restart kube-apiserver: %v", err)
+			}
+		}
+	})
+	if err := e.cl.Partition(node); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * probeInterval) // the verdict changes while the API is away
+	if _, err := e.cl.Client.Discovery().ServerVersion(); err == nil {
+		t.Fatal("kube-apiserver answered during the outage")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := e.cl.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	back := time.Now()
+	t.Logf("E2E api outage: kube-apiserver down %.1fs", back.Sub(stopping).Seconds())
+	exp := e.expect("api-restart", back).
+		all(pathExpect{reachable: false, ongoingOutage: true}, towards(node)).
+		all(pathExpect{observerUnhealthy: true, ongoingOutage: true}, observedFrom(node)).
+		all(pathExpect{reachable: true}, not(involves(node)))
+	exp.outageSince = stopping
+	e.await(t, "detect", exp, 60*time.Second)
+
+	healed := time.Now()
+	if err := e.cl.Heal(node); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.healthy("api-restart", healed, pathExpect{}).all(pathExpect{reachable: true, endedOutage: true}, involves(node))
+	rec.outageSince = stopping
+	e.await(t, "recover", rec, recoverTimeout)
 }
