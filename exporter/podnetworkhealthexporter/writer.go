@@ -114,8 +114,8 @@ type writer struct {
 	// stale: keys whose last write hit a conflict; their retry reads the object from the
 	// API instead of the informer, which can lag for minutes after an API server restart
 	// (its watch refused with "too large resource version") and would conflict forever.
-	stale map[string]bool
-	changed  chan struct{}                 // closed and replaced when the queue changes
+	stale   map[string]bool
+	changed chan struct{} // closed and replaced when the queue changes
 
 	events   atomic.Uint64
 	life     context.Context // ends with stop
