@@ -157,7 +157,7 @@ func (e *env) readRing(start time.Time, known ring) (ring, string, error) {
 	return r, "", nil
 }
 
-// ringExpect sets pe on every stable pair for which keep is true.
+// ring sets pe on every stable pair for which keep is true.
 func (x *expectation) ring(r ring, pe pathExpect, keep func(pair) bool) *expectation {
 	for from, to := range r {
 		p := pair{from, to}

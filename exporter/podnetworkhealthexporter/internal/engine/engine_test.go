@@ -72,6 +72,31 @@ func (r *ring) at(round int) time.Time { return r.t0.Add(time.Duration(round) * 
 
 func healthy(int, int) bool { return true }
 
+// withoutSource drops the observations of the agent named source (it stopped reporting).
+func withoutSource(obs []summary.Observation, source string) []summary.Observation {
+	var out []summary.Observation
+	for _, o := range obs {
+		if o.Source.Name != source {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// firstWriter runs an engine over rounds healthy rounds and returns the last write of each
+// object: what a writer that is about to be replaced leaves in the API.
+func (r *ring) firstWriter(rounds int) map[summary.PairKey]ObjectWrite {
+	a := New(Config{})
+	last := map[summary.PairKey]ObjectWrite{}
+	for round := 0; round < rounds; round++ {
+		a.Observe(r.round(round, healthy), r.at(round))
+		for _, w := range a.Reconcile(r.at(round).Add(time.Second)).Objects {
+			last[w.Key] = w
+		}
+	}
+	return last
+}
+
 func TestHealthyObjectsAreTheStablePairs(t *testing.T) {
 	r := newRing(20, 3)
 	e := New(Config{})
@@ -367,13 +392,7 @@ func TestSilentObserverReadsAsSilence(t *testing.T) {
 	e := New(Config{})
 	const mute = 3
 	muted := func(round int) []summary.Observation {
-		var out []summary.Observation
-		for _, o := range r.round(round, healthy) {
-			if o.Source.Name != fmt.Sprintf("agent-%d", mute) {
-				out = append(out, o)
-			}
-		}
-		return out
+		return withoutSource(r.round(round, healthy), fmt.Sprintf("agent-%d", mute))
 	}
 	objects := map[summary.PairKey]ObjectWrite{}
 	apply := func(res Result) {
@@ -439,25 +458,12 @@ func TestSilentObserverReadsAsSilence(t *testing.T) {
 // ObserverSilent, rather than deleting them at TargetTTL.
 func TestTakeoverKeepsASilentObserversObjects(t *testing.T) {
 	r := newRing(8, 3)
-	a := New(Config{})
-	last := map[summary.PairKey]ObjectWrite{}
-	for round := 0; round < 3; round++ {
-		a.Observe(r.round(round, healthy), r.at(round))
-		for _, w := range a.Reconcile(r.at(round).Add(time.Second)).Objects {
-			last[w.Key] = w
-		}
-	}
+	last := r.firstWriter(3)
 	b := New(Config{})
 	b.Resume(persistedOf(last), r.at(3))
 	var silentWrites int
 	for round := 3; round < 3+int((DefaultTargetTTL+time.Minute)/r.iv); round++ {
-		var obs []summary.Observation
-		for _, o := range r.round(round, healthy) {
-			if o.Source.Name != "agent-2" {
-				obs = append(obs, o)
-			}
-		}
-		b.Observe(obs, r.at(round))
+		b.Observe(withoutSource(r.round(round, healthy), "agent-2"), r.at(round))
 		for _, w := range b.Reconcile(r.at(round).Add(time.Second)).Objects {
 			require.False(t, w.Delete, "%s", w.Key)
 			if w.Reason == "heartbeat" {
@@ -643,14 +649,7 @@ func testTakeoverDuringPartition(t *testing.T, standby bool) {
 // A healthy takeover writes nothing until something changes or a heartbeat is due.
 func TestHealthyTakeoverWritesNothing(t *testing.T) {
 	r := newRing(12, 3)
-	a := New(Config{})
-	last := map[summary.PairKey]ObjectWrite{}
-	for round := 0; round < 5; round++ {
-		a.Observe(r.round(round, healthy), r.at(round))
-		for _, w := range a.Reconcile(r.at(round).Add(time.Second)).Objects {
-			last[w.Key] = w
-		}
-	}
+	last := r.firstWriter(5)
 	b := New(Config{})
 	b.Resume(persistedOf(last), r.at(5))
 	for round := 5; round < 11; round++ { // one minute
@@ -671,13 +670,7 @@ func TestSilentObserversPodDeletedIsForgotten(t *testing.T) {
 		e.Reconcile(r.at(round).Add(time.Second))
 	}
 	without := func(round int) []summary.Observation {
-		var out []summary.Observation
-		for _, o := range r.round(round, func(_, d int) bool { return d != 5 }) {
-			if o.Source.Name != "agent-5" {
-				out = append(out, o)
-			}
-		}
-		return out
+		return withoutSource(r.round(round, func(_, d int) bool { return d != 5 }), "agent-5")
 	}
 	round := 3
 	for ; round < 8; round++ {
@@ -759,13 +752,7 @@ func TestObjectGoneIsNotRecreatedForAGonePod(t *testing.T) {
 	e.ObjectGone(gone)
 	e.ObjectGone(userDeleted)
 	without2 := func(round int) []summary.Observation {
-		var out []summary.Observation
-		for _, o := range r.round(round, healthy) {
-			if o.Source.Name != "agent-2" {
-				out = append(out, o)
-			}
-		}
-		return out
+		return withoutSource(r.round(round, healthy), "agent-2")
 	}
 	res := e.Reconcile(r.at(2).Add(2 * time.Second)) // before its next round
 	for _, w := range res.Objects {
@@ -832,14 +819,7 @@ func TestSilentObserversAreNoNodeEvidence(t *testing.T) {
 // before its observer's next round: no object is deleted at a takeover.
 func TestTakeoverKeepsObjectsOlderThanTargetTTL(t *testing.T) {
 	r := newRing(8, 3)
-	a := New(Config{})
-	last := map[summary.PairKey]ObjectWrite{}
-	for round := 0; round < 3; round++ {
-		a.Observe(r.round(round, healthy), r.at(round))
-		for _, w := range a.Reconcile(r.at(round).Add(time.Second)).Objects {
-			last[w.Key] = w
-		}
-	}
+	last := r.firstWriter(3)
 	b := New(Config{})
 	takeover := r.at(3).Add(DefaultTargetTTL + 5*time.Minute) // the objects were written 15 min ago
 	b.Resume(persistedOf(last), takeover)
