@@ -70,12 +70,12 @@ func parseSample(line string) (promSample, error) {
 			if eq < 0 || eq+1 >= len(body) || body[eq+1] != '"' {
 				return s, fmt.Errorf("bad label in %q", line)
 			}
-			end := strings.IndexByte(body[eq+2:], '"')
-			if end < 0 {
+			q := strings.IndexByte(body[eq+2:], '"')
+			if q < 0 {
 				return s, fmt.Errorf("bad label value in %q", line)
 			}
-			s.labels[strings.TrimSpace(body[:eq])] = body[eq+2 : eq+2+end]
-			body = strings.TrimPrefix(body[eq+2+end+1:], ",")
+			s.labels[strings.TrimSpace(body[:eq])] = body[eq+2 : eq+2+q]
+			body = strings.TrimPrefix(body[eq+2+q+1:], ",")
 		}
 		rest = line[end+1:]
 	} else {
