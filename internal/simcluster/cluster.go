@@ -102,8 +102,10 @@ type Cluster struct {
 	agentOpt *AgentOptions
 	gateways []*Gateway
 	procs    []*Process // every agent collector started, for Logs
-	keepDir  bool
-	ownDir   bool
+	// restoreNeighbourTables puts back the host's neighbour-table limits (sizeNeighbourTables).
+	restoreNeighbourTables func() error
+	keepDir                bool
+	ownDir                 bool
 
 	kubeletStop chan struct{}
 	kubeletDone chan struct{}
@@ -238,6 +240,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 // setupNetwork creates the bridge, then one namespace per node.
 func (c *Cluster) setupNetwork(ctx context.Context) error {
 	c.Bridge = bridgeName(c.opts.Prefix, c.RunID)
+	restore, err := sizeNeighbourTables(c.opts.Nodes)
+	c.restoreNeighbourTables = restore
+	if err != nil {
+		return err
+	}
 	if err := createBridge(ctx, c.Bridge); err != nil {
 		return err
 	}
@@ -410,6 +417,9 @@ func (c *Cluster) stop() error {
 		if _, err := os.Stat(filepath.Join("/sys/class/net", c.Bridge)); err == nil {
 			addErr(ip(ctx, "link", "delete", c.Bridge))
 		}
+	}
+	if c.restoreNeighbourTables != nil {
+		addErr(c.restoreNeighbourTables())
 	}
 	if c.lock != nil {
 		// Anything this run missed (a failed half-created namespace) goes now, while the
