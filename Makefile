@@ -122,7 +122,7 @@ lint: $(STATICCHECK) ## gofmt + go vet + staticcheck (pinned)
 	$(STATICCHECK) ./...
 
 .PHONY: deps
-deps: ## install the Debian packages tests and demo need (etcd-server, iproute2, nftables, iputils-ping) when missing
+deps: ## install the Debian packages tests and demo need (etcd-server, iproute2, nftables, iputils-ping, prometheus) when missing
 	@./hack/deps.sh
 
 .PHONY: test

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the OS packages netpulse's tests and demo need, when they are missing: etcd for
 # the local control plane; iproute2 and nftables for network namespaces, bridges and
-# faults; ping as a second, unrelated ICMP user in the ICMP engine tests.
+# faults; ping as a second, unrelated ICMP user in the ICMP engine tests; prometheus (the
+# server and promtool, 2.42 on bookworm) for the Prometheus compatibility and alert-rule
+# tests (internal/monitoringtest).
 set -euo pipefail
-pkgs=(etcd-server iproute2 nftables iputils-ping)
+pkgs=(etcd-server iproute2 nftables iputils-ping prometheus)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0
@@ -15,5 +17,9 @@ echo "installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian may start etcd as a service on install; the tests run their own on free ports.
-if command -v systemctl >/dev/null 2>&1; then systemctl stop etcd >/dev/null 2>&1 || true; fi
+# Debian may start etcd and prometheus as services on install (prometheus on :9090); the
+# tests run their own on free ports, so neither is left running.
+for svc in etcd prometheus; do
+  if command -v systemctl >/dev/null 2>&1; then systemctl stop "$svc" >/dev/null 2>&1 || true; fi
+  if command -v service >/dev/null 2>&1; then service "$svc" stop >/dev/null 2>&1 || true; fi
+done
