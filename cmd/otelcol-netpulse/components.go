@@ -4,6 +4,7 @@ package main
 
 import (
 	podnetworkhealthexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
+	explicitbucketsprocessor "github.com/netpulse/netpulse/processor/explicitbucketsprocessor"
 	k8snetattributesprocessor "github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
 	podprobereceiver "github.com/netpulse/netpulse/receiver/podprobereceiver"
 	prometheusexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
@@ -106,6 +107,7 @@ func components() (otelcol.Factories, error) {
 		memorylimiterprocessor.NewFactory(),
 		k8sattributesprocessor.NewFactory(),
 		filterprocessor.NewFactory(),
+		explicitbucketsprocessor.NewFactory(),
 		k8snetattributesprocessor.NewFactory(),
 	)
 	if err != nil {
@@ -116,6 +118,7 @@ func components() (otelcol.Factories, error) {
 		memorylimiterprocessor.NewFactory().Type():    "go.opentelemetry.io/collector/processor/memorylimiterprocessor v0.159.0",
 		k8sattributesprocessor.NewFactory().Type():    "github.com/open-telemetry/opentelemetry-collector-contrib/processor/k8sattributesprocessor v0.159.0",
 		filterprocessor.NewFactory().Type():           "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v0.159.0",
+		explicitbucketsprocessor.NewFactory().Type():  "github.com/netpulse/netpulse v0.0.0",
 		k8snetattributesprocessor.NewFactory().Type(): "github.com/netpulse/netpulse v0.0.0",
 	})
 

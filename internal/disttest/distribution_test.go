@@ -15,7 +15,7 @@ import (
 // The components users expect beside netpulse's own, by kind (component types at v0.159).
 var wantComponents = map[string][]string{
 	"receivers":  {"otlp", "pod_probe"},
-	"processors": {"batch", "memory_limiter", "k8s_attributes", "k8s_net_attributes", "filter"},
+	"processors": {"batch", "memory_limiter", "k8s_attributes", "k8s_net_attributes", "filter", "explicit_buckets"},
 	"exporters":  {"debug", "otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write", "pod_network_health"},
 	"extensions": {"health_check", "pprof", "zpages", "file_storage"},
 }
