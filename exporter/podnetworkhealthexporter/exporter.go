@@ -2,12 +2,14 @@ package podnetworkhealthexporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/attribute"
@@ -206,7 +208,7 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 
 // start builds the clients and starts campaigning (or writing, without leader election).
 // It returns at once: nothing here waits for the API server.
-func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
+func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	restCfg, err := e.cfg.RESTConfig("netpulse-pod-network-health")
 	if err != nil {
 		return err
@@ -256,7 +258,15 @@ func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
 		lead(ctx)
 		return nil
 	}
-	done, err := leaderLoop(ctx, e.kube, e.cfg.LeaderElection, e.logger, lead)
+	// A replica that lost the Lease while running ends the collector, as Kubernetes' own
+	// controllers do: the agents connected to it (the gateway Service selected it while it
+	// led, and gRPC keeps connections for max_connection_age) follow the Service to the new
+	// writer at once instead of feeding a replica that no longer writes, and the restarted
+	// container campaigns again as a standby that resumes from the API.
+	lost := func() {
+		componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(errLeaseLost))
+	}
+	done, err := leaderLoop(ctx, e.kube, e.cfg.LeaderElection, e.logger, lead, lost)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("leader election: %w", err)
@@ -266,6 +276,9 @@ func (e *pnhExporter) start(_ context.Context, _ component.Host) error {
 	e.mu.Unlock()
 	return nil
 }
+
+// errLeaseLost is the fatal error a replica reports when its writer Lease was not renewed.
+var errLeaseLost = errors.New("pod_network_health: lost the writer lease while running; exiting so that agents reconnect to the new writer (the container restarts as a standby)")
 
 // lead is the writer's life while this replica holds the Lease.
 func (e *pnhExporter) lead(ctx context.Context) {

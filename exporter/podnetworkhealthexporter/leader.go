@@ -17,8 +17,9 @@ import (
 // instance acquires it and must return at once (work it starts stops when its ctx is
 // cancelled, on losing the lease); the lease is
 // released on shutdown so another replica takes over within one retry period. The returned
-// channel closes when the loop and any lead call have returned.
-func leaderLoop(ctx context.Context, client kubernetes.Interface, cfg LeaderElectionConfig, logger *zap.Logger, lead func(context.Context)) (<-chan struct{}, error) {
+// channel closes when the loop and any lead call have returned. lost is called when the
+// lease is lost while ctx is still live (not released at shutdown).
+func leaderLoop(ctx context.Context, client kubernetes.Interface, cfg LeaderElectionConfig, logger *zap.Logger, lead func(context.Context), lost func()) (<-chan struct{}, error) {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: cfg.LeaseName, Namespace: cfg.LeaseNamespace},
 		Client:     client.CoordinationV1(),
@@ -37,7 +38,12 @@ func leaderLoop(ctx context.Context, client kubernetes.Interface, cfg LeaderElec
 				lead(leadCtx)
 			},
 			OnStoppedLeading: func() {
-				logger.Info("pod_network_health: released or lost the writer lease", zap.String("identity", cfg.Identity))
+				if ctx.Err() != nil {
+					logger.Info("pod_network_health: released the writer lease", zap.String("identity", cfg.Identity))
+					return
+				}
+				logger.Error("pod_network_health: lost the writer lease (it could not be renewed within renew_deadline)", zap.String("identity", cfg.Identity))
+				lost()
 			},
 			OnNewLeader: func(identity string) {
 				if identity != cfg.Identity {
