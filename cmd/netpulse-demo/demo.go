@@ -79,7 +79,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return stepErr(ctx, "start the gateway", err)
 	}
-	d.done("gateway %s ready in %s: OTLP on %s, pid %d, service account %s", gw.Name, round(time.Since(t0)), gw.Endpoint, gw.Process.Pid(), simcluster.GatewayServiceAccount)
+	d.done("gateway %s ready in %s: OTLP on %s, pid %d, service account %s", gw.Name, round(time.Since(t0)), gw.Endpoint, gw.Process().Pid(), simcluster.GatewayServiceAccount)
 
 	d.header("Start one agent per node (deploy/agent-gateway/config/agent.yaml, %s probe rounds)", probeInterval)
 	t0 = time.Now()

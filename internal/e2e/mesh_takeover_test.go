@@ -275,6 +275,129 @@ func TestFailoverDuringPartition(t *testing.T) {
 	}
 }
 
+// TestWriterPartitionedFromAPI: node-3 is partitioned and reported, then the gateway is cut
+// off the API server (a network partition: its requests hang) for longer than
+// renew_deadline. It loses the writer Lease, which is fatal: the collector exits, so agents
+// would follow the gateway Service to another replica, and it is restarted (restartPolicy
+// Always). While the partition lasts nobody writes. When it heals, the restarted gateway
+// takes the Lease again and resumes from the API: no Event re-emitted, no verdict,
+// attribution or node condition flipped, every outage keeps its start.
+func TestWriterPartitionedFromAPI(t *testing.T) {
+	e := requireMesh(t)
+	const node = "node-3"
+	e.requireHealthy(t)
+	e.healOnCleanup(t, node)
+
+	start := time.Now()
+	if err := e.cl.Partition(node); err != nil {
+		t.Fatal(err)
+	}
+	partitioned := func(stable bool) *expectation {
+		exp := e.expect("writer-partition", start).
+			all(pathExpect{reachable: false, ongoingOutage: true, stable: stable}, towards(node)).
+			all(pathExpect{observerUnhealthy: true, ongoingOutage: true, stable: stable}, observedFrom(node)).
+			all(pathExpect{reachable: true, stable: stable}, not(involves(node)))
+		exp.nodeProblem[node] = true
+		exp.nodeProblemOthers = true
+		return exp
+	}
+	e.await(t, "detect", partitioned(false), detectTimeout)
+	time.Sleep(3 * time.Second) // the detection's writes land before the snapshot
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	before, err := e.api.record(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rvBefore, err := e.api.resourceVersions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	restarts := e.gw.Restarts()
+	cut := time.Now()
+	e.cl.PartitionGatewayFromAPI()
+	healed := false
+	t.Cleanup(func() {
+		if !healed {
+			e.cl.HealGatewayFromAPI()
+		}
+	})
+	// Losing the Lease takes renew_deadline (10 s); the exit follows at once.
+	for e.gw.Restarts() == restarts {
+		if time.Since(cut) > 60*time.Second {
+			t.Fatalf("the gateway did not exit within 60 s of losing the API server (a lost Lease must be fatal)\n%s", e.gw.Process().LogTail(30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("E2E writer partition: the gateway lost the Lease and exited %.1fs after the cut", time.Since(cut).Seconds())
+	time.Sleep(5 * time.Second) // partitioned a while longer: nobody may write
+	rvCut, err := e.api.resourceVersions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cl.HealGatewayFromAPI()
+	healed = true
+	back := time.Now()
+	name := e.gw.Name
+	for {
+		l, err := e.cl.Client.CoordinationV1().Leases(simcluster.Namespace).Get(ctx, gatewayLease, metav1.GetOptions{})
+		if err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == name && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(back) {
+			break
+		}
+		if ctx.Err() != nil || time.Since(back) > 2*time.Minute {
+			t.Fatalf("%s did not take the Lease again after the heal\n%s", name, e.gw.Process().LogTail(30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("E2E writer partition: %s leads again %.1fs after the heal (%d restarts)", name, time.Since(back).Seconds(), e.gw.Restarts()-restarts)
+
+	e.hold(t, "after regaining the Lease", partitioned(true), 15*time.Second)
+	after, err := e.api.record(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := before.diff(after, true); len(d) > 0 {
+		t.Errorf("losing and regaining the Lease changed the record:\n  %s", strings.Join(d, "\n  "))
+	}
+	written := 0
+	for n, rv := range rvCut {
+		if rvBefore[n] != rv {
+			written++
+		}
+	}
+	if written > 0 {
+		t.Errorf("%d objects were written while the writer was cut off the API server", written)
+	}
+
+	nodeHealed := time.Now()
+	if err := e.cl.Heal(node); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.healthy("writer-partition", nodeHealed, pathExpect{}).
+		all(pathExpect{reachable: true, endedOutage: true}, involves(node))
+	rec.outageSince = start
+	rec.nodeProblem[node] = false
+	rec.nodeProblemOthers = true
+	e.await(t, "recover", rec, recoverTimeout)
+	final, err := e.api.record(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range before.objects {
+		a := final.objects[name]
+		if len(b.outages) > 0 && len(a.outages) > 0 && !a.outages[0].Start.Equal(&b.outages[0].Start) {
+			t.Errorf("%s: outage started %s before the writer partition, %s after the heal", name,
+				b.outages[0].Start.Format(time.RFC3339), a.outages[0].Start.Format(time.RFC3339))
+		}
+	}
+	for k, n := range final.events {
+		if strings.HasSuffix(k, "/"+podnetworkhealthexporter.EventOutageDetected) && n != before.events[k] {
+			t.Errorf("Event %s: %d before the writer partition, %d after the heal", k, before.events[k], n)
+		}
+	}
+}
+
 // TestGracefulHandover: in a healthy cluster the gateway is stopped with SIGTERM (a
 // rollout) and the next replica started: it holds the Lease within seconds (the old one
 // releases it), and for the next 15 s it writes nothing the record would show - no object

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -102,6 +103,8 @@ type Cluster struct {
 	agentOpt *AgentOptions
 	gateways []*Gateway
 	procs    []*Process // every agent collector started, for Logs
+	// gwAPIProxy carries the gateways' API traffic (GatewayKubeconfig names it).
+	gwAPIProxy *apiProxy
 	// restoreNeighbourTables puts back the host's neighbour-table limits (sizeNeighbourTables).
 	restoreNeighbourTables func() error
 	keepDir                bool
@@ -225,6 +228,18 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err != nil {
 			return c, err
 		}
+		if sa.name == GatewayServiceAccount {
+			// Gateways reach the API server through a proxy the harness can cut
+			// (PartitionGatewayFromAPI).
+			u, err := url.Parse(cfg.Host)
+			if err != nil {
+				return c, err
+			}
+			if c.gwAPIProxy, err = startAPIProxy(net.JoinHostPort(HostIPv4.String(), "0"), u.Host); err != nil {
+				return c, fmt.Errorf("simcluster: gateway API proxy: %w", err)
+			}
+			cfg.Host = "https://" + c.gwAPIProxy.Addr()
+		}
 		*sa.path = filepath.Join(c.Dir, sa.name+".kubeconfig")
 		if err := kubetest.WriteKubeconfig(cfg, *sa.path); err != nil {
 			return c, err
@@ -346,7 +361,7 @@ func (c *Cluster) Logs(lines int) string {
 		fmt.Fprintf(&b, "--- %s (%s) ---\n%s\n", p.Name, p.LogPath, p.LogTail(lines))
 	}
 	for _, g := range gws {
-		fmt.Fprintf(&b, "--- gateway %s (%s) ---\n%s\n", g.Name, g.Process.LogPath, g.Process.LogTail(lines))
+		fmt.Fprintf(&b, "--- gateway %s (%s) ---\n%s\n", g.Name, g.Process().LogPath, g.Process().LogTail(lines))
 	}
 	return b.String()
 }
@@ -382,7 +397,7 @@ func (c *Cluster) stop() error {
 	}
 	for _, g := range gws {
 		wg.Add(1)
-		go func() { defer wg.Done(); addErr(g.Process.Stop(5 * time.Second)) }()
+		go func() { defer wg.Done(); addErr(g.halt(5 * time.Second)) }()
 	}
 	for _, n := range c.nodes {
 		wg.Add(1)
@@ -398,6 +413,9 @@ func (c *Cluster) stop() error {
 		}()
 	}
 	wg.Wait()
+	if c.gwAPIProxy != nil {
+		addErr(c.gwAPIProxy.Close())
+	}
 	if c.ControlPlane != nil {
 		addErr(c.ControlPlane.Stop())
 	}

@@ -203,3 +203,18 @@ func nftRuleset(f faultState) string {
 	b.WriteString("}\n")
 	return b.String()
 }
+
+// PartitionGatewayFromAPI cuts every gateway off the API server as a network partition
+// would: its open API connections go silent and new ones hang (nothing is refused), while
+// agents still reach the gateway and the tests' admin client still reaches the API server.
+// A leading gateway loses its Lease after renew_deadline. HealGatewayFromAPI ends it.
+func (c *Cluster) PartitionGatewayFromAPI() {
+	c.gwAPIProxy.Cut()
+	c.logf("simcluster: gateways partitioned from the API server")
+}
+
+// HealGatewayFromAPI ends PartitionGatewayFromAPI.
+func (c *Cluster) HealGatewayFromAPI() {
+	c.gwAPIProxy.Heal()
+	c.logf("simcluster: gateways reach the API server again")
+}

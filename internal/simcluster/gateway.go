@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -33,12 +34,86 @@ type GatewayOptions struct {
 	ReadyTimeout time.Duration
 }
 
-// Gateway is a running gateway collector.
+// Gateway is a running gateway collector. Like a container with restartPolicy Always, a
+// gateway that exits on its own (a lost writer Lease is fatal, for one) is started again
+// with the same name and environment after a back-off of 1 s, doubling up to 10 s.
 type Gateway struct {
 	Name string
 	// Endpoint is the OTLP/gRPC address agents send to (HostIPv4:4317, gateway.yaml's port).
 	Endpoint string
-	Process  *Process
+
+	mu       sync.Mutex
+	proc     *Process
+	restarts int
+	stopped  bool
+	stop     chan struct{}
+	start    func() (*Process, error)
+	logf     func(string, ...any)
+}
+
+// Process is the gateway's current process (a new one after each restart).
+func (g *Gateway) Process() *Process {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.proc
+}
+
+// Restarts is how often the gateway exited on its own and was started again.
+func (g *Gateway) Restarts() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.restarts
+}
+
+// supervise restarts the gateway whenever its process exits and the harness did not stop it.
+func (g *Gateway) supervise() {
+	backoff := time.Second
+	for {
+		p := g.Process()
+		<-p.done
+		started := time.Now()
+		select {
+		case <-g.stop:
+			return
+		case <-time.After(backoff):
+		}
+		g.logf("simcluster: gateway %s exited on its own (%v); restarting it", g.Name, p.waitErr)
+		np, err := g.start()
+		g.mu.Lock()
+		if g.stopped {
+			g.mu.Unlock()
+			if err == nil {
+				_ = np.Stop(0)
+			}
+			return
+		}
+		if err != nil {
+			g.mu.Unlock()
+			g.logf("simcluster: gateway %s: restart failed: %v", g.Name, err)
+			backoff = min(2*backoff, 10*time.Second)
+			continue
+		}
+		g.proc = np
+		g.restarts++
+		g.mu.Unlock()
+		if time.Since(started) > 30*time.Second {
+			backoff = time.Second
+		} else {
+			backoff = min(2*backoff, 10*time.Second)
+		}
+	}
+}
+
+// halt stops supervising and stops the current process (SIGTERM, SIGKILL after grace).
+func (g *Gateway) halt(grace time.Duration) error {
+	g.mu.Lock()
+	if !g.stopped {
+		g.stopped = true
+		close(g.stop)
+	}
+	p := g.proc
+	g.mu.Unlock()
+	return p.Stop(grace)
 }
 
 // StartGateway runs a collector with opts.Config on the host side of the bridge, with the
@@ -73,11 +148,16 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 		return nil, err
 	}
 	logPath := filepath.Join(c.Dir, "logs", "gateway-"+opts.Name+".log")
-	proc, err := startProcess("gateway "+opts.Name, "", []string{c.opts.Collector, "--config", opts.Config}, env, logPath)
+	start := func() (*Process, error) {
+		return startProcess("gateway "+opts.Name, "", []string{c.opts.Collector, "--config", opts.Config}, env, logPath)
+	}
+	proc, err := start()
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{Name: opts.Name, Endpoint: net.JoinHostPort(HostIPv4.String(), strconv.Itoa(GatewayOTLPPort)), Process: proc}
+	g := &Gateway{Name: opts.Name, Endpoint: net.JoinHostPort(HostIPv4.String(), strconv.Itoa(GatewayOTLPPort)),
+		proc: proc, stop: make(chan struct{}), start: start, logf: c.logf}
+	go g.supervise()
 	c.mu.Lock()
 	c.gateways = append(c.gateways, g)
 	c.mu.Unlock()
@@ -89,6 +169,7 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 	defer cancel()
 	for !probeOnce(ctx, opts.ReadyURL) {
 		if proc.Exited() {
+			_ = g.halt(0) // a gateway that cannot start is not restarted
 			return g, fmt.Errorf("simcluster: gateway %s exited: %v\n%s", opts.Name, proc.Err(), proc.LogTail(40))
 		}
 		select {
@@ -103,14 +184,14 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 // StopGateway stops a gateway (SIGTERM, then SIGKILL after 10 s) and forgets it.
 func (c *Cluster) StopGateway(g *Gateway) error {
 	c.forgetGateway(g)
-	return g.Process.Stop(10 * time.Second)
+	return g.halt(10 * time.Second)
 }
 
 // KillGateway kills a gateway with SIGKILL at once (a crash: no Lease release, no flush)
 // and forgets it.
 func (c *Cluster) KillGateway(g *Gateway) error {
 	c.forgetGateway(g)
-	return g.Process.Stop(0)
+	return g.halt(0)
 }
 
 func (c *Cluster) forgetGateway(g *Gateway) {
