@@ -26,7 +26,7 @@ KUBE_BINS   := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubec
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
 COLLECTOR   := $(BIN)/otelcol-netpulse
 # Component directories with a metadata.yaml (mdatagen input).
-COMPONENTS  := $(patsubst %/metadata.yaml,%,$(wildcard receiver/*/metadata.yaml processor/*/metadata.yaml exporter/*/metadata.yaml))
+COMPONENTS  := $(patsubst %/metadata.yaml,%,$(wildcard receiver/*/metadata.yaml processor/*/metadata.yaml exporter/*/metadata.yaml extension/*/metadata.yaml))
 
 TEST_TIMEOUT ?= 45m
 TEST_FLAGS   ?=
@@ -107,9 +107,9 @@ generate-distribution: $(OCB)
 
 .PHONY: check-generated
 check-generated: generate ## fail when committed generated code differs from what the generators produce
-	@if [ -n "$$(git status --porcelain -- cmd/otelcol-netpulse api deploy/crds receiver processor exporter)" ]; then \
+	@if [ -n "$$(git status --porcelain -- cmd/otelcol-netpulse api deploy/crds receiver processor exporter extension)" ]; then \
 	  echo "generated code is out of date; run 'make generate' and commit:"; \
-	  git status --porcelain -- cmd/otelcol-netpulse api deploy/crds receiver processor exporter; \
+	  git status --porcelain -- cmd/otelcol-netpulse api deploy/crds receiver processor exporter extension; \
 	  git --no-pager diff --stat; exit 1; \
 	fi
 	@echo "generated code is up to date"

@@ -4,6 +4,7 @@ package main
 
 import (
 	podnetworkhealthexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
+	k8stokenauthextension "github.com/netpulse/netpulse/extension/k8stokenauthextension"
 	explicitbucketsprocessor "github.com/netpulse/netpulse/processor/explicitbucketsprocessor"
 	k8snetattributesprocessor "github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
 	podprobereceiver "github.com/netpulse/netpulse/receiver/podprobereceiver"
@@ -58,6 +59,7 @@ func components() (otelcol.Factories, error) {
 		zpagesextension.NewFactory(),
 		filestorage.NewFactory(),
 		bearertokenauthextension.NewFactory(),
+		k8stokenauthextension.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -68,6 +70,7 @@ func components() (otelcol.Factories, error) {
 		zpagesextension.NewFactory().Type():          "go.opentelemetry.io/collector/extension/zpagesextension v0.159.0",
 		filestorage.NewFactory().Type():              "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.159.0",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.159.0",
+		k8stokenauthextension.NewFactory().Type():    "github.com/netpulse/netpulse v0.0.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](

@@ -1,0 +1,397 @@
+package k8stokenauthextension
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensionauth"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	authv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
+	"github.com/netpulse/netpulse/extension/k8stokenauthextension/internal/metadata"
+)
+
+// The user.extra keys the API server sets for a token bound to a pod
+// (k8s.io/apiserver/pkg/authentication/serviceaccount). node-name and node-uid need
+// Kubernetes >= 1.30 (ServiceAccountTokenPodNodeInfo, GA in 1.32); credential-id >= 1.29.
+const (
+	extraPodName      = "authentication.kubernetes.io/pod-name"
+	extraPodUID       = "authentication.kubernetes.io/pod-uid"
+	extraNodeName     = "authentication.kubernetes.io/node-name"
+	extraNodeUID      = "authentication.kubernetes.io/node-uid"
+	extraCredentialID = "authentication.kubernetes.io/credential-id"
+
+	serviceAccountPrefix = "system:serviceaccount:"
+)
+
+// Result and reason values of the requests metric, outcomes of the reviews metric.
+const (
+	resultAccepted    = "accepted"
+	resultRejected    = "rejected"
+	resultUnavailable = "unavailable"
+
+	reasonCached         = "cached"
+	reasonReviewed       = "reviewed"
+	reasonMissingToken   = "missing_token"
+	reasonMalformedToken = "malformed_token"
+	reasonExpiredToken   = "expired_token"
+	reasonTokenRejected  = "token_rejected"
+	reasonServiceAccount = "service_account_not_allowed"
+	reasonNotBoundToPod  = "not_bound_to_pod"
+	reasonReviewError    = "review_error"
+	reasonOverloaded     = "overloaded"
+	reasonNotStarted     = "not_started"
+
+	outcomeAuthenticated   = "authenticated"
+	outcomeUnauthenticated = "unauthenticated"
+	outcomeError           = "error"
+)
+
+const (
+	logEvery            = 10 * time.Second
+	userAgent           = "netpulse-k8s-token-auth"
+	authorizationHeader = "authorization"
+	bearerScheme        = "bearer "
+	errPrefix           = "k8s_token_auth: "
+)
+
+// reviewer is the TokenReview client (client-go's TokenReviewInterface; a fake in tests).
+type reviewer interface {
+	Create(ctx context.Context, tr *authv1.TokenReview, opts metav1.CreateOptions) (*authv1.TokenReview, error)
+}
+
+// authenticator is the k8s_token_auth extension.
+type authenticator struct {
+	cfg     *Config
+	logger  *zap.Logger
+	tb      *metadata.TelemetryBuilder
+	allowed map[string]bool // "namespace/name"
+	cache   *tokenCache
+	sem     chan struct{} // bounds reviews in flight
+	flight  singleflight.Group
+	now     func() time.Time
+	// Rejections and review errors are logged at most once per logEvery (burst 3), with
+	// the number suppressed since.
+	logRL      *rate.Limiter
+	suppressed int
+
+	mu       sync.Mutex
+	reviewer reviewer // nil until Start
+	// ctx is cancelled by Shutdown: reviews in flight stop; wg waits for them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	shutdownOnce sync.Once
+}
+
+var (
+	_ extension.Extension  = (*authenticator)(nil)
+	_ extensionauth.Server = (*authenticator)(nil)
+)
+
+func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &authenticator{
+		cfg:     cfg,
+		logger:  set.Logger,
+		tb:      tb,
+		allowed: map[string]bool{},
+		cache:   newTokenCache(cfg.Cache.MaxEntries),
+		sem:     make(chan struct{}, cfg.MaxConcurrentReviews),
+		now:     time.Now,
+		logRL:   rate.NewLimiter(rate.Every(logEvery), 3),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+	for _, sa := range cfg.ServiceAccounts {
+		a.allowed[sa] = true
+	}
+	if err := tb.RegisterK8sTokenAuthCacheEntriesCallback(func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(int64(a.cache.len()))
+		return nil
+	}); err != nil {
+		cancel()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Start builds the API client. It makes no API call: a missing RBAC grant shows in the
+// first review (logged, counted as review errors, answered Unavailable).
+func (a *authenticator) Start(context.Context, component.Host) error {
+	restCfg, err := a.cfg.RESTConfig(userAgent)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.reviewer = cs.AuthenticationV1().TokenReviews()
+	a.mu.Unlock()
+	return nil
+}
+
+// Shutdown stops reviews in flight. Safe without Start and twice.
+func (a *authenticator) Shutdown(context.Context) error {
+	a.shutdownOnce.Do(func() {
+		a.mu.Lock()
+		a.cancel()
+		a.reviewer = nil
+		a.mu.Unlock()
+		a.wg.Wait()
+		a.tb.Shutdown()
+	})
+	return nil
+}
+
+// Authenticate implements extensionauth.Server: it verifies the bearer token and returns a
+// context whose client.Info carries the identity (Auth and the reserved Metadata keys).
+// Rejections are gRPC Unauthenticated; when the API cannot answer, Unavailable (the
+// OTLP exporter retries those).
+func (a *authenticator) Authenticate(ctx context.Context, headers map[string][]string) (context.Context, error) {
+	o, result, reason := a.authenticate(ctx, headers)
+	a.tb.K8sTokenAuthRequests.Add(context.Background(), 1, metric.WithAttributes(
+		attribute.String("result", result), attribute.String("reason", reason)))
+	switch result {
+	case resultRejected:
+		a.logf(zap.InfoLevel, "k8s_token_auth: request rejected", zap.String("reason", reason), zap.String("detail", o.detail), peer(ctx))
+		return ctx, status.Error(codes.Unauthenticated, errPrefix+reason)
+	case resultUnavailable:
+		return ctx, status.Error(codes.Unavailable, errPrefix+reason+"; retry")
+	}
+	cl := client.FromContext(ctx)
+	cl.Auth = identity.NewAuthData(o.id)
+	cl.Metadata = identity.WithIdentity(cl.Metadata, o.id)
+	return client.NewContext(ctx, cl), nil
+}
+
+func peer(ctx context.Context) zap.Field {
+	if addr := client.FromContext(ctx).Addr; addr != nil {
+		return zap.String("peer", addr.String())
+	}
+	return zap.Skip()
+}
+
+// authenticate returns the outcome with the requests metric's result and reason.
+func (a *authenticator) authenticate(ctx context.Context, headers map[string][]string) (outcome, string, string) {
+	token, reason, detail := bearerToken(headers)
+	if reason != "" {
+		return outcome{reason: reason, detail: detail}, resultRejected, reason
+	}
+	key := tokenKey(sha256.Sum256([]byte(token)))
+	now := a.now()
+	if o, ok := a.cache.get(key, now); ok {
+		if o.reason != "" {
+			return o, resultRejected, o.reason
+		}
+		return o, resultAccepted, reasonCached
+	}
+	exp, err := tokenExpiry(token)
+	if err != nil {
+		o := outcome{reason: reasonMalformedToken, detail: err.Error()}
+		a.cache.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), now)
+		return o, resultRejected, reasonMalformedToken
+	}
+	if !exp.After(now) {
+		// The API would reject it too; no review is spent on it.
+		return outcome{reason: reasonExpiredToken, detail: "expired at " + exp.UTC().Format(time.RFC3339)}, resultRejected, reasonExpiredToken
+	}
+	a.mu.Lock()
+	rv := a.reviewer
+	a.mu.Unlock()
+	if rv == nil {
+		return outcome{}, resultUnavailable, reasonNotStarted
+	}
+	// One review per token at a time: concurrent requests with the same token share it.
+	ch := a.flight.DoChan(string(key[:]), func() (any, error) {
+		return a.review(rv, token, key, exp)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			if errors.Is(r.Err, errOverloaded) {
+				return outcome{}, resultUnavailable, reasonOverloaded
+			}
+			return outcome{}, resultUnavailable, reasonReviewError
+		}
+		o := r.Val.(outcome)
+		if o.reason != "" {
+			return o, resultRejected, o.reason
+		}
+		return o, resultAccepted, reasonReviewed
+	case <-ctx.Done():
+		// The review goes on and its outcome is cached for the client's retry.
+		return outcome{}, resultUnavailable, reasonOverloaded
+	}
+}
+
+var errOverloaded = errors.New("too many token reviews in flight")
+
+// review runs one TokenReview (bounded by MaxConcurrentReviews and ReviewTimeout) and
+// caches its outcome. It returns an error only when the API gave no answer: nothing is
+// cached then.
+func (a *authenticator) review(rv reviewer, token string, key tokenKey, exp time.Time) (any, error) {
+	// Registered under mu, so Shutdown (which cancels a.ctx under mu, then waits) either
+	// waits for this review or has already made it give up.
+	a.mu.Lock()
+	if a.ctx.Err() != nil {
+		a.mu.Unlock()
+		return nil, errOverloaded
+	}
+	a.wg.Add(1)
+	a.mu.Unlock()
+	defer a.wg.Done()
+	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.ReviewTimeout)
+	defer cancel()
+	select {
+	case a.sem <- struct{}{}:
+		defer func() { <-a.sem }()
+	case <-ctx.Done():
+		return nil, errOverloaded
+	}
+	tr, err := rv.Create(ctx, &authv1.TokenReview{
+		Spec: authv1.TokenReviewSpec{Token: token, Audiences: []string{a.cfg.Audience}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		a.tb.K8sTokenAuthTokenReviews.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", outcomeError)))
+		a.logf(zap.WarnLevel, "k8s_token_auth: TokenReview failed; answering Unavailable (check the API server and the RBAC grant: create on authentication.k8s.io tokenreviews)", zap.Error(err))
+		return nil, err
+	}
+	o := judge(tr.Status, a.cfg.Audience, a.allowed)
+	result := outcomeAuthenticated
+	if !tr.Status.Authenticated {
+		result = outcomeUnauthenticated
+	}
+	a.tb.K8sTokenAuthTokenReviews.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", result)))
+	now := a.now()
+	if o.reason != "" {
+		a.cache.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), now)
+	} else {
+		a.cache.put(key, o, minTime(now.Add(a.cfg.Cache.MaxTTL), exp), now)
+	}
+	return o, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// bearerToken extracts the token of the one "authorization: Bearer <token>" header
+// (gRPC metadata keys are lower case, HTTP headers canonical). It returns a rejection
+// reason and detail instead when there is none, several, or a malformed one.
+func bearerToken(headers map[string][]string) (token, reason, detail string) {
+	var values []string
+	for k, v := range headers {
+		if strings.EqualFold(k, authorizationHeader) {
+			values = append(values, v...)
+		}
+	}
+	switch {
+	case len(values) == 0:
+		return "", reasonMissingToken, "no authorization header"
+	case len(values) > 1:
+		return "", reasonMalformedToken, "more than one authorization header"
+	}
+	v := values[0]
+	if len(v) < len(bearerScheme) || !strings.EqualFold(v[:len(bearerScheme)], bearerScheme) {
+		return "", reasonMalformedToken, "authorization scheme is not Bearer"
+	}
+	token = strings.TrimSpace(v[len(bearerScheme):])
+	switch {
+	case token == "":
+		return "", reasonMissingToken, "empty bearer token"
+	case len(token) > maxTokenBytes:
+		return "", reasonMalformedToken, fmt.Sprintf("bearer token longer than %d bytes", maxTokenBytes)
+	}
+	return token, "", ""
+}
+
+// judge turns a TokenReview status into an outcome: the API must have authenticated the
+// token for audience (status.audiences), as a service account in allowed, bound to a pod
+// on a node (status.user.extra).
+func judge(st authv1.TokenReviewStatus, audience string, allowed map[string]bool) outcome {
+	if !st.Authenticated {
+		detail := "the API server did not authenticate the token for the audience"
+		if st.Error != "" {
+			detail += ": " + st.Error
+		}
+		return outcome{reason: reasonTokenRejected, detail: detail}
+	}
+	if !slices.Contains(st.Audiences, audience) {
+		return outcome{reason: reasonTokenRejected, detail: fmt.Sprintf("audiences %q do not include %q", st.Audiences, audience)}
+	}
+	rest, ok := strings.CutPrefix(st.User.Username, serviceAccountPrefix)
+	ns, name, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || ns == "" || name == "" {
+		return outcome{reason: reasonServiceAccount, detail: fmt.Sprintf("user %q is not a service account", st.User.Username)}
+	}
+	if !allowed[ns+"/"+name] {
+		return outcome{reason: reasonServiceAccount, detail: fmt.Sprintf("service account %s/%s is not allowed", ns, name)}
+	}
+	one := func(k string) string {
+		if v := st.User.Extra[k]; len(v) == 1 {
+			return v[0]
+		}
+		return ""
+	}
+	id := identity.Identity{
+		Namespace: ns, ServiceAccount: name,
+		PodName: one(extraPodName), PodUID: one(extraPodUID),
+		NodeName: one(extraNodeName), NodeUID: one(extraNodeUID),
+		CredentialID: one(extraCredentialID),
+		Groups:       append([]string(nil), st.User.Groups...),
+	}
+	if !id.Complete() {
+		return outcome{reason: reasonNotBoundToPod, detail: fmt.Sprintf(
+			"token of %s/%s carries no pod name, pod UID and node name (a projected token bound to the pod, Kubernetes >= 1.30)", ns, name)}
+	}
+	return outcome{id: id}
+}
+
+// logf logs at most once per logEvery (burst 3), saying how many were suppressed.
+func (a *authenticator) logf(level zapcore.Level, msg string, fields ...zap.Field) {
+	a.mu.Lock()
+	if !a.logRL.Allow() {
+		a.suppressed++
+		a.mu.Unlock()
+		return
+	}
+	n := a.suppressed
+	a.suppressed = 0
+	a.mu.Unlock()
+	if n > 0 {
+		fields = append(fields, zap.Int("suppressed_since_last", n))
+	}
+	if ce := a.logger.Check(level, msg); ce != nil {
+		ce.Write(fields...)
+	}
+}

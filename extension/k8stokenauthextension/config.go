@@ -1,0 +1,93 @@
+package k8stokenauthextension
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/netpulse/netpulse/internal/kubeclient"
+)
+
+// Config of the k8s_token_auth extension.
+type Config struct {
+	// The gateway's own API credentials, used for TokenReview calls only (RBAC: create on
+	// authentication.k8s.io tokenreviews). qps/burst bound the review rate.
+	kubeclient.Config `mapstructure:",squash"`
+
+	// Audience the tokens must be issued for (the projected token's audience). It is passed
+	// as the TokenReview's spec.audiences, so the API server checks it, and must come back
+	// in status.audiences. Dedicate it to the gateway: never the API server's own audience.
+	Audience string `mapstructure:"audience"`
+	// ServiceAccounts allowed to authenticate, as "namespace/name" (the agents' service
+	// account). A token of any other service account is rejected.
+	ServiceAccounts []string `mapstructure:"service_accounts"`
+
+	Cache CacheConfig `mapstructure:"cache"`
+	// MaxConcurrentReviews bounds the TokenReview calls in flight; requests beyond it wait
+	// (within their own deadline) and are answered Unavailable when it passes.
+	MaxConcurrentReviews int `mapstructure:"max_concurrent_reviews"`
+	// ReviewTimeout bounds one TokenReview call.
+	ReviewTimeout time.Duration `mapstructure:"review_timeout"`
+}
+
+// CacheConfig bounds the cache of review outcomes, keyed by the SHA-256 of the token.
+type CacheConfig struct {
+	// MaxEntries: least recently used entries are evicted beyond it.
+	MaxEntries int `mapstructure:"max_entries"`
+	// MaxTTL: an accepted token is reviewed again after this long at the latest (and never
+	// trusted past its own expiry). It is also how long a revoked token (its pod deleted)
+	// may still be accepted.
+	MaxTTL time.Duration `mapstructure:"max_ttl"`
+	// NegativeTTL: how long a rejected token is answered from the cache (0: not cached).
+	NegativeTTL time.Duration `mapstructure:"negative_ttl"`
+}
+
+// Validate names every offending field.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := c.Config.Check(); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case c.Audience == "":
+		add("audience: required (the audience of the agents' projected tokens, e.g. netpulse-gateway)")
+	case strings.ContainsAny(c.Audience, " \t\r\n"):
+		add("audience: %q contains white space", c.Audience)
+	}
+	if len(c.ServiceAccounts) == 0 {
+		add("service_accounts: required (\"namespace/name\" of the agents' service account)")
+	}
+	for i, sa := range c.ServiceAccounts {
+		ns, name, ok := strings.Cut(sa, "/")
+		if !ok {
+			add("service_accounts[%d]: %q: want \"namespace/name\"", i, sa)
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			add("service_accounts[%d]: namespace %q: %s", i, ns, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			add("service_accounts[%d]: name %q: %s", i, name, strings.Join(msgs, "; "))
+		}
+	}
+	if c.Cache.MaxEntries < 1 || c.Cache.MaxEntries > 1_000_000 {
+		add("cache.max_entries: %d out of range [1, 1000000]", c.Cache.MaxEntries)
+	}
+	if c.Cache.MaxTTL < time.Second || c.Cache.MaxTTL > time.Hour {
+		add("cache.max_ttl: %v out of range [1s, 1h]", c.Cache.MaxTTL)
+	}
+	if c.Cache.NegativeTTL < 0 || c.Cache.NegativeTTL > 5*time.Minute {
+		add("cache.negative_ttl: %v out of range [0, 5m]", c.Cache.NegativeTTL)
+	}
+	if c.MaxConcurrentReviews < 1 || c.MaxConcurrentReviews > 64 {
+		add("max_concurrent_reviews: %d out of range [1, 64]", c.MaxConcurrentReviews)
+	}
+	if c.ReviewTimeout < 100*time.Millisecond || c.ReviewTimeout > time.Minute {
+		add("review_timeout: %v out of range [100ms, 1m]", c.ReviewTimeout)
+	}
+	return errors.Join(errs...)
+}

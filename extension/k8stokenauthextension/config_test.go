@@ -1,0 +1,70 @@
+package k8stokenauthextension
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/netpulse/netpulse/extension/k8stokenauthextension/internal/metadata"
+	"github.com/netpulse/netpulse/internal/kubeclient"
+)
+
+func loadConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig()
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg.(*Config), confmap.Validate(cfg)
+}
+
+func TestLoadConfig(t *testing.T) {
+	def, err := loadConfig(t, "")
+	require.NoError(t, err)
+	want := createDefaultConfig().(*Config)
+	want.Audience = "netpulse-gateway"
+	want.ServiceAccounts = []string{"netpulse/netpulse-agent"}
+	assert.Equal(t, want, def)
+	assert.Equal(t, kubeclient.AuthServiceAccount, def.AuthType)
+	assert.Equal(t, 5*time.Minute, def.Cache.MaxTTL)
+
+	custom, err := loadConfig(t, "custom")
+	require.NoError(t, err)
+	assert.Equal(t, &Config{
+		Config:               kubeclient.Config{AuthType: kubeclient.AuthKubeConfig, Kubeconfig: "/etc/netpulse/kubeconfig", QPS: 50, Burst: 100},
+		Audience:             "netpulse-gateway",
+		ServiceAccounts:      []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent"},
+		Cache:                CacheConfig{MaxEntries: 100, MaxTTL: time.Minute, NegativeTTL: 0},
+		MaxConcurrentReviews: 2,
+		ReviewTimeout:        2 * time.Second,
+	}, custom)
+}
+
+func TestValidateNamesEveryField(t *testing.T) {
+	_, err := loadConfig(t, "invalid")
+	require.Error(t, err)
+	for _, want := range []string{
+		`auth_type: "bogus"`, `audience: "net pulse" contains white space`,
+		`service_accounts[0]: "no-slash"`, `service_accounts[1]: namespace "Bad_NS"`, `service_accounts[2]: name ""`,
+		"cache.max_entries", "cache.max_ttl", "cache.negative_ttl", "max_concurrent_reviews", "review_timeout",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	// Each error once, under its own name (not again under a "config::" path).
+	assert.Equal(t, 1, strings.Count(err.Error(), `auth_type: "bogus"`), err.Error())
+	assert.NotContains(t, err.Error(), "config::")
+
+	_, err = loadConfig(t, "empty")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "audience: required")
+	assert.Contains(t, err.Error(), "service_accounts: required")
+}

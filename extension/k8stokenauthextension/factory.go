@@ -1,0 +1,46 @@
+package k8stokenauthextension
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+
+	"github.com/netpulse/netpulse/extension/k8stokenauthextension/internal/metadata"
+	"github.com/netpulse/netpulse/internal/kubeclient"
+)
+
+// Defaults.
+const (
+	DefaultMaxEntries           = 10_000
+	DefaultMaxTTL               = 5 * time.Minute
+	DefaultNegativeTTL          = 10 * time.Second
+	DefaultMaxConcurrentReviews = 8
+	DefaultReviewTimeout        = 5 * time.Second
+)
+
+// NewFactory creates the k8s_token_auth extension factory.
+func NewFactory() extension.Factory {
+	return extension.NewFactory(metadata.Type, createDefaultConfig, createExtension, metadata.ExtensionStability)
+}
+
+func createDefaultConfig() component.Config {
+	kc := kubeclient.DefaultConfig()
+	// After a gateway restart every agent is reviewed once within a probe interval or two.
+	kc.QPS, kc.Burst = 20, 40
+	return &Config{
+		Config: kc,
+		Cache: CacheConfig{
+			MaxEntries:  DefaultMaxEntries,
+			MaxTTL:      DefaultMaxTTL,
+			NegativeTTL: DefaultNegativeTTL,
+		},
+		MaxConcurrentReviews: DefaultMaxConcurrentReviews,
+		ReviewTimeout:        DefaultReviewTimeout,
+	}
+}
+
+func createExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
+	return newAuthenticator(cfg.(*Config), set)
+}
