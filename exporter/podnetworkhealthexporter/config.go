@@ -56,6 +56,15 @@ type Config struct {
 	// Empty: all namespaces (the gateway).
 	Namespace string `mapstructure:"namespace"`
 
+	// RequireAuthenticatedObservers accepts an observation only from the agent that made
+	// it: the request must carry the identity the k8s_token_auth authenticator established
+	// (client.Info auth data, or its reserved metadata keys through a batch processor), and
+	// the Resource's k8s.namespace.name, k8s.pod.name, k8s.pod.uid and k8s.node.name must
+	// be that agent's. Other data points are counted (unauthenticated_source,
+	// source_identity_mismatch) and nothing is decided from them, so quorums count
+	// distinct authenticated observer nodes. See docs/security.md.
+	RequireAuthenticatedObservers bool `mapstructure:"require_authenticated_observers"`
+
 	LeaderElection LeaderElectionConfig `mapstructure:"leader_election"`
 	Events         EventsConfig         `mapstructure:"events"`
 	NodeConditions NodeConditionsConfig `mapstructure:"node_conditions"`
@@ -112,6 +121,10 @@ type ReadinessGateConfig struct {
 	// FailOpenTimeout: a pod never reached this long after creation is set True anyway
 	// (reason FailOpen); 0 disables.
 	FailOpenTimeout time.Duration `mapstructure:"fail_open_timeout"`
+	// MinReachingNodes: distinct observer nodes (other than the pod's) that must have
+	// reached the pod. With require_authenticated_observers it must be at least 2, so
+	// that no single agent decides another pod's readiness.
+	MinReachingNodes int `mapstructure:"min_reaching_nodes"`
 }
 
 // Conditions the kubelet owns; netpulse never writes them.
@@ -207,6 +220,9 @@ func (c *Config) Validate() error {
 		if nc.MinHold < 0 || nc.MinHold > time.Hour {
 			add("node_conditions.min_hold: %v out of range [0, 1h]", nc.MinHold)
 		}
+		if c.RequireAuthenticatedObservers && nc.Quorum < 2 {
+			add("node_conditions.quorum: %d with require_authenticated_observers: want at least 2, so that no single agent can mark a node", nc.Quorum)
+		}
 	}
 	if rg := c.ReadinessGate; rg.Enabled {
 		if gate := metadata.ExporterPodnetworkhealthReadinessGateFeatureGate; !gate.IsEnabled() {
@@ -220,6 +236,11 @@ func (c *Config) Validate() error {
 		}
 		if rg.FailOpenTimeout < 0 {
 			add("readiness_gate.fail_open_timeout: %v is negative", rg.FailOpenTimeout)
+		}
+		if rg.MinReachingNodes < 1 || rg.MinReachingNodes > 4 {
+			add("readiness_gate.min_reaching_nodes: %d out of range [1, 4]", rg.MinReachingNodes)
+		} else if c.RequireAuthenticatedObservers && rg.MinReachingNodes < 2 {
+			add("readiness_gate.min_reaching_nodes: %d with require_authenticated_observers: want at least 2, so that no single agent decides another pod's readiness", rg.MinReachingNodes)
 		}
 	}
 	return errors.Join(errs...)

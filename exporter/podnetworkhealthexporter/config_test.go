@@ -35,6 +35,8 @@ func TestDefaultConfig(t *testing.T) {
 	require.Equal(t, "gw-1", cfg.LeaderElection.Identity)
 	require.False(t, cfg.NodeConditions.Enabled, "node conditions are opt-in")
 	require.False(t, cfg.ReadinessGate.Enabled, "the readiness gate is opt-in")
+	require.False(t, cfg.RequireAuthenticatedObservers, "binding is opt-in until the deploy configs authenticate agents")
+	require.Equal(t, 1, cfg.ReadinessGate.MinReachingNodes)
 }
 
 func TestFullConfig(t *testing.T) {
@@ -45,6 +47,7 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, "pnh-writer", cfg.LeaderElection.LeaseName)
 	require.Equal(t, "example.com/PodNetworkProblem", cfg.NodeConditions.Type)
 	require.Equal(t, 3, cfg.NodeConditions.Quorum)
+	require.True(t, cfg.RequireAuthenticatedObservers)
 }
 
 func TestInvalidConfigNamesFields(t *testing.T) {
@@ -69,7 +72,16 @@ func TestInvalidConfigNamesFields(t *testing.T) {
 		"node_conditions.max_failing_share: 0 out of range",
 		"readiness_gate.enabled: requires the alpha feature gate: run with --feature-gates=exporter.podnetworkhealth.readinessGate",
 		"readiness_gate.max_flips_per_minute: 0 out of range",
+		"readiness_gate.min_reaching_nodes: 0 out of range [1, 4]",
 	} {
 		require.ErrorContains(t, err, want)
 	}
+}
+
+// With authenticated observers, no rule may let a single agent decide a node condition or
+// another pod's readiness.
+func TestAuthenticatedObserversNeedQuorums(t *testing.T) {
+	err := confmap.Validate(loadConfig(t, "single_observer_decides"))
+	require.ErrorContains(t, err, "node_conditions.quorum: 1 with require_authenticated_observers: want at least 2")
+	require.ErrorContains(t, err, "readiness_gate.min_reaching_nodes: 1 with require_authenticated_observers: want at least 2")
 }

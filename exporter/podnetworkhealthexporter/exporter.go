@@ -50,6 +50,8 @@ type pnhExporter struct {
 	logger  *zap.Logger
 	tb      *metadata.TelemetryBuilder
 	decoder *summary.Decoder
+	// binder is nil unless require_authenticated_observers.
+	binder *binder
 	// engine decides what to write (pure); everything below it is I/O.
 	engine *engine.Engine
 
@@ -146,7 +148,11 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 			ConditionType:     cfg.ReadinessGate.ConditionType,
 			MaxFlipsPerMinute: cfg.ReadinessGate.MaxFlipsPerMinute,
 			FailOpenTimeout:   cfg.ReadinessGate.FailOpenTimeout,
+			MinReachingNodes:  cfg.ReadinessGate.MinReachingNodes,
 		})
+	}
+	if cfg.RequireAuthenticatedObservers {
+		e.binder = newBinder(set.Logger)
 	}
 	return e, nil
 }
@@ -187,6 +193,13 @@ func engineConfig(cfg *Config) engine.Config {
 // blocks on an unreachable API server and nothing already collected is lost.
 func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 	now := time.Now()
+	if e.binder != nil {
+		var rejected map[string]int
+		md, rejected = e.binder.bind(ctx, md)
+		for reason, n := range rejected {
+			e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
+		}
+	}
 	res := e.decoder.Decode(md, now)
 	ignored := e.engine.Observe(res.Observations, now)
 	if e.gate != nil {

@@ -58,6 +58,10 @@ type Config struct {
 	// RememberFor: reaches of pods that Decide has not flipped are kept this long after
 	// the newest one (default 15m).
 	RememberFor time.Duration
+	// MinReachingNodes distinct observer nodes (other than the pod's) must have reached
+	// the pod (default 1, at most maxReachNodes). With authenticated observers, 2 means no
+	// single agent decides another pod's readiness.
+	MinReachingNodes int
 }
 
 // Defaults of Config.
@@ -85,6 +89,7 @@ func (c Config) withDefaults() Config {
 	if c.RememberFor <= 0 {
 		c.RememberFor = DefaultRememberFor
 	}
+	c.MinReachingNodes = min(max(c.MinReachingNodes, 1), maxReachNodes)
 	return c
 }
 
@@ -212,9 +217,10 @@ func (t *target) add(r reach) {
 	}
 }
 
-// reachFor returns the earliest qualifying reach of p: from another node, not before p was
-// created.
-func (g *Gate) reachFor(p *PodInfo) *reach {
+// reachFor returns the reach of p that completed MinReachingNodes qualifying reaches
+// (from distinct other nodes, not before p was created): the earliest with the default of
+// one. The second result is how many qualifying reaches there are.
+func (g *Gate) reachFor(p *PodInfo) (*reach, int) {
 	var t *target
 	if p.UID != "" {
 		t = g.targets["u/"+p.UID]
@@ -223,9 +229,9 @@ func (g *Gate) reachFor(p *PodInfo) *reach {
 		t = g.targets["n/"+p.Namespace+"/"+p.Name]
 	}
 	if t == nil {
-		return nil
+		return nil, 0
 	}
-	var best *reach
+	var ok []*reach // one per observer node (target.add keeps one)
 	for i := range t.reaches {
 		r := &t.reaches[i]
 		node := p.Node
@@ -235,11 +241,18 @@ func (g *Gate) reachFor(p *PodInfo) *reach {
 		if node == "" || r.observerNode == node || r.at.Before(p.Created) {
 			continue
 		}
-		if best == nil || r.at.Before(best.at) || (r.at.Equal(best.at) && r.observerNode < best.observerNode) {
-			best = r
-		}
+		ok = append(ok, r)
 	}
-	return best
+	if len(ok) < g.cfg.MinReachingNodes {
+		return nil, len(ok)
+	}
+	slices.SortFunc(ok, func(a, b *reach) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.observerNode, b.observerNode)
+	})
+	return ok[g.cfg.MinReachingNodes-1], len(ok)
 }
 
 // Decide returns the flips to make now, oldest pods first, within the rate limit. Pods
@@ -271,11 +284,14 @@ func (g *Gate) Decide(pods []PodInfo, now time.Time) []Flip {
 			continue
 		}
 		f := Flip{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ConditionType: g.cfg.ConditionType, Status: StatusTrue}
-		switch r := g.reachFor(p); {
+		switch r, n := g.reachFor(p); {
 		case r != nil:
 			f.Reason = ReasonReached
 			f.Message = fmt.Sprintf("reached over the pod network from %s on node %s (%s) at %s",
 				r.observerPod, r.observerNode, r.probeType, r.at.UTC().Format(time.RFC3339))
+			if g.cfg.MinReachingNodes > 1 {
+				f.Message += fmt.Sprintf(", and from %d other nodes", n-1)
+			}
 		case g.cfg.FailOpenTimeout > 0 && !p.Created.IsZero() && now.Sub(p.Created) >= g.cfg.FailOpenTimeout:
 			f.Reason = ReasonFailOpen
 			f.Message = fmt.Sprintf("not reached over the pod network from another node within %s of creation; failing open", g.cfg.FailOpenTimeout)

@@ -204,3 +204,26 @@ func TestGateConcurrentUse(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, DefaultConditionType, g.Config().ConditionType)
 }
+
+// With MinReachingNodes 2 (authenticated observers), one observer node - however many
+// times it reports, and however many of its pods - does not make a pod ready; a second
+// node does, and the flip is dated by it.
+func TestMinReachingNodes(t *testing.T) {
+	g := NewGate(Config{MinReachingNodes: 2})
+	p := pod("checkout-1", "node-a", t0)
+	for i := range 5 {
+		g.Observe(seen(p, "node-b", t0.Add(time.Duration(i+1)*time.Second), true))
+	}
+	g.Observe(seen(p, "node-a", t0.Add(6*time.Second), true)) // the pod's own node: never counts
+	assert.Empty(t, g.Decide([]PodInfo{p}, t0.Add(7*time.Second)), "one observer node is not enough")
+
+	g.Observe(seen(p, "node-c", t0.Add(8*time.Second), true))
+	flips := g.Decide([]PodInfo{p}, t0.Add(9*time.Second))
+	require.Len(t, flips, 1)
+	assert.Equal(t, "reached over the pod network from netpulse/agent-node-c on node node-c (tcp) at 2026-03-01T12:00:08Z, and from 1 other nodes", flips[0].Message)
+
+	// Out of range values are clamped: 0 is the default 1, more than the nodes remembered
+	// per pod is what can be remembered.
+	assert.Equal(t, 1, NewGate(Config{}).Config().MinReachingNodes)
+	assert.Equal(t, maxReachNodes, NewGate(Config{MinReachingNodes: 99}).Config().MinReachingNodes)
+}

@@ -1,0 +1,108 @@
+package podnetworkhealthexporter
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
+)
+
+// Skip reasons of require_authenticated_observers (otelcol_pod_network_health_datapoints_skipped).
+const (
+	// SkipUnauthenticatedSource: the request carried no authenticated agent identity (a
+	// receiver without the k8s_token_auth authenticator, or a batch processor between it
+	// and this exporter without the identity in its metadata_keys).
+	SkipUnauthenticatedSource = "unauthenticated_source"
+	// SkipSourceMismatch: the Resource names another pod (namespace, name, UID) or node
+	// than the agent that sent it. Nothing is decided from such data points.
+	SkipSourceMismatch = "source_identity_mismatch"
+)
+
+// bindLogEvery bounds the binding's log lines (a misconfigured or compromised agent sends
+// every probe interval).
+const bindLogEvery = 30 * time.Second
+
+// binder keeps, with require_authenticated_observers, only the observations an agent made
+// itself: the Resource's source pod and node must be the authenticated caller's.
+type binder struct {
+	logger *zap.Logger
+	mu     sync.Mutex
+	rl     *rate.Limiter
+	// suppressed log lines since the last one written.
+	suppressed int
+}
+
+func newBinder(logger *zap.Logger) *binder {
+	return &binder{logger: logger, rl: rate.NewLimiter(rate.Every(bindLogEvery), 2)}
+}
+
+// bind returns the part of md whose source is the authenticated caller of ctx (md itself
+// when that is all of it; a copy otherwise: md is shared with other pipelines and never
+// modified) and the data points it left out, by skip reason. Resources without a
+// complete source (namespace, name, UID) are kept: Decode counts them as missing_source.
+func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, map[string]int) {
+	rms := md.ResourceMetrics()
+	id, via, ok := identity.FromContext(ctx)
+	if !ok {
+		n := 0
+		for i := 0; i < rms.Len(); i++ {
+			n += summary.ProbeDataPoints(rms.At(i))
+		}
+		if n == 0 {
+			return md, nil
+		}
+		b.log("pod_network_health: data points without an authenticated agent identity are not used (require_authenticated_observers: the receiver needs auth: k8s_token_auth, and a batch processor before this exporter the identity keys in metadata_keys)",
+			zap.Int("data_points", n))
+		return pmetric.NewMetrics(), map[string]int{SkipUnauthenticatedSource: n}
+	}
+	var keep []int
+	skipped := 0
+	for i := 0; i < rms.Len(); i++ {
+		rm := rms.At(i)
+		src, complete := summary.SourceOf(rm.Resource().Attributes())
+		if !complete || (src.Namespace == id.Namespace && src.Name == id.PodName && src.UID == id.PodUID && src.Node == id.NodeName) {
+			keep = append(keep, i)
+			continue
+		}
+		n := summary.ProbeDataPoints(rm)
+		if n == 0 {
+			continue // nothing of ours in it
+		}
+		skipped += n
+		b.log("pod_network_health: an agent sent observations in another pod's or node's name; they are not used",
+			zap.Stringer("authenticated", id), zap.String("via", string(via)),
+			zap.String("claimed", src.Namespace+"/"+src.Name+"("+src.UID+")@"+src.Node), zap.Int("data_points", n))
+	}
+	if skipped == 0 {
+		return md, nil
+	}
+	out := pmetric.NewMetrics()
+	for _, i := range keep {
+		rms.At(i).CopyTo(out.ResourceMetrics().AppendEmpty())
+	}
+	return out, map[string]int{SkipSourceMismatch: skipped}
+}
+
+// log writes at most one line per bindLogEvery (burst 2), at Warn, with the number of
+// lines suppressed since the previous one.
+func (b *binder) log(msg string, fields ...zap.Field) {
+	b.mu.Lock()
+	if !b.rl.Allow() {
+		b.suppressed++
+		b.mu.Unlock()
+		return
+	}
+	n := b.suppressed
+	b.suppressed = 0
+	b.mu.Unlock()
+	if n > 0 {
+		fields = append(fields, zap.Int("suppressed_since_last", n))
+	}
+	b.logger.Warn(msg, fields...)
+}

@@ -1,0 +1,27 @@
+package summary
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// SourceOf reads the probing pod from Resource attributes. ok is false when the namespace,
+// name or UID is missing: Decode counts such a Resource's data points as missing_source.
+func SourceOf(attrs pcommon.Map) (Source, bool) { return sourceOf(attrs) }
+
+// ProbeDataPoints counts the data points of pod_probe metrics in rm: what Decode would
+// count under a skip reason if it skipped the whole Resource. Other metrics are not
+// counted (Decode ignores them silently).
+func ProbeDataPoints(rm pmetric.ResourceMetrics) int {
+	n := 0
+	sms := rm.ScopeMetrics()
+	for i := 0; i < sms.Len(); i++ {
+		ms := sms.At(i).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			if _, known := metricKinds[ms.At(j).Name()]; known {
+				n += dataPointCount(ms.At(j))
+			}
+		}
+	}
+	return n
+}
