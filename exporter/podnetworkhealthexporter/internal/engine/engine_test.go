@@ -558,17 +558,27 @@ func persistedOf(ws map[summary.PairKey]ObjectWrite) []Persisted {
 // API holds: no Event re-emitted, no verdict or attribution flip, the outage keeps its start,
 // and the node condition is not rewritten; after the heal the same outage ends.
 func TestTakeoverDuringPartitionLeavesNoTrace(t *testing.T) {
-	testTakeoverDuringPartition(t, false)
+	testTakeoverDuringPartition(t, false, false)
+}
+
+// The same takeover by a writer whose first round holds only part of the agents' reports
+// (they reconnect one by one after a gateway restart, each with part of a round): only the
+// failures towards the partitioned node, without the successes that show those observers
+// healthy. Every observer in that view fails towards a node that is no candidate (yet),
+// which alone would read as broken probers. The node conditions are neither suppressed nor
+// cleared on that partial view.
+func TestTakeoverWithAPartialFirstViewLeavesNoTrace(t *testing.T) {
+	testTakeoverDuringPartition(t, false, true)
 }
 
 // The same takeover by a standby replica that summarised the observations of the last
 // rounds before it took over (its own outage would start at its first failed round): the
 // record still stands.
 func TestStandbyTakeoverDuringPartitionLeavesNoTrace(t *testing.T) {
-	testTakeoverDuringPartition(t, true)
+	testTakeoverDuringPartition(t, true, false)
 }
 
-func testTakeoverDuringPartition(t *testing.T, standby bool) {
+func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 	r := newRing(12, 3)
 	cut := 5
 	partition := func(s, d int) bool { return s != cut && d != cut }
@@ -622,6 +632,24 @@ func testTakeoverDuringPartition(t *testing.T, standby bool) {
 	require.Equal(t, StatusTrue, cur["node-5"].Status)
 
 	b.Resume(persistedOf(last), r.at(round))
+	var partialNodeWrites []NodeWrite
+	if partialFirst {
+		for range 1 {
+			var one []summary.Observation
+			for _, o := range r.round(round, partition) {
+				if o.Target.Node == r.tgt(cut).Node {
+					one = append(one, o)
+				}
+			}
+			require.NotEmpty(t, one)
+			b.Observe(one, r.at(round))
+			b.Reconcile(r.at(round).Add(time.Second))
+			d := b.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{MinHold: time.Second})
+			partialNodeWrites = append(partialNodeWrites, d.Writes...)
+			round++
+		}
+	}
+	assert.Empty(t, partialNodeWrites, "a partial first view rewrites no node condition")
 	ev, writes, nodeWrites := drive(b, partition, 8)
 	assert.Empty(t, ev, "no Event re-emitted for the outage already reported")
 	for _, w := range writes {

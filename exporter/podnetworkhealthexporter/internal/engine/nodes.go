@@ -152,6 +152,17 @@ func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
 	return out
 }
 
+// settleTime is how long a new writer's view of the observers stays partial: until every
+// live agent has delivered whole rounds and every other one reads silent, the longest
+// silentAfter of the observers it knows (at least 10 s).
+func (e *Engine) settleTime() time.Duration {
+	d := 10 * time.Second
+	for _, ob := range e.observers {
+		d = max(d, ob.silentAfter(e.cfg.MaxProbeInterval))
+	}
+	return d
+}
+
 // ReconcileNodes judges every node from the per-target verdicts (package quorum over
 // the observers' newest outcomes), updates which observers are distrusted, and decides
 // the node conditions to write: on a change of status or reason, or when the heartbeat
@@ -191,6 +202,7 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 		}
 	}
 	warming := !e.termStart.IsZero() && now.Sub(e.termStart) < cfg.EdgeMaxAge
+	settling := !e.termStart.IsZero() && now.Sub(e.termStart) < e.settleTime()
 	if !maps.Equal(bad, e.badNodes) {
 		e.badNodes = bad
 		e.fullPass = true // the attribution of some verdicts changed
@@ -238,6 +250,13 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 			d := st.decided
 			d.LastHeartbeat = st.decidedAt
 			base = &d
+		}
+		if settling && base != nil && (want.Reason == NodeReasonSuppressed ||
+			base.Status == StatusTrue && want.Status != StatusTrue && want.Reason != NodeReasonReachable) {
+			// A new writer's first rounds see only the agents that reconnected so far, some
+			// of them with part of a round: what the API holds stands. Suppression, and
+			// clearing a marked node short of observers reaching it, wait for the full view.
+			continue
 		}
 		if want.Reason == NodeReasonNoObservations && (base == nil || base.Status != StatusTrue || warming) {
 			// Nothing observed yet (a new node, a new writer in its first EdgeMaxAge):

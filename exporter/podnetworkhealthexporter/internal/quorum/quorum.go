@@ -232,7 +232,10 @@ func Evaluate(nodes []string, edges []Edge, cfg Config) Result {
 	res.UnexplainedFailing = unexplained.sorted()
 	maxMarked := max(1, int(math.Floor(cfg.MaxFailingShare*float64(len(all))+1e-9)))
 	switch {
-	case len(observers) > 0 && float64(len(unexplained)) > cfg.MaxFailingShare*float64(len(observers)):
+	// Fewer than Quorum unexplained observers could not mark a node by themselves, so they
+	// are no reason to stop marking: typically one broken prober, or the first observer to
+	// report to a writer that just started (1 of 1 is 100 %).
+	case len(unexplained) >= cfg.Quorum && float64(len(unexplained)) > cfg.MaxFailingShare*float64(len(observers)):
 		res.Suppressed = true
 		res.SuppressedReason = fmt.Sprintf("%d of %d observers (%.0f%%) fail towards targets on nodes that are not candidates (more than %.0f%%): broken probers or a wide outage; no node is marked",
 			len(unexplained), len(observers), 100*float64(len(unexplained))/float64(len(observers)), 100*cfg.MaxFailingShare)

@@ -88,10 +88,39 @@ func TestBrokenProberMarksNothing(t *testing.T) {
 			assert.Empty(t, r.Marked())
 			assert.Empty(t, r.Candidates, "one failing observer never meets a quorum of 2")
 			assert.Equal(t, []string{agentPod(broken)}, r.UnexplainedFailing)
-			// 1 of 4 observers (25%) is more than 20%: suppressed; 1 of 5 or 10 is not.
-			assert.Equal(t, n == 4, r.Suppressed, r.SuppressedReason)
+			// 1 of 4 is more than 20 %, but one observer cannot mark a node by itself:
+			// no reason to stop marking (nor is 1 of 1, a writer's first report).
+			assert.False(t, r.Suppressed, r.SuppressedReason)
 		})
 	}
+}
+
+// Two broken probers of four (a quorum of them, 50 %) could mark a node together: marking
+// is suppressed.
+func TestQuorumOfBrokenProbersIsSuppressed(t *testing.T) {
+	reach := func(i, j int) bool { return i != 1 && i != 2 }
+	r := Evaluate(clusterNodes(4), mesh(4, reach, nil), Config{})
+	assert.True(t, r.Suppressed)
+	assert.Empty(t, r.Marked())
+	assert.Len(t, r.UnexplainedFailing, 2)
+}
+
+// The first observer to report to a new writer fails towards one node: 1 of 1 observers,
+// fewer than a quorum, so nothing is suppressed (and nothing marked).
+func TestOneObserverIsNoSuppression(t *testing.T) {
+	reach := func(i, j int) bool { return j != 3 }
+	all := mesh(5, reach, nil)
+	var first []Edge
+	for _, e := range all {
+		if e.ObserverNode == nodeName(0) {
+			first = append(first, e)
+		}
+	}
+	require.NotEmpty(t, first)
+	r := Evaluate(clusterNodes(5), first, Config{})
+	assert.Equal(t, []string{agentPod(0)}, r.UnexplainedFailing)
+	assert.False(t, r.Suppressed, r.SuppressedReason)
+	assert.Empty(t, r.Marked())
 }
 
 func TestEverythingFailingIsSuppressed(t *testing.T) {
