@@ -81,6 +81,11 @@ func (c *converter) convert(m pmetric.Metric) {
 		clear(counts)
 		total := c.bucketCounts(src, counts)
 		dst.SetCount(total)
+		if total == 0 && !src.HasSum() {
+			// The sum of no values: without it a remote-write backend gets no _sum series
+			// for a stream that has only failed so far, while a scrape shows one.
+			dst.SetSum(0)
+		}
 		if src.Flags().NoRecordedValue() {
 			continue // no value: no buckets
 		}

@@ -192,7 +192,15 @@ func TestCoarseScalesAndEdges(t *testing.T) {
 	dp := m.Histogram().DataPoints().At(0)
 	require.Equal(t, uint64(6), dp.BucketCounts().At(0))
 	require.Equal(t, uint64(6), dp.Count())
-	require.False(t, dp.HasSum())
+	require.False(t, dp.HasSum(), "values but no sum: unknown, not 0")
+
+	// An empty point (a target that never answered) has a sum of 0.
+	m = convertOne(t, cfg, func(dp pmetric.ExponentialHistogramDataPoint) { dp.SetScale(20) })
+	dp = m.Histogram().DataPoints().At(0)
+	require.True(t, dp.HasSum())
+	require.Zero(t, dp.Sum())
+	require.Zero(t, dp.Count())
+	require.Equal(t, make([]uint64, len(bounds)+1), dp.BucketCounts().AsRaw())
 }
 
 // Only the named exponential histograms change; everything a point carries is kept.
