@@ -49,6 +49,25 @@ $(KUBE_BINS) &: tools/kube/go.mod tools/kube/go.sum
 	cd tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 	@touch $(KUBE_BINS)
 
+## ---- image -------------------------------------------------------------------------
+# The container image without a Docker daemon: tools/image (its own Go module, so
+# go-containerregistry stays out of go.mod) builds static binaries and writes one archive,
+# an OCI image layout with a docker manifest.json, for `docker load`, `kind load
+# image-archive` and `ctr images import` (docs/image.md). Reproducible: the same sources
+# give the same digest; SOURCE_DATE_EPOCH (default 0) is the only time in it.
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_ARCHIVE   ?= $(BIN)/otelcol-netpulse-image.tar
+
+.PHONY: image
+image: ## build the image (linux/amd64 + linux/arm64) as bin/otelcol-netpulse-image.tar; no Docker needed
+	cd tools/image && GO=$(GO) $(GO) run . build -root $(ROOT) -platforms $(IMAGE_PLATFORMS) -o $(IMAGE_ARCHIVE)
+
+# No -race here: the tool runs in one goroutine, and the race detector makes gzip of the
+# binary 7x slower (83 s instead of 13 s with a warm build cache).
+.PHONY: test-image
+test-image: ## the image's tests: reproducible, runs as 65532 on a read-only root (root), versions agree
+	cd tools/image && GO=$(GO) $(GO) test -count=1 -timeout 30m ./...
+
 ## ---- tools -------------------------------------------------------------------------
 # Versions are pinned in tools/gen/go.mod (ocb and mdatagen v0.159.0, controller-tools
 # v0.20.1, code-generator v0.35.4, staticcheck v0.8.2) and built from that module.
@@ -133,6 +152,7 @@ E2E_SAMPLED_NODES ?= 16
 test: deps kube-bins build ## unit + integration + e2e tests (4-node mesh, then 16-node sampled), race detector on (needs root for network namespaces)
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -skip '^TestSampled' ./...
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SAMPLED_NODES) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSampled' ./internal/e2e/
+	$(MAKE) --no-print-directory test-image
 
 .PHONY: test-short
 test-short: ## unit tests only (no control plane, no network namespaces)
@@ -148,4 +168,4 @@ demo: deps kube-bins build ## the scripted end-to-end demo: simulated cluster, a
 
 .PHONY: clean
 clean:
-	rm -rf _build $(COLLECTOR)
+	rm -rf _build $(COLLECTOR) $(IMAGE_ARCHIVE)
