@@ -187,11 +187,14 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 		}
 		out.Marked = res.Marked()
 	}
+	settling := !e.termStart.IsZero() && now.Sub(e.termStart) < e.settleTime()
 	for _, ns := range res.Nodes {
 		switch {
 		case !e.seededBad[ns.Node]:
-		case ns.Reason == NodeReasonNoObservations:
-			bad[ns.Node] = true // blamed by the previous writer; no evidence either way yet
+		case ns.Reason == NodeReasonNoObservations || settling && ns.Reason != NodeReasonReachable:
+			// Blamed by the previous writer; no evidence either way yet, or only a partial
+			// view that does not show observers reaching it.
+			bad[ns.Node] = true
 		default:
 			delete(e.seededBad, ns.Node)
 		}
@@ -202,7 +205,6 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 		}
 	}
 	warming := !e.termStart.IsZero() && now.Sub(e.termStart) < cfg.EdgeMaxAge
-	settling := !e.termStart.IsZero() && now.Sub(e.termStart) < e.settleTime()
 	if !maps.Equal(bad, e.badNodes) {
 		e.badNodes = bad
 		e.fullPass = true // the attribution of some verdicts changed
