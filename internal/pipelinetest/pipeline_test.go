@@ -1,24 +1,29 @@
-// Package pipelinetest proves the telemetry contract between netpulse's three components:
+// Package pipelinetest proves the telemetry contract between netpulse's components:
 // pod_probe -> k8s_net_attributes -> pod_network_health, in one process, against the real
-// local control plane, with the agent and gateway identities from deploy/rbac.
+// local control plane, with the agent and gateway identities from deploy/rbac; and, beside
+// it, the gateway's export path (explicit_buckets as gateway.yaml configures it).
 package pipelinetest
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/goleak"
+	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,6 +33,7 @@ import (
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/kubetest"
+	explicitbuckets "github.com/netpulse/netpulse/processor/explicitbucketsprocessor"
 	k8snet "github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver"
 )
@@ -106,6 +112,39 @@ func TestContractPodProbeToPodNetworkHealth(t *testing.T) {
 	proc, err := k8snet.NewFactory().CreateMetrics(ctx, processortest.NewNopSettings(k8snet.NewFactory().Type()), procCfg, next)
 	require.NoError(t, err)
 
+	// The gateway's export path, beside it: the same points through explicit_buckets as
+	// configured in gateway.yaml (the receiver's exponential histogram as classic buckets
+	// for Prometheus); pod_network_health keeps getting the exponential one.
+	ebFactory := explicitbuckets.NewFactory()
+	ebCfg := ebFactory.CreateDefaultConfig().(*explicitbuckets.Config)
+	gw, err := os.ReadFile(kubetest.DeployPath("agent-gateway", "config", "gateway.yaml"))
+	require.NoError(t, err)
+	var gwDoc struct {
+		Processors map[string]map[string]any `yaml:"processors"`
+	}
+	require.NoError(t, yaml.Unmarshal(gw, &gwDoc))
+	require.NoError(t, confmap.NewFromStringMap(gwDoc.Processors["explicit_buckets"]).Unmarshal(ebCfg))
+	require.NoError(t, ebCfg.Validate())
+	exported := new(consumertest.MetricsSink)
+	var exportMu sync.Mutex
+	lockedExport, err := consumer.NewMetrics(func(ctx context.Context, md pmetric.Metrics) error {
+		exportMu.Lock()
+		defer exportMu.Unlock()
+		return exported.ConsumeMetrics(ctx, md)
+	})
+	require.NoError(t, err)
+	conv, err := ebFactory.CreateMetrics(ctx, processortest.NewNopSettings(ebFactory.Type()), ebCfg, lockedExport)
+	require.NoError(t, err)
+	fanout, err := consumer.NewMetrics(func(ctx context.Context, md pmetric.Metrics) error {
+		c := pmetric.NewMetrics()
+		md.CopyTo(c)
+		if err := conv.ConsumeMetrics(ctx, c); err != nil {
+			return err
+		}
+		return proc.ConsumeMetrics(ctx, md)
+	})
+	require.NoError(t, err)
+
 	// Agent side: pod_probe with the agent's least-privilege identity.
 	rcvCfg := podprobereceiver.NewFactory().CreateDefaultConfig().(*podprobereceiver.Config)
 	rcvCfg.Config = kubeconfigFor(t, cp, "netpulse-agent")
@@ -119,15 +158,17 @@ func TestContractPodProbeToPodNetworkHealth(t *testing.T) {
 	rcvCfg.Peers.ReadyGracePeriod = 0
 	rcvCfg.Source = podprobereceiver.SourceConfig{PodName: self.Name, PodUID: string(self.UID), Namespace: "netpulse", NodeName: "node-0", PodIPs: "127.0.10.1"}
 	require.NoError(t, rcvCfg.Validate())
-	rcv, err := podprobereceiver.NewFactory().CreateMetrics(ctx, receivertest.NewNopSettings(podprobereceiver.NewFactory().Type()), rcvCfg, proc)
+	rcv, err := podprobereceiver.NewFactory().CreateMetrics(ctx, receivertest.NewNopSettings(podprobereceiver.NewFactory().Type()), rcvCfg, fanout)
 	require.NoError(t, err)
 
 	host := componenttest.NewNopHost()
 	require.NoError(t, exp.Start(ctx, host))
 	require.NoError(t, proc.Start(ctx, host))
+	require.NoError(t, conv.Start(ctx, host))
 	require.NoError(t, rcv.Start(ctx, host))
 	defer func() {
 		require.NoError(t, rcv.Shutdown(ctx))
+		require.NoError(t, conv.Shutdown(ctx))
 		require.NoError(t, proc.Shutdown(ctx))
 		require.NoError(t, exp.Shutdown(ctx))
 	}()
@@ -197,6 +238,69 @@ func TestContractPodProbeToPodNetworkHealth(t *testing.T) {
 		p50, err := obj.Status.Latency.P50.Duration()
 		require.NoError(t, err)
 		require.Less(t, p50, 50*time.Millisecond, "loopback RTT")
+	}
+
+	// The export path's RTT histogram: classic buckets with the gateway's bounds, holding
+	// exactly the samples of the exponential histogram pod_network_health decoded (same
+	// stream, same round: same count and sum).
+	type roundKey struct {
+		addr string
+		ts   pcommon.Timestamp
+	}
+	expo := map[roundKey]pmetric.ExponentialHistogramDataPoint{}
+	tapMu.Lock()
+	for _, md := range tap.AllMetrics() {
+		forDuration(md, func(m pmetric.Metric) {
+			require.Equal(t, pmetric.MetricTypeExponentialHistogram, m.Type(), "pod_network_health gets the exponential histogram")
+			for i := 0; i < m.ExponentialHistogram().DataPoints().Len(); i++ {
+				dp := m.ExponentialHistogram().DataPoints().At(i)
+				addr, _ := dp.Attributes().Get(contract.DestinationAddress)
+				expo[roundKey{addr.Str(), dp.Timestamp()}] = dp
+			}
+		})
+	}
+	tapMu.Unlock()
+	exportMu.Lock()
+	defer exportMu.Unlock()
+	matched := map[string]int{}
+	for _, md := range exported.AllMetrics() {
+		forDuration(md, func(m pmetric.Metric) {
+			require.Equal(t, pmetric.MetricTypeHistogram, m.Type(), "the export path gets classic buckets")
+			for i := 0; i < m.Histogram().DataPoints().Len(); i++ {
+				dp := m.Histogram().DataPoints().At(i)
+				require.Equal(t, ebCfg.Bounds(), dp.ExplicitBounds().AsRaw())
+				var total uint64
+				for _, c := range dp.BucketCounts().AsRaw() {
+					total += c
+				}
+				require.Equal(t, dp.Count(), total)
+				addr, _ := dp.Attributes().Get(contract.DestinationAddress)
+				e, ok := expo[roundKey{addr.Str(), dp.Timestamp()}]
+				if !ok || want[addr.Str()] == nil {
+					continue
+				}
+				require.Equal(t, e.Count(), dp.Count(), "round %v of %s", dp.Timestamp(), addr.Str())
+				require.Equal(t, e.Sum(), dp.Sum())
+				matched[addr.Str()]++
+			}
+		})
+	}
+	require.Len(t, matched, len(want), "both peers' RTT histograms on the export path: %v", matched)
+}
+
+// forDuration calls f for every netpulse.probe.duration metric of md.
+func forDuration(md pmetric.Metrics, f func(pmetric.Metric)) {
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				if ms.At(k).Name() == contract.MetricDuration {
+					f(ms.At(k))
+				}
+			}
+		}
 	}
 }
 
