@@ -5,9 +5,12 @@ package deploytest
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/internal/kubetest"
@@ -42,6 +45,36 @@ func TestKubectlApplyVariants(t *testing.T) {
 	ns, err := cs.CoreV1().Namespaces().Get(ctx, "netpulse", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "restricted", ns.Labels["pod-security.kubernetes.io/enforce"])
+	// Least privilege for agent authentication: the gateway may create TokenReviews and do
+	// nothing else with them, nor mint tokens; agents may not review tokens.
+	gw, err := cs.RbacV1().ClusterRoles().Get(ctx, "netpulse-gateway", metav1.GetOptions{})
+	require.NoError(t, err)
+	var authn []rbacv1.PolicyRule
+	for _, r := range gw.Rules {
+		if slices.Contains(r.APIGroups, "authentication.k8s.io") || slices.Contains(r.APIGroups, "*") {
+			authn = append(authn, r)
+		}
+	}
+	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}}}, authn)
+	can := func(sa, group, resource, subresource, verb string) bool {
+		t.Helper()
+		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:netpulse:" + sa,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:netpulse", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "netpulse", Group: group, Resource: resource, Subresource: subresource, Verb: verb},
+		}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return r.Status.Allowed
+	}
+	require.True(t, can("netpulse-gateway", "authentication.k8s.io", "tokenreviews", "", "create"))
+	for _, verb := range []string{"get", "list", "watch", "update", "delete"} {
+		require.False(t, can("netpulse-gateway", "authentication.k8s.io", "tokenreviews", "", verb), "gateway %s tokenreviews", verb)
+	}
+	require.False(t, can("netpulse-gateway", "", "serviceaccounts", "token", "create"), "the gateway mints no tokens")
+	require.False(t, can("netpulse-gateway", "authorization.k8s.io", "subjectaccessreviews", "", "create"))
+	require.False(t, can("netpulse-agent", "authentication.k8s.io", "tokenreviews", "", "create"), "agents review no tokens")
+	require.False(t, can("netpulse-agent", "", "serviceaccounts", "token", "create"), "agents mint no tokens")
+
 	// kubectl knows the new kind by its short name and category.
 	require.Contains(t, kubectl("get", "pnh", "-A"), "No resources found")
 	require.Contains(t, kubectl("api-resources", "--categories=netpulse"), "podnetworkhealths")
