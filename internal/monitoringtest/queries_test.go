@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
@@ -180,7 +181,7 @@ func checkExpr(cat catalogue, expr string) (map[string]bool, error) {
 				return nil
 			}
 			for _, m := range n.LabelMatchers {
-				if m.Name != labels.MetricName && !ls[m.Name] {
+				if m.Name != model.MetricNameLabel && !ls[m.Name] {
 					errs = append(errs, fmt.Sprintf("%s has no label %q", name, m.Name))
 				}
 			}
@@ -205,7 +206,7 @@ func selectorName(vs *parser.VectorSelector) string {
 		return vs.Name
 	}
 	for _, m := range vs.LabelMatchers {
-		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+		if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 			return m.Value
 		}
 	}
