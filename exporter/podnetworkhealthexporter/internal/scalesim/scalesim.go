@@ -38,9 +38,9 @@ type Config struct {
 	// Engine overrides the engine configuration (zero: the exporter's defaults).
 	Engine engine.Config
 	// PairSeries and TargetSeries: series the gateway exports per stable pair and per
-	// target family (defaults 7 and 2; see docs/telemetry-contract.md: status, loss ratio,
-	// sent, lost and the duration histogram's bucket, sum and count; the two per-target
-	// gauges).
+	// target family (defaults 27 and 2; see docs/telemetry-contract.md: status, loss ratio,
+	// jitter, sent, lost, and the duration histogram in classic buckets - explicit_buckets'
+	// 19 bounds, so 20 bucket series, sum and count; the two per-target gauges).
 	PairSeries, TargetSeries int
 }
 
@@ -75,7 +75,7 @@ func (c Config) withDefaults() Config {
 		c.WritesPerSecond = 5
 	}
 	if c.PairSeries <= 0 {
-		c.PairSeries = 7
+		c.PairSeries = 5 + (19 + 1) + 2
 	}
 	if c.TargetSeries <= 0 {
 		c.TargetSeries = 2
