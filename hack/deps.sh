@@ -3,9 +3,10 @@
 # the local control plane; iproute2 and nftables for network namespaces, bridges and
 # faults; ping as a second, unrelated ICMP user in the ICMP engine tests; prometheus (the
 # server and promtool, 2.42 on bookworm) for the Prometheus compatibility and alert-rule
-# tests (internal/monitoringtest).
+# tests (internal/monitoringtest); unshare and mount (util-linux, mount) for the image test,
+# which runs the image's entrypoint on a read-only root (tools/image).
 set -euo pipefail
-pkgs=(etcd-server iproute2 nftables iputils-ping prometheus)
+pkgs=(etcd-server iproute2 nftables iputils-ping prometheus util-linux mount)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0
