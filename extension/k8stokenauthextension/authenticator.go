@@ -50,6 +50,7 @@ const (
 	resultUnavailable = "unavailable"
 
 	reasonCached         = "cached"
+	reasonStale          = "stale"
 	reasonReviewed       = "reviewed"
 	reasonMissingToken   = "missing_token"
 	reasonMalformedToken = "malformed_token"
@@ -206,16 +207,26 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 	}
 	key := tokenKey(sha256.Sum256([]byte(token)))
 	now := a.now()
-	if o, ok := a.cache.get(key, now); ok {
-		if o.reason != "" {
-			return o, resultRejected, o.reason
+	cached, fresh, stale := a.cache.get(key, now)
+	if fresh {
+		if cached.reason != "" {
+			return cached, resultRejected, cached.reason
 		}
-		return o, resultAccepted, reasonCached
+		return cached, resultAccepted, reasonCached
+	}
+	// With a stale outcome at hand, an API that cannot answer does not fail the request.
+	unavailable := func(reason string) (outcome, string, string) {
+		if stale {
+			a.logf(zap.WarnLevel, "k8s_token_auth: the API cannot review tokens; accepting an identity reviewed before (cache.stale_if_error)",
+				zap.Stringer("identity", cached.id), zap.String("cause", reason))
+			return cached, resultAccepted, reasonStale
+		}
+		return outcome{}, resultUnavailable, reason
 	}
 	exp, err := tokenExpiry(token)
 	if err != nil {
 		o := outcome{reason: reasonMalformedToken, detail: err.Error()}
-		a.cache.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), now)
+		a.cache.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), time.Time{}, now)
 		return o, resultRejected, reasonMalformedToken
 	}
 	if !exp.After(now) {
@@ -236,9 +247,9 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 	case r := <-ch:
 		if r.Err != nil {
 			if errors.Is(r.Err, errOverloaded) {
-				return outcome{}, resultUnavailable, reasonOverloaded
+				return unavailable(reasonOverloaded)
 			}
-			return outcome{}, resultUnavailable, reasonReviewError
+			return unavailable(reasonReviewError)
 		}
 		o := r.Val.(outcome)
 		if o.reason != "" {
@@ -247,7 +258,7 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 		return o, resultAccepted, reasonReviewed
 	case <-ctx.Done():
 		// The review goes on and its outcome is cached for the client's retry.
-		return outcome{}, resultUnavailable, reasonOverloaded
+		return unavailable(reasonOverloaded)
 	}
 }
 
@@ -291,9 +302,10 @@ func (a *authenticator) review(rv reviewer, token string, key tokenKey, exp time
 	a.tb.K8sTokenAuthTokenReviews.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", result)))
 	now := a.now()
 	if o.reason != "" {
-		a.cache.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), now)
+		a.cache.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), time.Time{}, now)
 	} else {
-		a.cache.put(key, o, minTime(now.Add(a.cfg.Cache.MaxTTL), exp), now)
+		fresh := minTime(now.Add(a.cfg.Cache.MaxTTL), exp)
+		a.cache.put(key, o, fresh, minTime(fresh.Add(a.cfg.Cache.StaleIfError), exp), now)
 	}
 	return o, nil
 }

@@ -527,3 +527,60 @@ func TestStartOutsideAClusterFails(t *testing.T) {
 	assert.Contains(t, err.Error(), "auth_type serviceAccount")
 	require.NoError(t, a.Shutdown(context.Background()))
 }
+
+// While the API cannot answer, a token accepted before is accepted for stale_if_error past
+// max_ttl (never past its own expiry); an answer of the API always wins.
+func TestStaleIfError(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.Cache.MaxTTL = time.Minute; c.Cache.StaleIfError = 10 * time.Minute })
+	st := podStatus("netpulse", "netpulse-agent", "agent-1", "uid-1", "node-1")
+	tok := f.token(t, "a", 30*time.Minute, st)
+	short := f.token(t, "short", 5*time.Minute, st)
+	for _, k := range []string{tok, short} {
+		_, err := f.a.Authenticate(context.Background(), bearer(k))
+		require.NoError(t, err)
+	}
+	setErr := func(err error) {
+		f.rv.mu.Lock()
+		f.rv.err = err
+		f.rv.mu.Unlock()
+	}
+	setErr(errors.New("connection refused"))
+	f.advance(2 * time.Minute) // past max_ttl: a review is due, and fails
+	ctx, err := f.a.Authenticate(context.Background(), bearer(tok))
+	require.NoError(t, err, "stale identity accepted while the API does not answer")
+	id, _, ok := identity.FromContext(ctx)
+	require.True(t, ok)
+	assert.Equal(t, "agent-1", id.PodName)
+	assert.EqualValues(t, 1, f.requests(t)["accepted/stale"])
+
+	f.advance(4 * time.Minute) // 6 min: past the short token's expiry
+	_, err = f.a.Authenticate(context.Background(), bearer(short))
+	assert.Equal(t, codes.Unauthenticated, code(err), "never past the token's expiry")
+	f.advance(6 * time.Minute) // 12 min: past max_ttl + stale_if_error
+	_, err = f.a.Authenticate(context.Background(), bearer(tok))
+	assert.Equal(t, codes.Unavailable, code(err), "%v", err)
+
+	// An answer of the API wins over a stale acceptance.
+	g := newFixture(t, func(c *Config) { c.Cache.MaxTTL = time.Minute })
+	tok = g.token(t, "b", 30*time.Minute, st)
+	_, err = g.a.Authenticate(context.Background(), bearer(tok))
+	require.NoError(t, err)
+	g.advance(2 * time.Minute)
+	g.rv.mu.Lock()
+	g.rv.statuses[tok] = authv1.TokenReviewStatus{Error: "service account token has been invalidated"}
+	g.rv.mu.Unlock()
+	_, err = g.a.Authenticate(context.Background(), bearer(tok))
+	assert.Equal(t, codes.Unauthenticated, code(err))
+
+	// stale_if_error 0: Unavailable at once.
+	h := newFixture(t, func(c *Config) { c.Cache.MaxTTL = time.Minute; c.Cache.StaleIfError = 0 })
+	tok = h.token(t, "c", 30*time.Minute, st)
+	_, err = h.a.Authenticate(context.Background(), bearer(tok))
+	require.NoError(t, err)
+	h.rv.mu.Lock()
+	h.rv.err = errors.New("connection refused")
+	h.rv.mu.Unlock()
+	h.advance(2 * time.Minute)
+	_, err = h.a.Authenticate(context.Background(), bearer(tok))
+	assert.Equal(t, codes.Unavailable, code(err))
+}

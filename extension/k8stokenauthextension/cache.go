@@ -22,7 +22,9 @@ type outcome struct {
 
 type cacheEntry struct {
 	outcome
-	expires time.Time
+	// fresh: answered from the cache until then. stale: an accepted outcome is kept until
+	// then (never past the token's expiry) to answer while the API cannot (stale-if-error).
+	fresh, stale time.Time
 }
 
 // tokenCache is a bounded LRU of review outcomes with per-entry expiry. Safe for
@@ -39,25 +41,34 @@ func newTokenCache(size int) *tokenCache {
 	return &tokenCache{lru: c}
 }
 
-// get returns the outcome for k unless it has expired at now (then it is dropped).
-func (c *tokenCache) get(k tokenKey, now time.Time) (outcome, bool) {
+// get returns the outcome for k: fresh (answer from the cache), or stale (an accepted
+// outcome past its freshness, usable only when a new review cannot be made). Entries past
+// both are dropped.
+func (c *tokenCache) get(k tokenKey, now time.Time) (o outcome, fresh, stale bool) {
 	e, ok := c.lru.Get(k)
 	if !ok {
-		return outcome{}, false
+		return outcome{}, false, false
 	}
-	if !now.Before(e.expires) {
-		c.lru.Remove(k)
-		return outcome{}, false
+	switch {
+	case now.Before(e.fresh):
+		return e.outcome, true, false
+	case now.Before(e.stale):
+		return e.outcome, false, true
 	}
-	return e.outcome, true
+	c.lru.Remove(k)
+	return outcome{}, false, false
 }
 
-// put stores o until expires (nothing when that is not after now).
-func (c *tokenCache) put(k tokenKey, o outcome, expires, now time.Time) {
-	if !expires.After(now) {
+// put stores o, fresh until fresh and usable as stale until stale (nothing when neither is
+// after now).
+func (c *tokenCache) put(k tokenKey, o outcome, fresh, stale, now time.Time) {
+	if stale.Before(fresh) {
+		stale = fresh
+	}
+	if !stale.After(now) {
 		return
 	}
-	c.lru.Add(k, cacheEntry{outcome: o, expires: expires})
+	c.lru.Add(k, cacheEntry{outcome: o, fresh: fresh, stale: stale})
 }
 
 func (c *tokenCache) len() int { return c.lru.Len() }

@@ -43,6 +43,11 @@ type CacheConfig struct {
 	MaxTTL time.Duration `mapstructure:"max_ttl"`
 	// NegativeTTL: how long a rejected token is answered from the cache (0: not cached).
 	NegativeTTL time.Duration `mapstructure:"negative_ttl"`
+	// StaleIfError: for this long after max_ttl (and never past the token's expiry) an
+	// accepted token is still accepted when it cannot be reviewed again because the API
+	// does not answer (an API server restart or upgrade); 0 disables. A token is never
+	// accepted against an answer of the API.
+	StaleIfError time.Duration `mapstructure:"stale_if_error"`
 }
 
 // Validate names every offending field.
@@ -82,6 +87,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Cache.NegativeTTL < 0 || c.Cache.NegativeTTL > 5*time.Minute {
 		add("cache.negative_ttl: %v out of range [0, 5m]", c.Cache.NegativeTTL)
+	}
+	if c.Cache.StaleIfError < 0 || c.Cache.StaleIfError > time.Hour {
+		add("cache.stale_if_error: %v out of range [0, 1h]", c.Cache.StaleIfError)
 	}
 	if c.MaxConcurrentReviews < 1 || c.MaxConcurrentReviews > 64 {
 		add("max_concurrent_reviews: %d out of range [1, 64]", c.MaxConcurrentReviews)

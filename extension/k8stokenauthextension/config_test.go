@@ -36,6 +36,7 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, want, def)
 	assert.Equal(t, kubeclient.AuthServiceAccount, def.AuthType)
 	assert.Equal(t, 5*time.Minute, def.Cache.MaxTTL)
+	assert.Equal(t, 10*time.Minute, def.Cache.StaleIfError)
 
 	custom, err := loadConfig(t, "custom")
 	require.NoError(t, err)
@@ -55,7 +56,7 @@ func TestValidateNamesEveryField(t *testing.T) {
 	for _, want := range []string{
 		`auth_type: "bogus"`, `audience: "net pulse" contains white space`,
 		`service_accounts[0]: "no-slash"`, `service_accounts[1]: namespace "Bad_NS"`, `service_accounts[2]: name ""`,
-		"cache.max_entries", "cache.max_ttl", "cache.negative_ttl", "max_concurrent_reviews", "review_timeout",
+		"cache.max_entries", "cache.max_ttl", "cache.negative_ttl", "cache.stale_if_error", "max_concurrent_reviews", "review_timeout",
 	} {
 		assert.Contains(t, err.Error(), want)
 	}

@@ -16,6 +16,7 @@ const (
 	DefaultMaxEntries           = 10_000
 	DefaultMaxTTL               = 5 * time.Minute
 	DefaultNegativeTTL          = 10 * time.Second
+	DefaultStaleIfError         = 10 * time.Minute
 	DefaultMaxConcurrentReviews = 8
 	DefaultReviewTimeout        = 5 * time.Second
 )
@@ -32,9 +33,10 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		Config: kc,
 		Cache: CacheConfig{
-			MaxEntries:  DefaultMaxEntries,
-			MaxTTL:      DefaultMaxTTL,
-			NegativeTTL: DefaultNegativeTTL,
+			MaxEntries:   DefaultMaxEntries,
+			MaxTTL:       DefaultMaxTTL,
+			NegativeTTL:  DefaultNegativeTTL,
+			StaleIfError: DefaultStaleIfError,
 		},
 		MaxConcurrentReviews: DefaultMaxConcurrentReviews,
 		ReviewTimeout:        DefaultReviewTimeout,

@@ -474,3 +474,38 @@ func TestLifecycle(t *testing.T) {
 		require.NoError(t, ext.Shutdown(context.Background()))
 	}
 }
+
+// While the API server is down, an agent reviewed before keeps being accepted past max_ttl
+// (stale_if_error); an agent never reviewed is answered Unavailable (its exporter retries)
+// and accepted once the API server is back.
+func TestAPIServerOutage(t *testing.T) {
+	ctx := context.Background()
+	g := startGateway(t, true, func(c *k8stokenauthextension.Config) {
+		c.Cache.MaxTTL = time.Second
+		c.ReviewTimeout = 2 * time.Second
+	})
+	known := podToken(t, agentPod(t, "agent-outage-known", "node-outage"), audience)
+	unknown := podToken(t, agentPod(t, "agent-outage-new", "node-outage"), audience)
+	require.NoError(t, export(g.addr, tlsCreds(), known))
+
+	require.NoError(t, cp.StopAPIServer())
+	restarted := false
+	defer func() {
+		if !restarted {
+			require.NoError(t, cp.StartAPIServer(ctx))
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond) // past max_ttl
+	require.NoError(t, export(g.addr, tlsCreds(), known), "reviewed before: accepted while the API is down")
+	err := export(g.addr, tlsCreds(), unknown)
+	require.Error(t, err)
+	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+
+	require.NoError(t, cp.StartAPIServer(ctx))
+	restarted = true
+	require.Eventually(t, func() bool { return export(g.addr, tlsCreds(), unknown) == nil }, 30*time.Second, 200*time.Millisecond)
+	reasons := counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason")
+	t.Logf("requests by reason: %v", reasons)
+	assert.EqualValues(t, 1, reasons["stale"])
+	assert.Positive(t, reasons["review_error"])
+}
