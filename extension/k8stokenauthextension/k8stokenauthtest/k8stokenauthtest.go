@@ -37,15 +37,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// TLS is a throw-away CA and a serving certificate (for 127.0.0.1, ::1 and localhost)
-// written as PEM files.
+// TLS is a throw-away CA and a serving certificate (for 127.0.0.1, ::1, localhost,
+// netpulse-gateway.netpulse.svc and any extra hosts) written as PEM files.
 type TLS struct {
 	CAFile, CertFile, KeyFile string
 	CAPool                    *x509.CertPool
 }
 
-// WriteTLS generates the PKI into dir.
-func WriteTLS(dir string) (*TLS, error) {
+// WriteTLS generates the PKI into dir. hosts are extra IP addresses or DNS names the
+// serving certificate is valid for (the address agents dial).
+func WriteTLS(dir string, hosts ...string) (*TLS, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -74,6 +75,13 @@ func WriteTLS(dir string) (*TLS, error) {
 		DNSNames:    []string{"localhost", "netpulse-gateway.netpulse.svc"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 	if err != nil {
