@@ -17,7 +17,7 @@ var wantComponents = map[string][]string{
 	"receivers":  {"otlp", "pod_probe"},
 	"processors": {"batch", "memory_limiter", "k8s_attributes", "k8s_net_attributes", "filter", "explicit_buckets"},
 	"exporters":  {"debug", "otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write", "pod_network_health"},
-	"extensions": {"health_check", "pprof", "zpages", "file_storage"},
+	"extensions": {"health_check", "pprof", "zpages", "file_storage", "bearertokenauth", "k8s_token_auth"},
 }
 
 func testdata(t *testing.T, name string) string {

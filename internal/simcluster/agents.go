@@ -87,6 +87,11 @@ type agentPod struct {
 	failures  int
 	ready     bool
 	tracked   bool // initial readiness established; the kubelet loop owns it now
+	// pod is the pod object as created; tokenPath its projected gateway token (refreshed
+	// by the kubelet loop at tokenRefresh).
+	pod          *corev1.Pod
+	tokenPath    string
+	tokenRefresh time.Time
 }
 
 func (n *nodeState) publish() {
@@ -311,6 +316,20 @@ func (c *Cluster) createPod(ctx context.Context, n *nodeState) (err error) {
 	if err != nil {
 		return err
 	}
+	// The projected token the DaemonSet mounts, minted for this pod before its collector
+	// starts (the bearer-token extension needs the file at start).
+	var tokenRefresh time.Time
+	var tokenPath string
+	if src, ok := podTokenSource(pod); ok {
+		tokenPath = filepath.Join(c.Dir, "pods", pod.Name, "gateway-token")
+		if tokenRefresh, err = c.writePodToken(ctx, pod, src, tokenPath); err != nil {
+			return err
+		}
+		env = append(env, "NETPULSE_GATEWAY_TOKEN_FILE="+tokenPath)
+	}
+	if c.gatewayTLS != nil {
+		env = append(env, "NETPULSE_GATEWAY_CA_FILE="+c.gatewayTLS.CAFile)
+	}
 	env = append(env,
 		"NETPULSE_K8S_AUTH=kubeConfig",
 		"KUBECONFIG="+c.AgentKubeconfig,
@@ -326,7 +345,8 @@ func (c *Cluster) createPod(ctx context.Context, n *nodeState) (err error) {
 		return err
 	}
 	readyURL, threshold := readinessProbe(pod)
-	ap := &agentPod{name: pod.Name, uid: string(pod.UID), gen: gen, ips: []netip.Addr{v4, v6}, proc: proc, readyURL: readyURL, threshold: threshold}
+	ap := &agentPod{name: pod.Name, uid: string(pod.UID), gen: gen, ips: []netip.Addr{v4, v6}, proc: proc, readyURL: readyURL, threshold: threshold,
+		pod: pod, tokenPath: tokenPath, tokenRefresh: tokenRefresh}
 	n.pod = ap
 	n.publish()
 	c.mu.Lock()
@@ -496,6 +516,13 @@ func (c *Cluster) kubeletSync(n *nodeState) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
+	if ap.tokenPath != "" && time.Now().After(ap.tokenRefresh) {
+		if src, ok := podTokenSource(ap.pod); ok {
+			if next, err := c.writePodToken(ctx, ap.pod, src, ap.tokenPath); err == nil {
+				ap.tokenRefresh = next
+			} // else: the API server is away; the next tick tries again
+		}
+	}
 	ok := !ap.proc.Exited() && (ap.readyURL == "" || probeOnce(ctx, ap.readyURL))
 	if ok {
 		ap.failures = 0

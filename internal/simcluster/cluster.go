@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/netpulse/netpulse/extension/k8stokenauthextension/k8stokenauthtest"
 	"github.com/netpulse/netpulse/internal/kubetest"
 )
 
@@ -103,6 +104,8 @@ type Cluster struct {
 	agentOpt *AgentOptions
 	gateways []*Gateway
 	procs    []*Process // every agent collector started, for Logs
+	// gatewayTLS is the gateway's serving certificate and its CA (setupGatewayTLS).
+	gatewayTLS *k8stokenauthtest.TLS
 	// gwAPIProxy carries the gateways' API traffic (GatewayKubeconfig names it).
 	gwAPIProxy *apiProxy
 	// restoreNeighbourTables puts back the host's neighbour-table limits (sizeNeighbourTables).
@@ -218,6 +221,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	if err = c.createNodes(ctx); err != nil {
+		return c, err
+	}
+	if err = c.setupGatewayTLS(ctx); err != nil {
 		return c, err
 	}
 	for _, sa := range []struct {

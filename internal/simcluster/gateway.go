@@ -143,6 +143,8 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 		"GOMEMLIMIT=400MiB",
 		"NETPULSE_K8S_AUTH=kubeConfig",
 		"KUBECONFIG="+c.GatewayKubeconfig,
+		"NETPULSE_TLS_CERT_FILE="+c.gatewayTLS.CertFile,
+		"NETPULSE_TLS_KEY_FILE="+c.gatewayTLS.KeyFile,
 	), opts.Env)
 	if err := c.createGatewayPod(ctx, opts.Name); err != nil {
 		return nil, err
