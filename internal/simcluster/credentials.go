@@ -23,7 +23,11 @@ const GatewayTLSSecret = "netpulse-gateway-tls"
 // address agents dial (HostIPv4) and the Service's names, as files for the processes and as
 // the Secret the manifests name.
 func (c *Cluster) setupGatewayTLS(ctx context.Context) error {
-	tls, err := k8stokenauthtest.WriteTLS(filepath.Join(c.Dir, "tls"), HostIPv4.String())
+	dir := filepath.Join(c.Dir, "tls")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tls, err := k8stokenauthtest.WriteTLS(dir, HostIPv4.String())
 	if err != nil {
 		return fmt.Errorf("simcluster: gateway TLS: %w", err)
 	}
