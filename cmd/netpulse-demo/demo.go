@@ -74,7 +74,10 @@ func (d *demo) run(ctx context.Context) error {
 	d.header("Start the gateway (deploy/agent-gateway/config/gateway.yaml) on %s", simcluster.HostIPv4)
 	t0 = time.Now()
 	gctx, cancel := context.WithTimeout(ctx, gatewayTimeout)
-	gw, err := cl.StartGateway(gctx, simcluster.GatewayOptions{ReadyTimeout: gatewayTimeout})
+	// The node condition's flap damping (min_hold, 1m in gateway.yaml) shortened as in the
+	// e2e suite, so the scripted recovery shows within seconds.
+	gw, err := cl.StartGateway(gctx, simcluster.GatewayOptions{ReadyTimeout: gatewayTimeout,
+		Env: map[string]string{"NETPULSE_NODE_MIN_HOLD": "5s"}})
 	cancel()
 	if err != nil {
 		return stepErr(ctx, "start the gateway", err)
