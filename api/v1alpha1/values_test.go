@@ -9,7 +9,6 @@ package v1alpha1_test
 import (
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -163,50 +162,6 @@ func TestTruncateMessage(t *testing.T) {
 		if got != c.want || utf8.RuneCountInString(got) > c.max {
 			t.Errorf("TruncateMessage(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
 		}
-	}
-}
-
-func TestOutageHistory(t *testing.T) {
-	var s v1alpha1.PodNetworkHealthStatus
-	if s.OngoingOutage() != nil || s.EndOutage(v1alpha1test.At(0), "") {
-		t.Fatal("empty history has an ongoing outage")
-	}
-	long := strings.Repeat("x", 1000)
-	for i := 0; i < 25; i++ {
-		start := v1alpha1test.At(time.Duration(i) * time.Hour)
-		if !s.StartOutage(start, "Timeout"+long, long) {
-			t.Fatalf("outage %d: StartOutage refused", i)
-		}
-		if s.StartOutage(start, "Again", "") {
-			t.Fatalf("outage %d: a second ongoing outage was started", i)
-		}
-		if o := s.OngoingOutage(); o == nil || !o.Start.Equal(&start) {
-			t.Fatalf("outage %d: ongoing = %+v", i, o)
-		}
-		if !s.EndOutage(v1alpha1test.At(time.Duration(i)*time.Hour+time.Minute), "restored after 1m0s") {
-			t.Fatalf("outage %d: EndOutage refused", i)
-		}
-	}
-	if len(s.Outages) != v1alpha1.MaxOutages {
-		t.Fatalf("%d outages kept, want %d", len(s.Outages), v1alpha1.MaxOutages)
-	}
-	for i, o := range s.Outages {
-		wantStart := v1alpha1test.At(time.Duration(24-i) * time.Hour) // newest first, oldest dropped
-		if !o.Start.Equal(&wantStart) || o.End == nil || o.Message != "restored after 1m0s" {
-			t.Errorf("outage[%d] = %+v, want start %v", i, o, wantStart)
-		}
-		if len(o.Reason) != v1alpha1.MaxReasonLength {
-			t.Errorf("outage[%d] reason not truncated to %d: %d", i, v1alpha1.MaxReasonLength, len(o.Reason))
-		}
-	}
-	// A clock step backwards cannot produce overlapping entries, nor an end before the start.
-	s.StartOutage(v1alpha1test.At(0), "Timeout", "")
-	if got, prevEnd := s.Outages[0].Start, s.Outages[1].End; got.Before(prevEnd) {
-		t.Errorf("new outage starts at %v, before the previous one ended at %v", got, prevEnd)
-	}
-	s.EndOutage(v1alpha1test.At(-time.Hour), "")
-	if s.Outages[0].End.Before(&s.Outages[0].Start) {
-		t.Errorf("outage ends before it starts: %+v", s.Outages[0])
 	}
 }
 

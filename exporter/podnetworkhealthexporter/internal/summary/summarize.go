@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/contract"
 )
 
@@ -47,14 +47,14 @@ const (
 	DefaultSlots                 = 10
 	DefaultFailuresToUnreachable = 3
 	DefaultSuccessesToReachable  = 2
-	DefaultMaxOutages            = 20
+	DefaultMaxOutages            = v1alpha1.MaxOutages
 )
 
 // maxObserversPerSlot bounds the distinct observers remembered per slot.
 const maxObserversPerSlot = 8
 
 // maxMessage is the API's bound on messages (characters).
-const maxMessage = 256
+const maxMessage = v1alpha1.MaxMessageLength
 
 func (c Config) withDefaults() Config {
 	if c.Window <= 0 {
@@ -589,13 +589,7 @@ func (s *Summarizer) Has(key PairKey) bool {
 	return ok
 }
 
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-3]) + "..."
-}
+func truncate(s string, n int) string { return v1alpha1.TruncateMessage(s, n) }
 
 func secondsToDuration(v float64) time.Duration {
 	if math.IsNaN(v) || v <= 0 {
