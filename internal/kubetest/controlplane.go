@@ -305,7 +305,7 @@ func (cp *ControlPlane) Logs(lines int) string {
 	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
 		path := filepath.Join(cp.Dir, name+".log")
 		if _, err := os.Stat(path); err == nil {
-			out += "--- " + name + " ---\n" + tailFile(path, lines) + "\n"
+			out += "--- " + name + " ---\n" + TailFile(path, lines) + "\n"
 		}
 	}
 	return out
@@ -449,9 +449,10 @@ func (p *process) stop(grace time.Duration) error {
 	}
 }
 
-func (p *process) logTail(lines int) string { return tailFile(p.logPath, lines) }
+func (p *process) logTail(lines int) string { return TailFile(p.logPath, lines) }
 
-func tailFile(path string, lines int) string {
+// TailFile returns the last lines of a log file ("" when it cannot be read).
+func TailFile(path string, lines int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return ""

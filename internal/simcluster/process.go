@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/netpulse/netpulse/internal/kubetest"
 )
 
 // Process is a child process of the harness (a collector) whose stdout and stderr go to a
@@ -107,21 +109,4 @@ func (p *Process) Stop(grace time.Duration) error {
 }
 
 // LogTail returns the last lines of the process's log.
-func (p *Process) LogTail(lines int) string { return tailFile(p.LogPath, lines) }
-
-func tailFile(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	n := 0
-	for i := len(data) - 1; i >= 0; i-- {
-		if data[i] == '\n' {
-			n++
-			if n > lines {
-				return string(data[i+1:])
-			}
-		}
-	}
-	return string(data)
-}
+func (p *Process) LogTail(lines int) string { return kubetest.TailFile(p.LogPath, lines) }
