@@ -55,7 +55,7 @@ type pnhExporter struct {
 	// engine decides what to write (pure); everything below it is I/O.
 	engine *engine.Engine
 
-	mu   sync.Mutex      // guards gate
+	mu   sync.Mutex      // guards gate and nodes
 	gate *readiness.Gate // nil unless readiness_gate.enabled
 
 	kube     kubernetes.Interface
@@ -138,6 +138,20 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 				attribute.String("netpulse.observer.namespace", ob.Namespace),
 				attribute.String("netpulse.observer.name", ob.Name),
 				attribute.String("netpulse.observer.node", ob.Node)))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := tb.RegisterPodNetworkHealthNodeProblemCallback(func(_ context.Context, o metric.Int64Observer) error {
+		for node, status := range e.nodeConditionStatuses() {
+			v := int64(0)
+			if status == corev1.ConditionTrue {
+				v = 1
+			} else if status != corev1.ConditionFalse {
+				continue
+			}
+			o.Observe(v, metric.WithAttributes(attribute.String("netpulse.target.node", node)))
 		}
 		return nil
 	}); err != nil {
@@ -249,7 +263,10 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	}
 	if e.cfg.NodeConditions.Enabled {
 		e.nodesF = informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithTransform(stripNodeToCondition(e.cfg.NodeConditions.Type)))
-		e.nodes = e.nodesF.Core().V1().Nodes().Informer()
+		nodes := e.nodesF.Core().V1().Nodes().Informer()
+		e.mu.Lock() // the node_problem gauge's callback reads it
+		e.nodes = nodes
+		e.mu.Unlock()
 		e.nodesF.Start(e.stopNodes)
 	}
 	if e.gate != nil {

@@ -68,6 +68,27 @@ func (e *pnhExporter) reconcileNodes(ctx context.Context, now time.Time) {
 	}
 }
 
+// nodeConditionStatuses is the node condition of every node as the node cache holds it
+// (empty until the cache has synced, or with node_conditions off).
+func (e *pnhExporter) nodeConditionStatuses() map[string]corev1.ConditionStatus {
+	out := map[string]corev1.ConditionStatus{}
+	e.mu.Lock()
+	nodes := e.nodes
+	e.mu.Unlock()
+	if nodes == nil || !nodes.HasSynced() {
+		return out
+	}
+	for _, obj := range nodes.GetStore().List() {
+		n := obj.(*corev1.Node)
+		for _, c := range n.Status.Conditions {
+			if string(c.Type) == e.cfg.NodeConditions.Type {
+				out[n.Name] = c.Status
+			}
+		}
+	}
+	return out
+}
+
 // stripNodeToCondition keeps only the node's name and our condition in the cache.
 func stripNodeToCondition(condType string) cache.TransformFunc {
 	return func(obj any) (any, error) {

@@ -145,9 +145,9 @@ func exportedSeries(t *testing.T) catalogue {
 	return c
 }
 
-// external are series of other exporters that a rule may use, with their labels: the node
-// condition comes from kube-state-metrics.
-var external = catalogue{"kube_node_status_condition": {"node": true, "condition": true, "status": true, "job": true, "instance": true}}
+// external are series of other exporters that a rule may use, with their labels (none: every
+// rule reads what the collector exports).
+var external = catalogue{}
 
 var promqlParser = parser.NewParser(parser.Options{})
 

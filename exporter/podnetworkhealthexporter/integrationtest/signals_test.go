@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/collector/featuregate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -102,7 +104,9 @@ func TestNodeConditionByQuorumAndCleanup(t *testing.T) {
 	cfg.LeaderElection.Enabled = false
 	cfg.NodeConditions.Enabled = true
 	cfg.NodeConditions.Heartbeat = time.Minute
-	exp := startExporter(t, cfg, "gw-q", nil)
+	tt := componenttest.NewTelemetry()
+	defer tt.Shutdown(ctx)
+	exp := startExporter(t, cfg, "gw-q", tt)
 	m.run(exp)
 	m.set(4, true)
 	bad := "quorum-node-4"
@@ -120,6 +124,27 @@ func TestNodeConditionByQuorumAndCleanup(t *testing.T) {
 		c := nodeCondition(t, fmt.Sprintf("quorum-node-%d", i), typ)
 		require.True(t, c == nil || c.Status == corev1.ConditionFalse, "node %d blamed: %+v", i, c)
 	}
+	// The same, as a gauge for alerting (1 True, 0 False, one series per node).
+	require.Eventually(t, func() bool {
+		m, err := tt.GetMetric("otelcol_pod_network_health_node_problem")
+		if err != nil {
+			return false
+		}
+		g, ok := m.Data.(metricdata.Gauge[int64])
+		if !ok {
+			return false
+		}
+		byNode := map[string]int64{}
+		for _, dp := range g.DataPoints {
+			v, _ := dp.Attributes.Value("netpulse.target.node")
+			byNode[v.AsString()] = dp.Value
+		}
+		marked := 0
+		for _, v := range byNode {
+			marked += int(v)
+		}
+		return byNode[bad] == 1 && marked == 1
+	}, 20*time.Second, 200*time.Millisecond, "node_problem gauge: want 1 for the marked node only")
 	// Kubelet-owned conditions are untouched: the node has none but ours.
 	n, err := admin.CoreV1().Nodes().Get(ctx, bad, metav1.GetOptions{})
 	require.NoError(t, err)

@@ -31,6 +31,7 @@ type TelemetryBuilder struct {
 	PodNetworkHealthAPIWrites              metric.Int64Counter
 	PodNetworkHealthDatapointsSkipped      metric.Int64Counter
 	PodNetworkHealthIsLeader               metric.Int64Gauge
+	PodNetworkHealthNodeProblem            metric.Int64ObservableGauge
 	PodNetworkHealthObjects                metric.Int64Gauge
 	PodNetworkHealthObservations           metric.Int64Counter
 	PodNetworkHealthObserverReporting      metric.Int64ObservableGauge
@@ -52,6 +53,21 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterPodNetworkHealthNodeProblemCallback sets callback for observable PodNetworkHealthNodeProblem metric.
+func (builder *TelemetryBuilder) RegisterPodNetworkHealthNodeProblemCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthNodeProblem, obs: o})
+		return nil
+	}, builder.PodNetworkHealthNodeProblem)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterPodNetworkHealthObserverReportingCallback sets callback for observable PodNetworkHealthObserverReporting metric.
@@ -142,6 +158,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.PodNetworkHealthIsLeader, err = builder.meter.Int64Gauge(
 		"otelcol_pod_network_health_is_leader",
 		metric.WithDescription("1 when this instance holds the writer lease, else 0. [Alpha]"),
+		metric.WithUnit("1"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthNodeProblem, err = builder.meter.Int64ObservableGauge(
+		"otelcol_pod_network_health_node_problem",
+		metric.WithDescription("The node condition as the API holds it (node_conditions.enabled; one series per node, O(N)) - 1 True (the node's pod network is unreachable from a quorum of its peers), 0 False; nodes whose condition is Unknown or unset have no point. Every replica reports it from its node cache. [Alpha]"),
 		metric.WithUnit("1"),
 	)
 	errs = errors.Join(errs, err)
