@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command netpulse-demo is `make demo`: the whole netpulse pipeline on one Linux host, as
 // root. It starts the local control plane and a simulated 4-node cluster
 // (internal/simcluster), runs one gateway with deploy/agent-gateway/config/gateway.yaml on

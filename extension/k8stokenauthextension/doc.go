@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package k8stokenauthextension implements the k8s_token_auth extension: a server
 // authenticator (extensionauth.Server) for OTLP receivers that verifies the caller's
 // projected ServiceAccount token with the Kubernetes TokenReview API and exposes the

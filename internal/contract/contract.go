@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package contract names the telemetry the three netpulse components exchange: the
 // pod_probe receiver emits it, k8s_net_attributes enriches it, pod_network_health reads it.
 // Keeping the keys in one place is what lets one pipeline test prove the components agree.

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package deploytest applies the deploy/ variants with the real kubectl to the real local
 // control plane, as users do: `kubectl apply -k deploy/<variant>`.
 package deploytest

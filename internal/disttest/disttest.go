@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package disttest gives tests the otelcol-netpulse binary: the one `make build` produced
 // (named by $NETPULSE_COLLECTOR), or a fresh `go build` of ./cmd/otelcol-netpulse.
 // Tests run the real distribution as a child process, as users do.

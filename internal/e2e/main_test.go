@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package e2e is netpulse's end-to-end fault suite: the real otelcol-netpulse binary with the
 // unchanged deploy/ configuration as agents on a simulated cluster (internal/simcluster),
 // faults injected into the simulated network, and assertions on what the system reports.

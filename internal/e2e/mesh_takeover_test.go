@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e
 
 // Writer failover (issue 20): a new gateway leader resumes from what the API holds, so the

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package e2e
 
 // Trust (issue 12) end to end, with the unchanged deploy/ configs: agents reach the gateway

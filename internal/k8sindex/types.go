@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package k8sindex is netpulse's lean, process-wide index of Kubernetes pods and nodes by
 // IP address. It answers one question fast and without I/O — "whose address is this?" —
 // for the k8s_net_attributes processor and any other component of the same process.

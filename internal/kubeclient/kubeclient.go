@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubeclient builds Kubernetes client configurations for netpulse components from
 // one shared piece of component configuration, so the receiver, processor and exporter
 // authenticate and rate-limit the same way.

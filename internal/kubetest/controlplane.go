@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubetest starts a real, local Kubernetes control plane for integration and
 // end-to-end tests: Debian's etcd, kube-apiserver and kube-controller-manager (built from
 // the tools/kube module) on free loopback ports with a throw-away PKI. It is the project's

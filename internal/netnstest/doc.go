@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package netnstest runs test code inside fresh Linux network namespaces.
 //
 // A test creates a namespace with New (or Create outside of tests), then runs

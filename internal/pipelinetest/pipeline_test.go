@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pipelinetest proves the telemetry contract between netpulse's components:
 // pod_probe -> k8s_net_attributes -> pod_network_health, in one process, against the real
 // local control plane, with the agent and gateway identities from deploy/rbac; and, beside

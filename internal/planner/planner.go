@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package planner decides which peers each netpulse agent probes in each
 // round. Every agent computes the same plan on its own from the same
 // membership list, so a plan is a pure function of (members, Config, round).

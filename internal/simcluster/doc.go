@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package simcluster runs a simulated Kubernetes cluster for netpulse's end-to-end tests
 // and demo: the project's real local control plane (internal/kubetest) listening on the
 // host side of a Linux bridge, N simulated nodes as network namespaces with a veth into

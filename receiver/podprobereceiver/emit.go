@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package podprobereceiver
 
 import (

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command image builds the otelcol-netpulse container image without a Docker daemon: a
 // multi-platform OCI image (linux/amd64, linux/arm64) written as one tar file that
 // `docker load`, `kind load image-archive` and `ctr images import` accept. It is a separate

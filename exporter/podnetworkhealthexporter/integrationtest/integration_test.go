@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package integrationtest runs pod_network_health against the project's real local control
 // plane, with the gateway identity and RBAC from deploy/.
 package integrationtest

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package identity is the authenticated identity of an agent pod as the k8s_token_auth
 // extension establishes it (from a TokenReview of the pod's projected ServiceAccount token),
 // and how it travels through a collector pipeline with the collector's own client

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package integrationtest runs the k8s_token_auth extension behind the collector's real OTLP
 // gRPC receiver (TLS, auth) against the project's real local control plane: tokens come
 // from the TokenRequest API bound to pods on Node objects, reviews go to the real

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package k8stokenauthtest helps tests of the k8s_token_auth extension and of pipelines
 // behind it, against the project's real local control plane (internal/kubetest): agent
 // pods bound to Node objects, tokens from the TokenRequest API, a throw-away TLS PKI for

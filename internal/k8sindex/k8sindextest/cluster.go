@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package k8sindextest builds synthetic but realistic clusters (Nodes and Pods with
 // owners, labels, dual-stack and host-network pods) for the k8sindex and
 // k8s_net_attributes tests and benchmarks: as API objects in memory, or loaded into a

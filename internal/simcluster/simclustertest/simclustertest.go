@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package simclustertest adapts simcluster to Go tests: a per-test cluster with cleanup and
 // failure logs, the privilege check, and the collector binary for TestMain.
 package simclustertest

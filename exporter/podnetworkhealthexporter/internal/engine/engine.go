@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package engine decides what the pod_network_health exporter writes: it turns
 // observations into per-target verdicts (judged across all observers of a target, so a dead
 // target is found within one or two probe intervals at any cluster size), keeps pair

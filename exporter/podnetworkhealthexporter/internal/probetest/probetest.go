@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package probetest produces pod_probe-shaped metrics for exporter tests.
 package probetest
 

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package quorum decides, from the verdicts of many observers, which nodes have a
 // pod-network problem: the node-level network-readiness signal. It is pure and
 // deterministic: the same edges always give the same result.

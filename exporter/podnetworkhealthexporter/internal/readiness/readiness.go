@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package readiness decides the pod network-readiness gate (KEP-5709 style): pods that
 // list the condition type (default netpulse.io/network-ready) in spec.readinessGates get
 // the condition set True once the pod network demonstrably reaches them from another node.

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package summary is the pure core of the pod_network_health exporter: it turns pod_probe
 // metrics into per-pair summaries and decides when a summary is worth an API write. It does
 // no I/O and never reads the clock: callers pass `now`.

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package writequeue
 
 // Heap slots: every item records its position in each heap it can be in, so it can be

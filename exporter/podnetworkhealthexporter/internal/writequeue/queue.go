@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package writequeue orders the Kubernetes API writes of the pod_network_health exporter
 // under one write budget: a keyed, latest-state-coalescing priority queue, a token bucket
 // and the heartbeat stretching rule.

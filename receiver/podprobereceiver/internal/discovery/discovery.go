@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package discovery watches the Kubernetes objects pod_probe needs — its peers (the pods of
 // its own DaemonSet, by label), the pods behind configured selectors, and optionally node
 // labels and addresses — with label-scoped informers (never periodic LISTs, never an

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package icmpengine is a shared-socket ICMP echo ("ping") engine for many
 // targets.
 //

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package probe runs the connection-level probes of pod_probe — TCP connect, HTTP(S) GET
 // and DNS lookup — and classifies failures into the low-cardinality error.type values of
 // the telemetry contract. ICMP lives in the icmpengine package (a shared-socket engine).

@@ -1,3 +1,6 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package targets turns configuration and cluster membership into probe targets, and vets
 // every address before a probe may touch it.
 package targets
