@@ -103,7 +103,7 @@ func (c *Cluster) writePodToken(ctx context.Context, pod *corev1.Pod, src projec
 	if err := os.Rename(tmp, path); err != nil {
 		return time.Time{}, err
 	}
-	life := tr.Status.ExpirationTimestamp.Sub(time.Now())
+	life := time.Until(tr.Status.ExpirationTimestamp.Time)
 	return time.Now().Add(life * 8 / 10), nil
 }
 
