@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 
@@ -83,6 +85,11 @@ type podProbeReceiver struct {
 	obs     *receiverhelper.ObsReport
 	emitter *emitter
 	self    string
+	tb      *metadata.TelemetryBuilder
+	// lastPlan and lastRound: the newest round run, and its plan (rounds skipped in
+	// between are counted).
+	lastPlan  *planner.Plan
+	lastRound uint64
 }
 
 func newReceiver(set receiver.Settings, cfg *Config, onRemove func()) *podProbeReceiver {
@@ -130,6 +137,9 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 	if err := r.prepareTargets(); err != nil {
 		return err
 	}
+	if r.tb, err = metadata.NewTelemetryBuilder(r.set.TelemetrySettings); err != nil {
+		return err
+	}
 	if r.cfg.usesICMP() {
 		engine, err := icmpengine.New(icmpengine.Config{
 			Mode:               icmpengine.Mode(r.cfg.ICMP.Mode),
@@ -144,6 +154,19 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 			return fmt.Errorf("icmp: %w", err)
 		}
 		r.engine = engine
+		if err := r.tb.RegisterPodProbeIcmpEchoesCallback(func(_ context.Context, o metric.Int64Observer) error {
+			st := engine.Stats()
+			for outcome, n := range map[string]uint64{
+				"replied": st.Replies, "timed_out": st.Timeouts, "late": st.Late,
+				"duplicate": st.Duplicates, "stray": st.Stray, "send_error": st.SendErrors,
+			} {
+				o.Observe(int64(n), metric.WithAttributes(attribute.String("outcome", outcome)))
+			}
+			return nil
+		}); err != nil {
+			r.closeEngine()
+			return err
+		}
 	}
 	if r.cfg.Peers.Enabled || len(r.cfg.Selectors) > 0 {
 		restCfg, err := r.cfg.RESTConfig("netpulse-pod-probe")
@@ -215,6 +238,9 @@ func (r *podProbeReceiver) Shutdown(context.Context) error {
 		r.watcher.Stop()
 	}
 	r.closeEngine()
+	if r.tb != nil {
+		r.tb.Shutdown()
+	}
 	if r.onRemove != nil {
 		r.onRemove()
 	}
@@ -334,6 +360,12 @@ func (r *podProbeReceiver) run(ctx context.Context) {
 			return
 		}
 		// Membership may have moved while waiting; the plan is rebuilt next round.
+		// Round numbers of one plan are consecutive; a gap means rounds came due while the
+		// previous one still ran (a new plan may number anew).
+		if plan == r.lastPlan && round > r.lastRound+1 {
+			r.tb.PodProbeRounds.Add(ctx, int64(round-r.lastRound-1), metric.WithAttributes(attribute.String("outcome", "skipped")))
+		}
+		r.lastPlan, r.lastRound = plan, round
 		r.doRound(ctx, plan, members, round)
 	}
 }
@@ -370,6 +402,9 @@ func (r *podProbeReceiver) buildPlan(now time.Time) (*planner.Plan, map[string]d
 		list = []planner.Member{{ID: r.self, Node: r.cfg.Source.NodeName}}
 	}
 	plan, err := planner.New(list, planner.Config{K: r.cfg.K, Stable: r.cfg.StablePeers, ProbeBudget: r.cfg.ProbeBudget, BaseInterval: r.cfg.Interval})
+	if err == nil {
+		r.tb.PodProbePeers.Record(context.Background(), int64(len(list)))
+	}
 	return plan, members, err
 }
 
@@ -519,7 +554,9 @@ func mix64(x uint64) uint64 {
 // doRound runs every probe of a round, bounded by MaxConcurrency (ICMP rounds are
 // asynchronous in the shared-socket engine and need no goroutine), then emits.
 func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, members map[string]discovery.Pod, round uint64) {
+	started := time.Now()
 	ts := r.roundTargets(plan, members, round)
+	r.tb.PodProbePlannedTargets.Record(ctx, int64(len(ts)))
 	if len(ts) == 0 {
 		return
 	}
@@ -565,7 +602,16 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 	if ctx.Err() != nil {
 		return // shutting down: a half-cancelled round would report false failures
 	}
+	for _, o := range results {
+		outcome := "failure"
+		if o.success {
+			outcome = "success"
+		}
+		r.tb.PodProbeProbes.Add(ctx, 1, metric.WithAttributes(attribute.String("netpulse.probe.type", o.target.probe), attribute.String("outcome", outcome)))
+	}
 	r.publish(ctx, results)
+	r.tb.PodProbeRounds.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "run")))
+	r.tb.PodProbeRoundDuration.Record(ctx, time.Since(started).Seconds())
 }
 
 // echoTimeout is each echo's timeout, so that a round of Count echoes fits in Timeout

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
@@ -159,6 +162,9 @@ func TestReceiverProbesStaticTargets(t *testing.T) {
 	metricsSink, tracesSink := new(consumertest.MetricsSink), new(consumertest.TracesSink)
 	f := NewFactory()
 	set := receivertest.NewNopSettings(metadata.Type)
+	tel := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tel.Shutdown(context.Background())) }()
+	set.TelemetrySettings = tel.NewTelemetrySettings()
 	mr, err := f.CreateMetrics(context.Background(), set, cfg, metricsSink)
 	require.NoError(t, err)
 	tr, err := f.CreateTraces(context.Background(), set, cfg, tracesSink)
@@ -239,6 +245,35 @@ func TestReceiverProbesStaticTargets(t *testing.T) {
 	}
 	require.True(t, sawFailed, "a span for the refused probe")
 	require.True(t, sawPhase, "child spans per phase")
+
+	// Self-telemetry: rounds, probes by type and outcome, the plan, the ICMP engine.
+	sums := func(name string, keys ...string) map[string]int64 {
+		m, err := tel.GetMetric(name)
+		require.NoError(t, err, name)
+		out := map[string]int64{}
+		for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+			var k []string
+			for _, key := range keys {
+				v, _ := dp.Attributes.Value(attribute.Key(key))
+				k = append(k, v.AsString())
+			}
+			out[strings.Join(k, "/")] += dp.Value
+		}
+		return out
+	}
+	require.GreaterOrEqual(t, sums("otelcol_pod_probe_rounds", "outcome")["run"], int64(2))
+	probes := sums("otelcol_pod_probe_probes", "netpulse.probe.type", "outcome")
+	require.GreaterOrEqual(t, probes["tcp/success"], int64(1), "%v", probes)
+	require.GreaterOrEqual(t, probes["tcp/failure"], int64(1), "the refused port: %v", probes)
+	require.GreaterOrEqual(t, probes["icmp/success"], int64(1), "%v", probes)
+	require.Zero(t, probes["http/failure"]+probes["dns/failure"], "%v", probes)
+	require.GreaterOrEqual(t, sums("otelcol_pod_probe_icmp_echoes", "outcome")["replied"], int64(2))
+	m, err := tel.GetMetric("otelcol_pod_probe_planned_targets")
+	require.NoError(t, err)
+	require.Equal(t, int64(5), m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value, "4 static targets and 1 DNS target")
+	m, err = tel.GetMetric("otelcol_pod_probe_round_duration")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, m.Data.(metricdata.Histogram[float64]).DataPoints[0].Count, uint64(2))
 }
 
 func TestEmitterCumulativeSeries(t *testing.T) {
