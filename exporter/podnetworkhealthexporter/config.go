@@ -52,6 +52,15 @@ type Config struct {
 	// stretched it to the probe budget): a cumulative point first seen with a longer history
 	// only sets a baseline, and cumulative streams idle for 3x this are forgotten.
 	MaxProbeInterval time.Duration `mapstructure:"max_probe_interval"`
+	// MinProbeInterval is the shortest probe interval of the agents, and MaxEchoesPerRound
+	// the largest icmp.count: a cumulative increment larger than a stream could have made
+	// since its previous point (two rounds per MinProbeInterval, at most four saved up, each
+	// of MaxEchoesPerRound echoes, replies or errors) is discarded and counted
+	// (implausible_increment), so that no single point, forged or replayed, outweighs the
+	// real rounds of the window. Points dated more than a minute ahead of their arrival are
+	// skipped (future_timestamp).
+	MinProbeInterval  time.Duration `mapstructure:"min_probe_interval"`
+	MaxEchoesPerRound int           `mapstructure:"max_echoes_per_round"`
 	// Workers write objects in parallel (the client's qps/burst bound the rate).
 	Workers int `mapstructure:"workers"`
 	// Namespace restricts the objects this exporter watches and writes to one namespace
@@ -177,6 +186,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxProbeInterval < time.Second || c.MaxProbeInterval > time.Hour {
 		add("max_probe_interval: %v out of range [1s, 1h] (the longest probe interval of the agents)", c.MaxProbeInterval)
+	}
+	if c.MinProbeInterval < 100*time.Millisecond || c.MinProbeInterval > c.MaxProbeInterval {
+		add("min_probe_interval: %v out of range [100ms, max_probe_interval=%v] (the shortest probe interval of the agents)", c.MinProbeInterval, c.MaxProbeInterval)
+	}
+	if c.MaxEchoesPerRound < 1 || c.MaxEchoesPerRound > 100 {
+		add("max_echoes_per_round: %d out of range [1, 100] (the largest icmp.count of the agents)", c.MaxEchoesPerRound)
 	}
 	if c.Workers < 1 || c.Workers > 64 {
 		add("workers: %d out of range [1, 64]", c.Workers)

@@ -51,6 +51,8 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, "example.com/PodNetworkProblem", cfg.NodeConditions.Type)
 	require.Equal(t, 3, cfg.NodeConditions.Quorum)
 	require.True(t, cfg.RequireAuthenticatedObservers)
+	require.Equal(t, 5*time.Second, cfg.MinProbeInterval)
+	require.Equal(t, 5, cfg.MaxEchoesPerRound)
 }
 
 func TestInvalidConfigNamesFields(t *testing.T) {
@@ -66,6 +68,8 @@ func TestInvalidConfigNamesFields(t *testing.T) {
 		"loss_tolerance: 2 out of range [0, 1]",
 		"target_ttl: 1s out of range",
 		"workers: 0 out of range [1, 64]",
+		"min_probe_interval: 2m0s out of range [100ms, max_probe_interval=1m0s]",
+		"max_echoes_per_round: 0 out of range [1, 100]",
 		`leader_election.lease_name: "Not_Valid"`,
 		`leader_election.lease_namespace: ""`,
 		"leader_election: want lease_duration (5s) > renew_deadline (10s)",

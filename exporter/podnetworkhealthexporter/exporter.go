@@ -91,6 +91,9 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		decoder: summary.NewDecoder(summary.DecoderConfig{
 			StreamTTL:        3 * cfg.MaxProbeInterval,
 			FirstSightMaxAge: cfg.MaxProbeInterval,
+			MaxPerRound:      cfg.MaxEchoesPerRound,
+			MinRoundInterval: cfg.MinProbeInterval,
+			MaxFutureSkew:    time.Minute,
 		}),
 		engine:    engine.New(engineConfig(cfg)),
 		stopNodes: make(chan struct{}),

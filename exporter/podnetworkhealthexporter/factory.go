@@ -42,6 +42,8 @@ func createDefaultConfig() component.Config {
 		TargetRecovery:        2,
 		FailingPairRetention:  30 * time.Minute,
 		MaxProbeInterval:      time.Minute,
+		MinProbeInterval:      time.Second,
+		MaxEchoesPerRound:     10,
 		Workers:               2,
 		LeaderElection: LeaderElectionConfig{
 			Enabled:        true,

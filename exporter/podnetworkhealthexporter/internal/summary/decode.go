@@ -39,6 +39,16 @@ const (
 	SkipUnsupportedType SkipReason = "unsupported_type"
 	// SkipOutOfOrder: a cumulative point older than the last one seen of its stream.
 	SkipOutOfOrder SkipReason = "out_of_order"
+	// SkipFutureTimestamp: a point dated more than DecoderConfig.MaxFutureSkew after its
+	// arrival. A clock that far ahead would also date the window; nothing of it is used.
+	SkipFutureTimestamp SkipReason = "future_timestamp"
+	// SkipImplausibleIncrement: a cumulative increment (echoes sent or lost, replies in the
+	// duration histogram, errors) larger than the receiver could have produced since the
+	// stream's previous point (DecoderConfig.MaxPerRound per round, at most one round per
+	// MinRoundInterval/2), or a count that went down while its StartTimestamp stayed. The
+	// point's increments are discarded and its value becomes the stream's new baseline;
+	// the rest of the point (its status) is still used.
+	SkipImplausibleIncrement SkipReason = "implausible_increment"
 )
 
 // DecoderConfig configures a Decoder. Zero fields take the defaults.
@@ -57,6 +67,22 @@ type DecoderConfig struct {
 	// default of this package) treats every first sight as the delta and remembers every
 	// stream, which over-counts once after a gateway restart.
 	FirstSightMaxAge time.Duration
+	// MaxPerRound, when > 0, bounds what one round of one stream may add: echoes sent or
+	// lost, replies counted in the duration histogram, errors (the pod_probe receiver sends
+	// at most icmp.count echoes per target and round). Together with MinRoundInterval it
+	// makes a forged or replayed cumulative value unable to outweigh the real rounds of a
+	// window (SkipImplausibleIncrement).
+	MaxPerRound int
+	// MinRoundInterval is the shortest probe interval of the agents (default 1s). A stream
+	// earns two rounds of credit per MinRoundInterval of its own timestamps (jitter
+	// tolerance), at most MaxBurstRounds, and each point spends ceil(increment/MaxPerRound).
+	MinRoundInterval time.Duration
+	// MaxBurstRounds caps the credit a stream can save up (default 4): a silent stream
+	// cannot later deliver a window's worth of echoes in one point.
+	MaxBurstRounds int
+	// MaxFutureSkew, when > 0, skips points dated more than this after their arrival
+	// (SkipFutureTimestamp).
+	MaxFutureSkew time.Duration
 }
 
 // DefaultStreamTTL is the default DecoderConfig.StreamTTL.
@@ -65,6 +91,12 @@ const DefaultStreamTTL = 2 * time.Hour
 func (c DecoderConfig) withDefaults() DecoderConfig {
 	if c.StreamTTL <= 0 {
 		c.StreamTTL = DefaultStreamTTL
+	}
+	if c.MinRoundInterval <= 0 {
+		c.MinRoundInterval = time.Second
+	}
+	if c.MaxBurstRounds <= 0 {
+		c.MaxBurstRounds = 4
 	}
 	return c
 }
@@ -95,6 +127,8 @@ type stream struct {
 	value     float64
 	hist      Histogram
 	seen      time.Time
+	// credit: rounds this stream may still report (MaxPerRound), as of ts.
+	credit float64
 }
 
 // NewDecoder returns a Decoder.
@@ -194,6 +228,16 @@ func (d *Decoder) Decode(md pmetric.Metrics, now time.Time) DecodeResult {
 			}
 		}
 	}
+	if d.cfg.MaxFutureSkew > 0 {
+		limit := pcommon.NewTimestampFromTime(now.Add(d.cfg.MaxFutureSkew))
+		pts = slices.DeleteFunc(pts, func(p point) bool {
+			if p.ts > limit {
+				res.Skipped[SkipFutureTimestamp]++
+				return true
+			}
+			return false
+		})
+	}
 	d.mu.Lock()
 	d.diff(pts, now, &res)
 	d.mu.Unlock()
@@ -271,7 +315,7 @@ func targetOf(attrs pcommon.Map) (Target, string, SkipReason) {
 	t.Namespace, t.Name, t.UID = dst(contract.K8sNamespaceName), dst(contract.K8sPodName), dst(contract.K8sPodUID)
 	t.Node, t.Zone = dst(contract.K8sNodeName), dst(contract.CloudZone)
 	switch {
-	case str(attrs, contract.TargetKind) == "node":
+	case str(attrs, contract.TargetKind) == "node" && t.Node != "":
 		t.Kind = TargetNode
 		t.Namespace, t.Name, t.UID = "", t.Node, ""
 	case t.UID != "" || (t.Name != "" && t.Namespace != ""):
@@ -482,17 +526,36 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 	for _, i := range idx {
 		p := &pts[i]
 		if d.selfContained(p) {
-			continue // this round's increment as it stands; nothing to remember
+			// This round's increment as it stands; nothing to remember. It covers the time
+			// since its StartTimestamp, one round for the receiver's rotating series.
+			if !d.plausible(d.firstCredit(p), p) {
+				p.discard()
+				res.Skipped[SkipImplausibleIncrement]++
+			}
+			continue
 		}
 		s := d.streams[p.stream]
 		if s == nil {
 			s = &stream{}
 			d.streams[p.stream] = s
-			baselineOnly := d.cfg.FirstSightMaxAge > 0 && p.start != 0 && p.ts > p.start &&
-				p.ts.AsTime().Sub(p.start.AsTime()) > d.cfg.FirstSightMaxAge
+			// A history longer than FirstSightMaxAge, or than the credit a stream can hold,
+			// only sets the baseline: after a gateway restart an agent's lifetime counts
+			// are not this round's.
+			baselineOnly := p.start != 0 && p.ts > p.start &&
+				((d.cfg.FirstSightMaxAge > 0 && p.ts.AsTime().Sub(p.start.AsTime()) > d.cfg.FirstSightMaxAge) ||
+					(d.cfg.MaxPerRound > 0 && d.roundsIn(p.start, p.ts) >= float64(d.cfg.MaxBurstRounds)))
 			s.start, s.ts, s.value, s.hist, s.seen = p.start, p.ts, p.value, p.hist, now
-			if baselineOnly {
-				p.value, p.hist = 0, Histogram{Scale: p.hist.Scale}
+			s.credit = d.firstCredit(p)
+			switch {
+			case baselineOnly:
+				p.discard()
+			case !d.plausible(s.credit, p):
+				// A first sight with more than its history could hold: a forged or
+				// replayed value, or lifetime counts without a StartTimestamp.
+				p.discard()
+				res.Skipped[SkipImplausibleIncrement]++
+			default:
+				s.credit -= d.roundsOf(p)
 			}
 			continue
 		}
@@ -508,6 +571,8 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 			continue
 		}
 		restarted := p.start != s.start && p.start != 0 && s.start != 0
+		credit := d.earn(s, p.ts)
+		implausible := false
 		if p.kind == mDuration {
 			var delta Histogram
 			reset := restarted
@@ -515,22 +580,90 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 				delta, reset = subtractCumulative(&p.hist, &s.hist)
 			}
 			s.hist = p.hist
-			if reset {
+			switch {
+			case reset && !restarted && p.start != 0:
+				implausible = true // counts went down within one series
+			case reset:
 				res.Resets++
-			} else {
+			default:
 				p.hist = delta
 			}
 		} else {
 			cur := p.value
-			if restarted || cur < s.value {
+			switch {
+			case !restarted && cur < s.value && p.start != 0:
+				implausible = true
+			case restarted || cur < s.value:
 				res.Resets++
-			} else {
+			default:
 				p.value = cur - s.value
 			}
 			s.value = cur
 		}
+		if restarted {
+			// A new series: it may hold the rounds since its own StartTimestamp.
+			credit = d.firstCredit(p)
+		}
+		switch {
+		case implausible || !d.plausible(credit, p):
+			p.discard()
+			res.Skipped[SkipImplausibleIncrement]++
+			s.credit = credit
+		default:
+			s.credit = credit - d.roundsOf(p)
+		}
 		s.start, s.ts = p.start, p.ts
 	}
+}
+
+// discard keeps the point (its status still counts) without its increment.
+func (p *point) discard() { p.value, p.hist = 0, Histogram{Scale: p.hist.Scale} }
+
+// increment is what a point adds: echoes, errors, or replies in the histogram.
+func (p *point) increment() float64 {
+	if p.kind == mDuration {
+		return float64(p.hist.Count())
+	}
+	return p.value
+}
+
+// roundsOf is how many rounds a point's increment needs at MaxPerRound per round.
+func (d *Decoder) roundsOf(p *point) float64 {
+	if d.cfg.MaxPerRound <= 0 {
+		return 0
+	}
+	return math.Ceil(p.increment() / float64(d.cfg.MaxPerRound))
+}
+
+// plausible reports whether credit rounds cover the point's increment.
+func (d *Decoder) plausible(credit float64, p *point) bool {
+	return d.cfg.MaxPerRound <= 0 || d.roundsOf(p) <= credit
+}
+
+// roundsIn is the credit earned over a span of timestamps: two rounds per
+// MinRoundInterval (the receiver's rounds are at least that far apart; the factor absorbs
+// jitter and batching), capped at MaxBurstRounds.
+func (d *Decoder) roundsIn(from, to pcommon.Timestamp) float64 {
+	r := 0.0
+	if to > from {
+		r = 2 * float64(to-from) / float64(d.cfg.MinRoundInterval)
+	}
+	return min(r, float64(d.cfg.MaxBurstRounds))
+}
+
+// firstCredit is what a series seen for the first time may hold: one round, plus the
+// rounds since its StartTimestamp.
+func (d *Decoder) firstCredit(p *point) float64 {
+	c := 1.0
+	if p.start != 0 {
+		c += d.roundsIn(p.start, p.ts)
+	}
+	return min(c, float64(d.cfg.MaxBurstRounds))
+}
+
+// earn is the stream's credit at ts.
+func (d *Decoder) earn(s *stream, ts pcommon.Timestamp) float64 {
+	return min(s.credit+d.roundsIn(s.ts, ts), float64(d.cfg.MaxBurstRounds))
 }
 
 // selfContained reports whether a cumulative point of a rotating pair starts within

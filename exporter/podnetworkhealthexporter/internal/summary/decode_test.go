@@ -46,6 +46,7 @@ type probe struct {
 	rtts    []float64
 	sent    int
 	lost    int
+	stable  bool // netpulse.pair.stable
 }
 
 func newFakeAgent() *fakeAgent {
@@ -67,6 +68,9 @@ func (a *fakeAgent) attrs(m pcommon.Map, p probe) {
 	m.PutStr(contract.NetworkType, "ipv4")
 	m.PutStr(contract.ProbeType, p.typ)
 	m.PutStr(contract.TargetKind, p.kind)
+	if p.stable {
+		m.PutBool(contract.PairStable, true)
+	}
 	for k, v := range a.enrich[p.addr] {
 		m.PutStr(k, v)
 	}
@@ -257,6 +261,7 @@ func TestDecodeTargetKinds(t *testing.T) {
 		{"node by node name only", map[string]string{"destination.k8s.node.name": "n2", "destination.cloud.availability_zone": "z"},
 			Target{Kind: TargetNode, Name: "n2", Node: "n2", Zone: "z"}},
 		{"external", map[string]string{contract.TargetKind: "external"}, Target{Kind: TargetExternal}},
+		{"a node claim nobody resolved is external", map[string]string{contract.TargetKind: "node"}, Target{Kind: TargetExternal}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -652,20 +657,56 @@ func TestDecodeGarbage(t *testing.T) {
 	}
 }
 
+// FuzzDecode: malformed pdata never panics, and never yields a NaN, negative or over-1
+// figure, nor more lost than sent, in the observations or the window summaries. The seed
+// corpus is in testdata/fuzz/FuzzDecode (go test runs it; go test -fuzz=FuzzDecode explores).
 func FuzzDecode(f *testing.F) {
 	for _, s := range []uint64{1, 2, 3, 42} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, seed uint64) {
-		md := garbageMetrics(rand.New(rand.NewPCG(seed, ^seed)))
-		d := NewDecoder(DecoderConfig{FirstSightMaxAge: time.Minute})
-		d.Decode(md, t0)
-		d.Decode(md, t0)
-		s := NewSummarizer(Config{})
-		r := d.Decode(md, t0)
-		s.Add(r.Observations...)
-		_ = s.Summaries()
+		rng := rand.New(rand.NewPCG(seed, ^seed))
+		for _, cfg := range []DecoderConfig{{FirstSightMaxAge: time.Minute}, plausibleConfig()} {
+			d := NewDecoder(cfg)
+			s := NewSummarizer(Config{})
+			for range 3 {
+				md := garbageMetrics(rng)
+				for _, now := range []time.Time{t0, t0.Add(time.Second)} {
+					r := d.Decode(md, now)
+					checkObservations(t, r.Observations)
+					s.Add(r.Observations...)
+				}
+			}
+			for _, sum := range s.Summaries() {
+				bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }
+				if bad(sum.LossRatio) || sum.LossRatio > 1 {
+					t.Fatalf("summary loss ratio %v", sum.LossRatio)
+				}
+				for _, d := range []time.Duration{sum.RTT.P50, sum.RTT.P90, sum.RTT.P99, sum.RTT.Max} {
+					if d < 0 {
+						t.Fatalf("summary latency %v", sum.RTT)
+					}
+				}
+			}
+		}
 	})
+}
+
+func checkObservations(t *testing.T, obs []Observation) {
+	t.Helper()
+	for _, o := range obs {
+		if math.IsNaN(o.LossRatio) || o.LossRatio < 0 || o.LossRatio > 1 {
+			t.Fatalf("loss ratio %v", o.LossRatio)
+		}
+		if o.Lost > o.Sent {
+			t.Fatalf("lost %d > sent %d", o.Lost, o.Sent)
+		}
+		for _, q := range []float64{0.5, 0.99, 1} {
+			if v, ok := o.RTT.Quantile(q); ok && (math.IsNaN(v) || v < 0) {
+				t.Fatalf("quantile %v = %v", q, v)
+			}
+		}
+	}
 }
 
 // End to end: receiver-shaped metrics -> Decoder -> Summarizer -> Decide.
