@@ -49,6 +49,24 @@ $(KUBE_BINS) &: tools/kube/go.mod tools/kube/go.sum
 	cd tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 	@touch $(KUBE_BINS)
 
+## ---- helm --------------------------------------------------------------------------
+# Helm, pinned in tools/helm/go.mod (its own module, like tools/kube) and built from source;
+# the version is stamped so `bin/helm version` reports it. The chart is deploy/helm/netpulse
+# (docs/helm.md); internal/helmtest tests it with this binary.
+HELM         := $(BIN)/helm
+HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v4" {print $$2}' tools/helm/go.mod)
+
+.PHONY: helm
+helm: $(HELM) ## build Helm (version pinned in tools/helm/go.mod) into bin/helm
+
+$(HELM): tools/helm/go.mod tools/helm/go.sum
+	@mkdir -p $(BIN)
+	cd tools/helm && $(GO) build -trimpath -ldflags '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' -o $(HELM) helm.sh/helm/v4/cmd/helm
+
+.PHONY: test-helm
+test-helm: kube-bins helm ## the Helm chart's tests only: lint, template, schema, kustomize parity, install/upgrade/uninstall on a real kube-apiserver
+	NETPULSE_KUBE_NO_BUILD=1 $(GO) test -count=1 ./internal/helmtest/
+
 ## ---- image -------------------------------------------------------------------------
 # The container image without a Docker daemon: tools/image (its own Go module, so
 # go-containerregistry stays out of go.mod) builds static binaries and writes one archive,
@@ -86,7 +104,7 @@ $(TOOLS) &: tools/gen/go.mod tools/gen/go.sum
 
 ## ---- generate ----------------------------------------------------------------------
 .PHONY: generate
-generate: generate-api generate-metadata generate-distribution ## regenerate all generated code (CRDs, deepcopy, mdatagen, ocb)
+generate: generate-api generate-metadata generate-distribution generate-helm ## regenerate all generated code (CRDs, deepcopy, mdatagen, ocb, the Helm chart's copies)
 
 # The PodNetworkHealth API (api/v1alpha1): controller-gen writes the deepcopy functions and the
 # CRD (deploy/crds, with the boilerplate as a YAML comment); code-generator writes the typed
@@ -124,11 +142,19 @@ generate-distribution: $(OCB)
 	gofmt -w cmd/otelcol-netpulse
 	rm -rf _build
 
+# The Helm chart's copies of deploy/ (collector configurations, CRD, alert rules,
+# dashboard), its version (builder-config.yaml's dist.version) and the values table of
+# docs/helm.md (from values.yaml's comments). Last in `generate`: after generate-api, which
+# writes deploy/crds.
+.PHONY: generate-helm
+generate-helm: ## regenerate the Helm chart's copies of deploy/, its version and docs/helm.md's values table
+	$(GO) run ./internal/helmtest/chartgen
+
 .PHONY: check-generated
 check-generated: generate ## fail when committed generated code differs from what the generators produce
-	@if [ -n "$$(git status --porcelain -- cmd/otelcol-netpulse api deploy/crds receiver processor exporter extension)" ]; then \
+	@if [ -n "$$(git status --porcelain -- cmd/otelcol-netpulse api deploy/crds deploy/helm docs/helm.md receiver processor exporter extension)" ]; then \
 	  echo "generated code is out of date; run 'make generate' and commit:"; \
-	  git status --porcelain -- cmd/otelcol-netpulse api deploy/crds receiver processor exporter extension; \
+	  git status --porcelain -- cmd/otelcol-netpulse api deploy/crds deploy/helm docs/helm.md receiver processor exporter extension; \
 	  git --no-pager diff --stat; exit 1; \
 	fi
 	@echo "generated code is up to date"
@@ -150,7 +176,7 @@ deps: ## install the Debian packages tests and demo need (etcd-server, iproute2,
 # 16-node, 3-zone cluster where probing is sampled (TestSampled*).
 E2E_SAMPLED_NODES ?= 16
 
-test: deps kube-bins build ## unit + integration + e2e tests (4-node mesh, then 16-node sampled), race detector on (needs root for network namespaces)
+test: deps kube-bins build helm ## unit + integration + e2e tests (4-node mesh, then 16-node sampled), race detector on (needs root for network namespaces)
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -skip '^TestSampled' ./...
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SAMPLED_NODES) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSampled' ./internal/e2e/
 	$(MAKE) --no-print-directory test-image

@@ -1,0 +1,249 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package helmtest
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// helm lint --strict passes with the default values and with every optional feature on.
+func TestLintStrict(t *testing.T) {
+	_, chart := helm(t)
+	for _, args := range [][]string{nil, {"--values", "testdata/all-features.yaml"}} {
+		out, err := runHelm(t, append([]string{"lint", "--strict", chart}, args...)...)
+		require.NoError(t, err, "helm lint --strict %v:\n%s", args, out)
+		require.Contains(t, out, "0 chart(s) failed")
+	}
+}
+
+// Chart.yaml's version and appVersion are builder-config.yaml's dist.version, the one
+// version of the project (also the image tag the chart deploys by default).
+func TestChartVersionIsDistVersion(t *testing.T) {
+	version, err := DistVersion(repoPath(t))
+	require.NoError(t, err)
+	var chart struct {
+		APIVersion string `json:"apiVersion"`
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	b, err := os.ReadFile(repoPath(t, ChartPath, "Chart.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &chart))
+	require.Equal(t, "v2", chart.APIVersion)
+	require.Equal(t, version, chart.Version, "Chart.yaml version: run make generate-helm")
+	require.Equal(t, version, chart.AppVersion, "Chart.yaml appVersion: run make generate-helm")
+	ds := mustFind(t, render(t, nil), "DaemonSet", "netpulse-agent")
+	require.Equal(t, "ghcr.io/netpulse/otelcol-netpulse:"+version, container(t, ds)["image"])
+}
+
+// The chart's copies of deploy/, its version and docs/helm.md's values table are what
+// `make generate-helm` writes (make check-generated checks the same in CI).
+func TestGeneratedFilesUpToDate(t *testing.T) {
+	stale, err := Generate(repoPath(t), true)
+	require.NoError(t, err)
+	require.Empty(t, stale, "out of date: run make generate-helm")
+}
+
+// Bad values fail helm template with a message naming the key (values.schema.json).
+func TestBadValuesRefusedWithTheirKey(t *testing.T) {
+	_, chart := helm(t)
+	for _, c := range []struct {
+		args []string
+		want string // in the error
+	}{
+		{[]string{"--set", "probez.k=1"}, "additional properties 'probez' not allowed"},         // a typo at the top
+		{[]string{"--set", "gateway.replica=3"}, "additional properties 'replica' not allowed"}, // and below it
+		{[]string{"--set", "probe.interval=10"}, "/probe/interval"},                             // a number, not a duration
+		{[]string{"--set", "probe.interval=ten seconds"}, "/probe/interval"},
+		{[]string{"--set", "probe.timeout=2"}, "/probe/timeout"},
+		{[]string{"--set", "probe.k=0"}, "/probe/k"},
+		{[]string{"--set", "probe.k=1.5"}, "/probe/k"},
+		{[]string{"--set", "probe.budget=-1"}, "/probe/budget"},
+		{[]string{"--set", "gateway.writeBudget.qps=-1"}, "/gateway/writeBudget/qps"},
+		{[]string{"--set", "gateway.writeBudget.burst=0"}, "/gateway/writeBudget/burst"},
+		{[]string{"--set", "nodeConditions.enabled=yes"}, "/nodeConditions/enabled"},
+		{[]string{"--set-string", "nodeConditions.enabled=true"}, "/nodeConditions/enabled"},
+		{[]string{"--set", "readinessGate.enabled=1"}, "/readinessGate/enabled"},
+		{[]string{"--set", "readinessGate.minReachingNodes=1"}, "/readinessGate/minReachingNodes"},
+		{[]string{"--set", "image.pullPolicy=Sometimes"}, "/image/pullPolicy"},
+		{[]string{"--set", "agent.config=verbose"}, "/agent/config"},
+	} {
+		out, err := runHelm(t, append([]string{"template", "netpulse", chart}, c.args...)...)
+		require.Error(t, err, "helm template %v was accepted", c.args)
+		require.Contains(t, out, "values don't meet the specifications of the schema", "helm template %v", c.args)
+		require.Contains(t, out, c.want, "helm template %v: the error should name the key", c.args)
+	}
+	// A cert-manager Certificate needs its issuer.
+	out, err := runHelm(t, "template", "netpulse", chart, "--set", "tls.certManager.enabled=true")
+	require.Error(t, err)
+	require.Contains(t, out, "tls.certManager.issuerRef.name")
+}
+
+// Every optional feature on: each renders, with the values it was given.
+func TestTemplateAllFeatures(t *testing.T) {
+	objs := render(t, allFeatures(t), "--include-crds")
+	ns := mustFind(t, objs, "Namespace", "netpulse")
+	require.Equal(t, "restricted", nested(ns, "metadata", "labels", "pod-security.kubernetes.io/enforce"))
+	mustFind(t, objs, "CustomResourceDefinition", "podnetworkhealths.netpulse.io")
+
+	// TLS from cert-manager: a Certificate for the gateway's names, no generated Secret.
+	cert := mustFind(t, objs, "Certificate", "netpulse-gateway")
+	require.Equal(t, "netpulse-gateway-tls", nested(cert, "spec", "secretName"))
+	require.Equal(t, []any{"netpulse-gateway.netpulse.svc", "netpulse-gateway.netpulse.svc.cluster.local"}, nested(cert, "spec", "dnsNames"))
+	require.Equal(t, "netpulse-ca", nested(cert, "spec", "issuerRef", "name"))
+	require.Nil(t, Find(objs, "Secret", "netpulse-gateway-tls"))
+
+	// Both opt-in writers: their RBAC, the feature gate, the configuration.
+	for _, name := range []string{"netpulse-gateway-node-conditions", "netpulse-gateway-readiness-gate"} {
+		mustFind(t, objs, "ClusterRole", name)
+		crb := mustFind(t, objs, "ClusterRoleBinding", name)
+		require.Equal(t, []any{map[string]any{"kind": "ServiceAccount", "name": "netpulse-gateway", "namespace": "netpulse"}}, crb["subjects"])
+	}
+	gw := mustFind(t, objs, "Deployment", "netpulse-gateway")
+	gwc := container(t, gw)
+	require.Contains(t, gwc["args"], "--feature-gates=exporter.podnetworkhealth.readinessGate")
+	gcfg := configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
+	pnh := nested(gcfg, "exporters", "pod_network_health").(map[string]any)
+	require.Equal(t, true, nested(pnh, "readiness_gate", "enabled"))
+	require.EqualValues(t, 3, nested(pnh, "readiness_gate", "min_reaching_nodes"))
+	require.Equal(t, true, nested(pnh, "node_conditions", "enabled"))
+	require.EqualValues(t, 10, pnh["qps"])
+	require.EqualValues(t, 20, pnh["burst"])
+	require.Equal(t, "netpulse-gateway-test", nested(gcfg, "extensions", "k8s_token_auth", "audience"))
+	// The user's exporter is merged in; the shipped configuration around it stays.
+	require.Equal(t, "otel-collector.observability.svc:4317", nested(gcfg, "exporters", "otlp_grpc/backend", "endpoint"))
+	require.Equal(t, []any{"prometheus", "otlp_grpc/backend"}, nested(gcfg, "service", "pipelines", "metrics/export", "exporters"))
+	require.NotNil(t, nested(gcfg, "exporters", "prometheus"))
+	require.Equal(t, []any{"otlp"}, nested(gcfg, "service", "pipelines", "metrics/health", "receivers"))
+
+	// The probe values, inside the environment placeholders the suite overrides.
+	acfg := configOf(t, objs, "netpulse-agent-config", "agent.yaml")
+	probe := nested(acfg, "receivers", "pod_probe").(map[string]any)
+	require.Equal(t, "${env:NETPULSE_PROBE_INTERVAL:-30s}", probe["interval"])
+	require.Equal(t, "${env:NETPULSE_PROBE_TIMEOUT:-3s}", probe["timeout"])
+	require.EqualValues(t, 4, probe["k"])
+	require.EqualValues(t, 500, probe["probe_budget"])
+	require.EqualValues(t, 2, probe["stable_peers"])
+
+	// Per-workload settings.
+	ds := mustFind(t, objs, "DaemonSet", "netpulse-agent")
+	ac := container(t, ds)
+	require.True(t, strings.HasSuffix(ac["image"].(string), ":0.1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"), ac["image"])
+	require.Equal(t, "IfNotPresent", ac["imagePullPolicy"])
+	require.Contains(t, ac["env"], map[string]any{"name": "GODEBUG", "value": "madvdontneed=1"})
+	require.Equal(t, []any{map[string]any{"name": "regcred"}}, nested(ds, "spec", "template", "spec", "imagePullSecrets"))
+	require.Equal(t, "agent", nested(ds, "spec", "template", "metadata", "labels", "example.com/pod"))
+	require.Equal(t, "agent", nested(ds, "spec", "template", "metadata", "annotations", "example.com/note"))
+	require.Equal(t, "true", nested(ds, "metadata", "labels", "example.com/agent"))
+	require.Equal(t, "linux", nested(ds, "spec", "template", "spec", "nodeSelector", "kubernetes.io/os"))
+	require.NotNil(t, nested(ds, "spec", "template", "spec", "affinity", "nodeAffinity"))
+	vols := nested(ds, "spec", "template", "spec", "volumes").([]any)
+	require.Contains(t, vols, map[string]any{"name": "gateway-token", "projected": map[string]any{"sources": []any{
+		map[string]any{"serviceAccountToken": map[string]any{"audience": "netpulse-gateway-test", "expirationSeconds": float64(7200), "path": "token"}}}}})
+	require.EqualValues(t, 3, nested(gw, "spec", "replicas"))
+	require.Equal(t, "system-cluster-critical", nested(gw, "spec", "template", "spec", "priorityClassName"))
+	require.Len(t, nested(gw, "spec", "template", "spec", "tolerations"), 1)
+	require.Equal(t, "gateway", nested(gw, "spec", "template", "metadata", "labels", "example.com/pod"))
+	require.EqualValues(t, 2, nested(mustFind(t, objs, "PodDisruptionBudget", "netpulse-gateway"), "spec", "minAvailable"))
+	for _, o := range objs {
+		if o["kind"] != "CustomResourceDefinition" {
+			require.Equal(t, "network", nested(o, "metadata", "labels", "example.com/team"), "commonLabels on %s %s", o["kind"], nested(o, "metadata", "name"))
+		}
+	}
+
+	// Monitoring: every gateway replica scraped; the alert rules and the dashboard of deploy/monitoring.
+	svc := mustFind(t, objs, "Service", "netpulse-gateway-metrics")
+	require.Equal(t, map[string]any{"app.kubernetes.io/name": "netpulse-gateway"}, nested(svc, "spec", "selector"))
+	sm := mustFind(t, objs, "ServiceMonitor", "netpulse-gateway")
+	require.Equal(t, "kube-prometheus-stack", nested(sm, "metadata", "labels", "release"))
+	require.Len(t, nested(sm, "spec", "endpoints"), 2)
+	var rules map[string]any
+	b, err := os.ReadFile(repoPath(t, "deploy", "monitoring", "rules.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &rules))
+	require.Equal(t, rules["groups"], nested(mustFind(t, objs, "PrometheusRule", "netpulse"), "spec", "groups"))
+	dash, err := os.ReadFile(repoPath(t, "deploy", "monitoring", "dashboard.json"))
+	require.NoError(t, err)
+	require.JSONEq(t, string(dash), nested(mustFind(t, objs, "ConfigMap", "netpulse-dashboard"), "data", "netpulse.json").(string))
+}
+
+// The switches off: no opt-in RBAC, policy, budget or Secret; the node condition off in
+// the configuration too.
+func TestTemplateSwitchesOff(t *testing.T) {
+	objs := render(t, map[string]any{
+		"nodeConditions": map[string]any{"enabled": false},
+		"networkPolicy":  map[string]any{"enabled": false},
+		"tls":            map[string]any{"generate": map[string]any{"enabled": false}},
+		"gateway":        map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}},
+	})
+	n := kinds(objs)
+	require.Zero(t, n["NetworkPolicy"])
+	require.Zero(t, n["PodDisruptionBudget"])
+	require.Zero(t, n["Secret"])
+	require.Zero(t, n["Namespace"])
+	for _, o := range objs {
+		name := nested(o, "metadata", "name").(string)
+		require.False(t, strings.HasPrefix(name, "netpulse-gateway-node-conditions") || strings.HasPrefix(name, "netpulse-gateway-readiness-gate"), "%s %s rendered", o["kind"], name)
+	}
+	cfg := configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
+	require.Equal(t, false, nested(cfg, "exporters", "pod_network_health", "node_conditions", "enabled"))
+	require.False(t, slices.Contains(container(t, mustFind(t, objs, "Deployment", "netpulse-gateway"))["args"].([]any), any("--feature-gates=exporter.podnetworkhealth.readinessGate")))
+
+	// The opt-in RBAC follows the merged configuration, not only the switch.
+	objs = render(t, map[string]any{
+		"nodeConditions": map[string]any{"enabled": false},
+		"gateway": map[string]any{"config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{
+			"node_conditions": map[string]any{"enabled": true}}}}},
+	})
+	mustFind(t, objs, "ClusterRole", "netpulse-gateway-node-conditions")
+	// The switch on and the writer off in the configuration: the gateway keeps the right
+	// to remove the conditions it wrote.
+	objs = render(t, map[string]any{
+		"gateway": map[string]any{"config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{
+			"node_conditions": map[string]any{"enabled": false}}}}},
+	})
+	mustFind(t, objs, "ClusterRole", "netpulse-gateway-node-conditions")
+	cfg = configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
+	require.Equal(t, false, nested(cfg, "exporters", "pod_network_health", "node_conditions", "enabled"))
+}
+
+// A changed configuration changes the pods' checksum/config annotation, so they roll.
+func TestConfigChangeRollsPods(t *testing.T) {
+	checksum := func(objs []Object, kind, name string) string {
+		s, _ := nested(mustFind(t, objs, kind, name), "spec", "template", "metadata", "annotations", "checksum/config").(string)
+		require.Len(t, s, 64)
+		return s
+	}
+	def := render(t, nil)
+	changed := render(t, map[string]any{"probe": map[string]any{"k": 5}, "gateway": map[string]any{"config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{"heartbeat": "5m"}}}}})
+	require.Equal(t, checksum(def, "DaemonSet", "netpulse-agent"), checksum(render(t, nil), "DaemonSet", "netpulse-agent"), "the checksum is stable")
+	require.NotEqual(t, checksum(def, "DaemonSet", "netpulse-agent"), checksum(changed, "DaemonSet", "netpulse-agent"))
+	require.NotEqual(t, checksum(def, "Deployment", "netpulse-gateway"), checksum(changed, "Deployment", "netpulse-gateway"))
+}
+
+// Installed in another namespace, the configurations and bindings follow it.
+func TestOtherNamespace(t *testing.T) {
+	bin, chart := helm(t)
+	out, err := Template(bin, chart, nil, "--namespace", "observability")
+	require.NoError(t, err)
+	objs, err := Decode(out)
+	require.NoError(t, err)
+	for _, o := range objs {
+		if ns, ok := nested(o, "metadata", "namespace").(string); ok {
+			require.Equal(t, "observability", ns, "%s %s", o["kind"], nested(o, "metadata", "name"))
+		}
+	}
+	acfg := configOf(t, objs, "netpulse-agent-config", "agent.yaml")
+	require.Equal(t, "${env:NETPULSE_GATEWAY_ENDPOINT:-netpulse-gateway.observability.svc:4317}", nested(acfg, "exporters", "otlp_grpc", "endpoint"))
+	gcfg := configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
+	require.Equal(t, []any{"observability/netpulse-agent"}, nested(gcfg, "extensions", "k8s_token_auth", "service_accounts"))
+	crb := mustFind(t, objs, "ClusterRoleBinding", "netpulse-gateway")
+	require.Equal(t, "observability", nested(crb["subjects"].([]any)[0].(map[string]any), "namespace"))
+}
