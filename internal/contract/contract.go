@@ -82,3 +82,7 @@ const (
 	MetricJitter      = "netpulse.probe.icmp.jitter"  // gauge, seconds per round (>= 2 replies)
 	MetricErrors      = "netpulse.probe.errors"       // sum by error.type
 )
+
+// ProbeScopeName is the instrumentation scope of the metrics above: pod_probe's (its
+// tests check the two agree).
+const ProbeScopeName = "github.com/netpulse/netpulse/receiver/podprobereceiver"

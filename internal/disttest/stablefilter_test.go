@@ -24,7 +24,8 @@ import (
 
 // The gateway's export pipeline keeps per-pair series of stable pairs only: the shipped
 // filter/stable_pairs of gateway.yaml, run by the real filter processor, drops a rotating
-// pair's points (of every metric type the receiver emits) and keeps a stable pair's.
+// pair's points (of every metric type the receiver emits) and keeps a stable pair's, and
+// drops every metric that is not pod_probe's.
 func TestGatewayExportKeepsOnlyStablePairs(t *testing.T) {
 	root, err := kubetest.RepoRoot()
 	require.NoError(t, err)
@@ -56,6 +57,10 @@ func TestGatewayExportKeepsOnlyStablePairs(t *testing.T) {
 	s.SetName(contract.MetricPacketsSent)
 	h := ms.AppendEmpty()
 	h.SetName(contract.MetricDuration)
+	// A metric of the sender's own, even on a "stable pair", is not exported.
+	other := ms.AppendEmpty()
+	other.SetName("forged.metric")
+	other.SetEmptyGauge().DataPoints().AppendEmpty().Attributes().PutBool(contract.PairStable, true)
 	gd, sd, hd := g.SetEmptyGauge().DataPoints(), s.SetEmptySum().DataPoints(), h.SetEmptyExponentialHistogram().DataPoints()
 	for _, pt := range []struct {
 		addr   string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/admission"
 )
 
 // SourceKind says which telemetry element a rule reads its address from (and writes the
@@ -92,7 +93,47 @@ type Config struct {
 	WaitForSync        bool          `mapstructure:"wait_for_sync"`
 	WaitForSyncTimeout time.Duration `mapstructure:"wait_for_sync_timeout"`
 
+	// Admission bounds what pod_probe metrics (netpulse.probe.*) may make the gateway keep,
+	// export or write, per source pod and in total. Off by default; the gateway enables it.
+	Admission AdmissionConfig `mapstructure:"admission"`
+
 	_ struct{}
+}
+
+// AdmissionConfig: the gateway's admission of pod_probe data (README, Admission). With it
+// enabled, every pod_probe data point keeps only the contract's attributes and values, its
+// destination identity comes from the index alone, and what is over a limit is refused,
+// counted (otelcol_k8s_net_attributes_admission_refused{reason}) and logged at most every
+// 30 s. Nothing admitted is evicted by a newcomer.
+type AdmissionConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// MaxDataPointsPerRequest of one source pod in one request (a round of the shipped
+	// agent is ~60; a batch holds a few rounds).
+	MaxDataPointsPerRequest int `mapstructure:"max_data_points_per_request"`
+	// MaxTargetsPerRound: distinct targets (address, port, probe type) of one source in one
+	// round (data point timestamp). The receiver probes at most (stable_peers + k) peers x
+	// their addresses x probe types, their nodes, plus static and DNS targets.
+	MaxTargetsPerRound int `mapstructure:"max_targets_per_round"`
+	// MaxStableTargetsPerSource: distinct targets one source reports as stable pairs (the
+	// exported per-pair series and the stable objects): stable_peers x (addresses x probe
+	// types + node addresses) + static + DNS targets; the shipped agent has 4.
+	MaxStableTargetsPerSource int `mapstructure:"max_stable_targets_per_source"`
+	// MaxExternalTargetsPerSource: distinct external targets (no pod or node in the index)
+	// of one source.
+	MaxExternalTargetsPerSource int `mapstructure:"max_external_targets_per_source"`
+	// DeclaredExternalTargets: the external targets admitted at all (IPs, CIDRs or host
+	// names, as the agents' static and DNS targets name them; "*" admits any, still bounded
+	// per source). Empty: none, since the shipped agents probe only pods and nodes.
+	DeclaredExternalTargets []string `mapstructure:"declared_external_targets"`
+	// MaxSources: distinct source pods remembered (more than the cluster's agents).
+	MaxSources int `mapstructure:"max_sources"`
+	// IdleTTL: a source's target not reported this long is forgotten (3x the longest probe
+	// interval; stable targets are reported every round).
+	IdleTTL time.Duration `mapstructure:"idle_ttl"`
+	// RequireAuthenticatedSource refuses pod_probe data whose Resource names another pod or
+	// node than the agent the k8s_token_auth authenticator established (the exporter's
+	// require_authenticated_observers, for every pipeline, the exported series included).
+	RequireAuthenticatedSource bool `mapstructure:"require_authenticated_source"`
 }
 
 // ScopeConfig limits the watches.
@@ -144,6 +185,14 @@ func createDefaultConfig() *Config {
 		Attributes:         append([]string(nil), allAttributes...),
 		DeletedPodGrace:    30 * time.Second,
 		WaitForSyncTimeout: 10 * time.Second,
+		Admission: AdmissionConfig{
+			MaxDataPointsPerRequest:     10000,
+			MaxTargetsPerRound:          64,
+			MaxStableTargetsPerSource:   admission.DefaultMaxStableTargetsPerSource,
+			MaxExternalTargetsPerSource: admission.DefaultMaxExternalTargetsPerSource,
+			MaxSources:                  admission.DefaultMaxSources,
+			IdleTTL:                     admission.DefaultIdleTTL,
+		},
 	}
 }
 
@@ -152,6 +201,38 @@ func (c *Config) Validate() error {
 	var errs []error
 	if err := c.Config.Check(); err != nil {
 		errs = append(errs, err)
+	}
+	if a := &c.Admission; a.Enabled {
+		for _, r := range []struct {
+			name   string
+			v, max int
+		}{
+			{"max_data_points_per_request", a.MaxDataPointsPerRequest, 1 << 20},
+			{"max_targets_per_round", a.MaxTargetsPerRound, 65536},
+			{"max_stable_targets_per_source", a.MaxStableTargetsPerSource, 4096},
+			{"max_external_targets_per_source", a.MaxExternalTargetsPerSource, 4096},
+			{"max_sources", a.MaxSources, 1 << 20},
+		} {
+			if r.v < 1 || r.v > r.max {
+				errs = append(errs, fmt.Errorf("admission.%s: %d out of range [1, %d]", r.name, r.v, r.max))
+			}
+		}
+		if a.IdleTTL < 10*time.Second || a.IdleTTL > 24*time.Hour {
+			errs = append(errs, fmt.Errorf("admission.idle_ttl: %v out of range [10s, 24h]", a.IdleTTL))
+		}
+		for i, d := range a.DeclaredExternalTargets {
+			if d == "*" {
+				continue
+			}
+			if _, err := parseDeclared(d); err != nil && (strings.ContainsAny(d, "/:[] ") || len(validation.IsDNS1123Subdomain(strings.ToLower(d))) > 0) {
+				errs = append(errs, fmt.Errorf("admission.declared_external_targets[%d]: %q is neither an IP, a CIDR nor a host name", i, d))
+			}
+		}
+		if !slices.ContainsFunc(c.Rules, func(r RuleConfig) bool {
+			return r.From == SourceDataPoint && r.Attribute == contract.DestinationAddress && r.Prefix == contract.DestinationPrefix
+		}) {
+			errs = append(errs, errors.New("admission: needs the data point rule destination.address -> destination. (it tells pods and nodes from external targets)"))
+		}
 	}
 	if c.Scope.LabelSelector != "" {
 		if _, err := labels.Parse(c.Scope.LabelSelector); err != nil {

@@ -54,6 +54,12 @@ func TestLoadConfig(t *testing.T) {
 			{From: SourceDataPoint, Attribute: "destination.address", Prefix: "destination."},
 			{From: SourceSpan, Attribute: "server.address", Prefix: "server."},
 		},
+		Admission: AdmissionConfig{
+			Enabled: true, MaxDataPointsPerRequest: 10000, MaxTargetsPerRound: 64, MaxStableTargetsPerSource: 6,
+			MaxExternalTargetsPerSource: 8, MaxSources: 10000, IdleTTL: 3 * time.Minute,
+			DeclaredExternalTargets:    []string{"10.96.0.10", "192.0.2.0/24", "example.com"},
+			RequireAuthenticatedSource: true,
+		},
 	}, gw)
 
 	agent, err := loadConfig(t, "agent")
@@ -62,6 +68,20 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, "/etc/netpulse/kubeconfig", agent.Kubeconfig)
 	assert.Equal(t, ScopeConfig{NodeName: "node-17", LabelSelector: "app.kubernetes.io/name=netpulse-agent", WatchNodes: false}, agent.Scope)
 	assert.Equal(t, DefaultRules(), agent.Rules, "rules not set: defaults")
+}
+
+func TestAdmissionConfigErrorsNameTheField(t *testing.T) {
+	_, err := loadConfig(t, "bad_admission")
+	require.Error(t, err)
+	for _, want := range []string{
+		"admission.max_targets_per_round: 0 out of range [1, 65536]",
+		"admission.max_sources: -1 out of range [1, 1048576]",
+		"admission.idle_ttl: 1s out of range [10s, 24h]",
+		`admission.declared_external_targets[0]: "10.0.0.0/33" is neither an IP, a CIDR nor a host name`,
+		"admission: needs the data point rule destination.address -> destination.",
+	} {
+		assert.ErrorContains(t, err, want)
+	}
 }
 
 func TestConfigErrorsNameTheField(t *testing.T) {

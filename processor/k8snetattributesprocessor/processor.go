@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/netpulse/netpulse/internal/k8sindex"
+	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/admission"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/metadata"
 )
 
@@ -88,6 +89,8 @@ type netAttributesProcessor struct {
 	cfg    *Config
 	logger *zap.Logger
 	tb     *metadata.TelemetryBuilder
+	// admitter is nil unless admission.enabled.
+	admitter *admitter
 
 	resourceRules, dataPointRules, spanRules, logRules []*rule
 
@@ -110,6 +113,9 @@ func newProcessor(set processor.Settings, cfg *Config) (*netAttributesProcessor,
 		return nil, err
 	}
 	p := &netAttributesProcessor{cfg: cfg, logger: set.Logger, tb: tb}
+	if cfg.Admission.Enabled {
+		p.admitter = newAdmitter(cfg.Admission, set.Logger)
+	}
 	for _, rc := range cfg.Rules {
 		r := compileRule(rc, cfg.Attributes, cfg.PodLabels)
 		switch r.source {
@@ -191,6 +197,17 @@ func (p *netAttributesProcessor) start(ctx context.Context, _ component.Host) er
 		o.Observe(int64(ix.Stats().Nodes))
 		return nil
 	})
+	if a := p.admitter; a != nil {
+		_ = p.tb.RegisterK8sNetAttributesAdmissionSourcesCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(a.table.Stats().Sources))
+			return nil
+		})
+		_ = p.tb.RegisterK8sNetAttributesAdmissionTargetsCallback(func(_ context.Context, o metric.Int64Observer) error {
+			st := a.table.Stats()
+			o.Observe(int64(st.StableTargets + st.ExternalTargets))
+			return nil
+		})
+	}
 	if !p.cfg.WaitForSync {
 		p.logger.Info("k8s_net_attributes: pod/node index starting in the background; addresses resolve as it fills (wait_for_sync: false)")
 		return nil
@@ -326,9 +343,21 @@ func (p *netAttributesProcessor) run(ctx context.Context, sig signal, fn func(re
 
 func (p *netAttributesProcessor) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
 	p.run(ctx, sigMetrics, func(res *resolver) {
+		var reqs map[string]*request
+		var refused map[admission.Reason]int
+		if p.admitter != nil {
+			reqs, refused = map[string]*request{}, map[admission.Reason]int{}
+		}
 		rms := md.ResourceMetrics()
 		for i := 0; i < rms.Len(); i++ {
 			rm := rms.At(i)
+			if p.admitter != nil && hasProbeMetrics(rm) {
+				p.admitter.sanitizeResource(rm)
+				res.applyRules(p.resourceRules, rm.Resource().Attributes())
+				verifySourceIP(res, rm.Resource().Attributes())
+				p.admitResource(ctx, res, rm, reqs, refused)
+				continue
+			}
 			res.applyRules(p.resourceRules, rm.Resource().Attributes())
 			if len(p.dataPointRules) == 0 {
 				continue
@@ -340,6 +369,13 @@ func (p *netAttributesProcessor) processMetrics(ctx context.Context, md pmetric.
 					p.processMetric(res, ms.At(k))
 				}
 			}
+		}
+		if p.admitter != nil && len(refused) > 0 {
+			removeEmpty(md)
+			for r, c := range refused {
+				p.tb.K8sNetAttributesAdmissionRefused.Add(ctx, int64(c), metric.WithAttributes(attribute.String("reason", string(r))))
+			}
+			p.admitter.logRefused(refused)
 		}
 	})
 	return md, nil

@@ -30,6 +30,9 @@ type TelemetryBuilder struct {
 	registrations                       []metric.Registration
 	K8sNetAttributesAddressesEnriched   metric.Int64Counter
 	K8sNetAttributesAddressesUnresolved metric.Int64Counter
+	K8sNetAttributesAdmissionRefused    metric.Int64Counter
+	K8sNetAttributesAdmissionSources    metric.Int64ObservableGauge
+	K8sNetAttributesAdmissionTargets    metric.Int64ObservableGauge
 	K8sNetAttributesIndexNodes          metric.Int64ObservableGauge
 	K8sNetAttributesIndexPods           metric.Int64ObservableGauge
 }
@@ -43,6 +46,36 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterK8sNetAttributesAdmissionSourcesCallback sets callback for observable K8sNetAttributesAdmissionSources metric.
+func (builder *TelemetryBuilder) RegisterK8sNetAttributesAdmissionSourcesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.K8sNetAttributesAdmissionSources, obs: o})
+		return nil
+	}, builder.K8sNetAttributesAdmissionSources)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterK8sNetAttributesAdmissionTargetsCallback sets callback for observable K8sNetAttributesAdmissionTargets metric.
+func (builder *TelemetryBuilder) RegisterK8sNetAttributesAdmissionTargetsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.K8sNetAttributesAdmissionTargets, obs: o})
+		return nil
+	}, builder.K8sNetAttributesAdmissionTargets)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterK8sNetAttributesIndexNodesCallback sets callback for observable K8sNetAttributesIndexNodes metric.
@@ -113,6 +146,24 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol.k8s_net_attributes.addresses.unresolved",
 		metric.WithDescription("Addresses left untouched - not in the index, not an IP (hostnames are not resolved), or already carrying a different identity. [Development]"),
 		metric.WithUnit("{address}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.K8sNetAttributesAdmissionRefused, err = builder.meter.Int64Counter(
+		"otelcol.k8s_net_attributes.admission.refused",
+		metric.WithDescription("pod_probe data points refused by the admission limits (admission.enabled), by reason. [Development]"),
+		metric.WithUnit("{datapoint}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.K8sNetAttributesAdmissionSources, err = builder.meter.Int64ObservableGauge(
+		"otelcol.k8s_net_attributes.admission.sources",
+		metric.WithDescription("Source pods the admission remembers (at most admission.max_sources). [Development]"),
+		metric.WithUnit("{pod}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.K8sNetAttributesAdmissionTargets, err = builder.meter.Int64ObservableGauge(
+		"otelcol.k8s_net_attributes.admission.targets",
+		metric.WithDescription("Targets the admission remembers over all sources, stable and external (at most max_sources x the per-source limits). [Development]"),
+		metric.WithUnit("{target}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.K8sNetAttributesIndexNodes, err = builder.meter.Int64ObservableGauge(

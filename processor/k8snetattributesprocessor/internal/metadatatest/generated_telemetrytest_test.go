@@ -20,6 +20,14 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	require.NoError(t, tb.RegisterK8sNetAttributesAdmissionSourcesCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
+	require.NoError(t, tb.RegisterK8sNetAttributesAdmissionTargetsCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	require.NoError(t, tb.RegisterK8sNetAttributesIndexNodesCallback(func(_ context.Context, observer metric.Int64Observer) error {
 		observer.Observe(1)
 		return nil
@@ -30,10 +38,20 @@ func TestSetupTelemetry(t *testing.T) {
 	}))
 	tb.K8sNetAttributesAddressesEnriched.Add(context.Background(), 1)
 	tb.K8sNetAttributesAddressesUnresolved.Add(context.Background(), 1)
+	tb.K8sNetAttributesAdmissionRefused.Add(context.Background(), 1)
 	AssertEqualK8sNetAttributesAddressesEnriched(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualK8sNetAttributesAddressesUnresolved(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualK8sNetAttributesAdmissionRefused(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualK8sNetAttributesAdmissionSources(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualK8sNetAttributesAdmissionTargets(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualK8sNetAttributesIndexNodes(t, testTel,
