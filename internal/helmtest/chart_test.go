@@ -5,6 +5,7 @@ package helmtest
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,30 @@ func TestLintStrict(t *testing.T) {
 		require.NoError(t, err, "helm lint --strict %v:\n%s", args, out)
 		require.Contains(t, out, "0 chart(s) failed")
 	}
+}
+
+// The packaged chart (helm package) carries the files the templates read and the CRD: it
+// renders the same objects as the chart's directory.
+func TestPackage(t *testing.T) {
+	bin, chart := helm(t)
+	dir := t.TempDir()
+	out, err := runHelm(t, "package", chart, "--destination", dir)
+	require.NoError(t, err, "helm package:\n%s", out)
+	version, err := DistVersion(repoPath(t))
+	require.NoError(t, err)
+	tgz := filepath.Join(dir, "netpulse-"+version+".tgz")
+	packaged, err := Template(bin, tgz, nil, "--include-crds")
+	require.NoError(t, err)
+	objs, err := Decode(packaged)
+	require.NoError(t, err)
+	want := render(t, nil, "--include-crds")
+	require.Equal(t, kinds(want), kinds(objs))
+	for _, name := range []string{"netpulse-agent-config", "netpulse-gateway-config"} {
+		require.Equal(t, nested(mustFind(t, want, "ConfigMap", name), "data"), nested(mustFind(t, objs, "ConfigMap", name), "data"))
+	}
+	out, err = runHelm(t, "show", "crds", tgz)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "name: podnetworkhealths.netpulse.io")
 }
 
 // Chart.yaml's version and appVersion are builder-config.yaml's dist.version, the one
