@@ -34,8 +34,9 @@ import (
 )
 
 const (
-	metricSkipped      = "otelcol_pod_network_health_datapoints_skipped"
-	metricTokenReviews = "otelcol_k8s_token_auth_token_reviews"
+	metricSkipped          = "otelcol_pod_network_health_datapoints_skipped"
+	metricTokenReviews     = "otelcol_k8s_token_auth_token_reviews"
+	metricAdmissionRefused = "otelcol_k8s_net_attributes_admission_refused"
 )
 
 // TestAgentAuthentication: the healthy baseline was built from authenticated agents only
@@ -59,6 +60,22 @@ func TestAgentAuthentication(t *testing.T) {
 		}
 		return out
 	}
+	// The gateway's admission (k8s_net_attributes, require_authenticated_source) refuses
+	// them first; the exporter's binding counts what would get past it.
+	refused := func() float64 {
+		all, err := scrape(ctx, gatewayTelemetryURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0.0
+		for _, s := range family(all, metricAdmissionRefused) {
+			if s.labels["reason"] == "source_identity_mismatch" {
+				n += s.value
+			}
+		}
+		return n
+	}
+	refusedBefore := refused()
 	before := skipped()
 	for _, r := range []string{"source_identity_mismatch", "unauthenticated_source"} {
 		if before[r] != 0 {
@@ -73,21 +90,8 @@ func TestAgentAuthentication(t *testing.T) {
 	t.Logf("E2E auth: %.0f TokenReviews for %d agents since the gateway started (%s)",
 		sum(family(all, metricTokenReviews)), len(agents), byLabel(family(all, metricTokenReviews), "outcome"))
 
-	ca, err := os.ReadFile(e.cl.GatewayCAFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	dial := func(creds credentials.TransportCredentials) pmetricotlp.GRPCClient {
-		conn, err := grpc.NewClient(e.gw.Endpoint, grpc.WithTransportCredentials(creds))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		return pmetricotlp.NewGRPCClient(conn)
-	}
-	secure := dial(credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	dial := func(creds credentials.TransportCredentials) pmetricotlp.GRPCClient { return e.dialGateway(t, creds) }
+	secure := dial(e.gatewayTLS(t))
 	liar, victim := agents[0], agents[1]
 	req := forgedRound(victim, agents[2])
 
@@ -99,19 +103,8 @@ func TestAgentAuthentication(t *testing.T) {
 	if _, err := dial(insecure.NewCredentials()).Export(ctx, req); err == nil {
 		t.Error("a plaintext push was accepted")
 	}
-	tokenSeconds := int64(600)
 	// The liar's own token (as its kubelet projects it), the victim's identity.
-	tr, err := e.cl.Client.CoreV1().ServiceAccounts(simcluster.Namespace).CreateToken(ctx, simcluster.AgentServiceAccount, &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{
-			Audiences:         []string{"netpulse-gateway"},
-			ExpirationSeconds: &tokenSeconds,
-			BoundObjectRef:    &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: liar.Pod, UID: types.UID(liar.UID)},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tr.Status.Token)
+	authed := e.agentContext(ctx, t, liar)
 	const rounds = 5
 	for range rounds {
 		if _, err := secure.Export(authed, req); err != nil {
@@ -123,9 +116,9 @@ func TestAgentAuthentication(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		after := skipped()
-		got := after["source_identity_mismatch"] - before["source_identity_mismatch"]
+		got := after["source_identity_mismatch"] - before["source_identity_mismatch"] + refused() - refusedBefore
 		if got == points {
-			t.Logf("E2E auth: %.0f forged data points (another agent's identity under a valid token) counted as source_identity_mismatch", got)
+			t.Logf("E2E auth: %.0f forged data points (another agent's identity under a valid token) refused or skipped as source_identity_mismatch", got)
 			break
 		}
 		if time.Now().After(deadline) {
@@ -178,4 +171,45 @@ func byLabel(samples []promSample, label string) string {
 		parts = append(parts, fmt.Sprintf("%s=%.0f", s.labels[label], s.value))
 	}
 	return strings.Join(parts, " ")
+}
+
+// gatewayTLS trusts the gateway's serving certificate (the simulated cert-manager's CA).
+func (e *env) gatewayTLS(t *testing.T) credentials.TransportCredentials {
+	t.Helper()
+	ca, err := os.ReadFile(e.cl.GatewayCAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+}
+
+// dialGateway is an OTLP client of the gateway's OTLP port.
+func (e *env) dialGateway(t *testing.T, creds credentials.TransportCredentials) pmetricotlp.GRPCClient {
+	t.Helper()
+	conn, err := grpc.NewClient(e.gw.Endpoint, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pmetricotlp.NewGRPCClient(conn)
+}
+
+// agentContext carries a token of a's own (pod-bound, the gateway's audience), as its
+// kubelet projects it: what a compromised agent has.
+func (e *env) agentContext(ctx context.Context, t *testing.T, a simcluster.Agent) context.Context {
+	t.Helper()
+	tokenSeconds := int64(600)
+	tr, err := e.cl.Client.CoreV1().ServiceAccounts(simcluster.Namespace).CreateToken(ctx, simcluster.AgentServiceAccount, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{
+			Audiences:         []string{"netpulse-gateway"},
+			ExpirationSeconds: &tokenSeconds,
+			BoundObjectRef:    &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: a.Pod, UID: types.UID(a.UID)},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tr.Status.Token)
 }
