@@ -7,14 +7,18 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,11 +31,14 @@ import (
 // The chart on the real kube-apiserver of internal/kubetest: its rendered manifests pass a
 // server-side dry run (CRD first, then everything, with the defaults and with every
 // optional feature on); `helm install`, `helm upgrade` with changed values and
-// `helm uninstall` leave the expected objects, and uninstall keeps the CRD and the
-// PodNetworkHealth objects. No kubelet runs: pods stay Pending, so nothing waits for them.
+// `helm uninstall` leave the expected objects: uninstall deletes neither the CRD nor a
+// PodNetworkHealth object (those owned by agent pods go with the pods, by garbage
+// collection). No scheduler or kubelet runs: pods stay Pending, nothing waits for them.
 func TestInstallUpgradeUninstall(t *testing.T) {
 	_, chart := helm(t)
-	cp := kubetest.StartForTest(t, kubetest.Options{NoControllerManager: true})
+	// With the controller manager: the DaemonSet controller makes an agent pod for a node,
+	// and the garbage collector deletes what the agent pods own.
+	cp := kubetest.StartForTest(t, kubetest.Options{})
 	if cp.Binaries.Kubectl == "" {
 		t.Fatal("bin/kubectl missing: run make kube-bins")
 	}
@@ -140,22 +147,47 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	require.False(t, can("netpulse-agent", "authentication.k8s.io", "tokenreviews", "", "create"))
 	require.False(t, can("netpulse-agent", "netpulse.io", "podnetworkhealths", "", "create"))
 
-	// What a user keeps: a PodNetworkHealth object (the gateway would write it).
+	// PodNetworkHealth objects as the gateway writes them: in the source (agent) pod's
+	// namespace, owned by that pod. The agent pod is made as the DaemonSet controller would
+	// (kubetest runs none): from the DaemonSet's template, owned by it. And an object owned
+	// by no pod.
+	agent, err := cs.CoreV1().Pods("netpulse").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "netpulse-agent-node-a", Labels: ds.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))},
+		},
+		Spec: *ds.Spec.Template.Spec.DeepCopy(),
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	pnh := filepath.Join(t.TempDir(), "pnh.yaml")
-	require.NoError(t, os.WriteFile(pnh, []byte(`apiVersion: netpulse.io/v1alpha1
+	require.NoError(t, os.WriteFile(pnh, []byte(fmt.Sprintf(`apiVersion: netpulse.io/v1alpha1
+kind: PodNetworkHealth
+metadata:
+  name: agent-to-node-a
+  namespace: netpulse
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: %s, uid: %s, blockOwnerDeletion: true}]
+spec:
+  sourcePodRef: {name: %[1]s, namespace: netpulse, uid: %[2]s}
+  targetKind: Node
+  targetNodeRef: {name: node-a}
+---
+apiVersion: netpulse.io/v1alpha1
 kind: PodNetworkHealth
 metadata: {name: web-1-to-node-a, namespace: default}
 spec:
   sourcePodRef: {name: web-1, namespace: default}
   targetKind: Node
   targetNodeRef: {name: node-a}
-`), 0o644))
+`, agent.Name, agent.UID)), 0o644))
 	kubectl("apply", "--server-side", "-f", pnh)
 
 	// helm upgrade with changed values: the configuration, the pods' checksum, the replicas,
 	// the readiness gate's feature gate and RBAC; the generated TLS Secret is kept.
 	oldChecksum := ds.Spec.Template.Annotations["checksum/config"]
 	require.NotEmpty(t, oldChecksum)
+	// The CRD upgrade docs/helm.md prescribes before `helm upgrade` (Helm leaves crds/ alone).
+	require.Contains(t, kubectl("apply", "--server-side", "--force-conflicts", "-f", filepath.Join(chart, "crds")),
+		"customresourcedefinition.apiextensions.k8s.io/podnetworkhealths.netpulse.io serverside-applied")
 	helmOK("upgrade", "netpulse", chart, "-n", "netpulse", "--reuse-values",
 		"--set", "probe.interval=30s", "--set", "readinessGate.enabled=true", "--set", "gateway.replicas=3")
 	cm, err := cs.CoreV1().ConfigMaps("netpulse").Get(ctx, "netpulse-agent-config", metav1.GetOptions{})
@@ -185,7 +217,9 @@ spec:
 	require.True(t, apierrors.IsNotFound(err), "node-conditions ClusterRole left after switching it off: %v", err)
 	require.False(t, can("netpulse-gateway", "", "nodes", "status", "patch"))
 
-	// helm uninstall removes everything but the CRD and the PodNetworkHealth objects.
+	// helm uninstall removes every object of the release. It deletes neither the CRD nor
+	// any PodNetworkHealth object; the garbage collector deletes the agent pods' objects
+	// with the agent pods (docs/helm.md).
 	helmOK("uninstall", "netpulse", "-n", "netpulse", "--wait")
 	left := map[string][]string{}
 	names := func(kind string) func(runtime.Object, error) {
@@ -219,6 +253,19 @@ spec:
 	require.Empty(t, left, "helm uninstall left objects behind")
 	kubectl("get", "crd", "podnetworkhealths.netpulse.io")
 	require.Contains(t, kubectl("get", "pnh", "-A", "-o", "name"), "podnetworkhealth.netpulse.io/web-1-to-node-a")
+	require.Eventually(t, func() bool {
+		_, err := cs.CoreV1().Pods("netpulse").Get(ctx, agent.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 60*time.Second, 200*time.Millisecond, "the agent pod outlived its DaemonSet")
+	// Its object is now owned by a pod that is gone: the garbage collector deletes it once
+	// it has discovered the CRD's kind (up to 30 s after the CRD appeared; not waited for).
+	owned, err := exec.Command(cp.Binaries.Kubectl, "--kubeconfig", cp.Kubeconfig, "get", "pnh", "-n", "netpulse", "agent-to-node-a",
+		"-o", "jsonpath={.metadata.ownerReferences[0].uid}").CombinedOutput()
+	if err == nil {
+		require.Equal(t, string(agent.UID), string(owned))
+	} else {
+		require.Contains(t, string(owned), "NotFound")
+	}
 	require.NotContains(t, helmOK("list", "-A"), "netpulse\t")
 }
 
