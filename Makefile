@@ -64,8 +64,8 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum
 	cd tools/helm && $(GO) build -trimpath -ldflags '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' -o $(HELM) helm.sh/helm/v4/cmd/helm
 
 .PHONY: test-helm
-test-helm: kube-bins helm ## the Helm chart's tests only: lint, template, schema, kustomize parity, install/upgrade/uninstall on a real kube-apiserver
-	NETPULSE_KUBE_NO_BUILD=1 $(GO) test -count=1 ./internal/helmtest/
+test-helm: kube-bins build helm ## the Helm chart's tests only: lint, template, schema, kustomize parity, install/upgrade/uninstall on a real kube-apiserver
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -count=1 ./internal/helmtest/
 
 ## ---- image -------------------------------------------------------------------------
 # The container image without a Docker daemon: tools/image (its own Go module, so
