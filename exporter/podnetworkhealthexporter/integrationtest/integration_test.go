@@ -145,6 +145,9 @@ func testConfig(lease string) *pnhexporter.Config {
 	cfg.LeaderElection.LeaseDuration = 3 * time.Second
 	cfg.LeaderElection.RenewDeadline = 2 * time.Second
 	cfg.LeaderElection.RetryPeriod = 500 * time.Millisecond
+	// The tests' agents send rounds a few hundred milliseconds apart; the plausibility bound
+	// must allow that rate (min_probe_interval is the agents' shortest interval).
+	cfg.MinProbeInterval = 100 * time.Millisecond
 	return cfg
 }
 
