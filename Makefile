@@ -172,13 +172,14 @@ deps: ## install the Debian packages tests and demo need (etcd-server, iproute2,
 	@./hack/deps.sh
 
 .PHONY: test
-# The e2e package runs twice: a 4-node full mesh (every scenario but TestSampled*), then a
-# 16-node, 3-zone cluster where probing is sampled (TestSampled*).
+# The e2e package runs twice: a 4-node full mesh (every scenario but TestSampled*) on
+# deploy/'s collector configuration, then a 16-node, 3-zone cluster where probing is
+# sampled (TestSampled*) on the configuration the Helm chart renders (NETPULSE_E2E_CONFIG=chart).
 E2E_SAMPLED_NODES ?= 16
 
 test: deps kube-bins build helm ## unit + integration + e2e tests (4-node mesh, then 16-node sampled), race detector on (needs root for network namespaces)
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -skip '^TestSampled' ./...
-	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SAMPLED_NODES) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSampled' ./internal/e2e/
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SAMPLED_NODES) NETPULSE_E2E_CONFIG=chart $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSampled' ./internal/e2e/
 	$(MAKE) --no-print-directory test-image
 
 .PHONY: test-short

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
+	"github.com/netpulse/netpulse/internal/helmtest"
 	"github.com/netpulse/netpulse/internal/simcluster"
 	"github.com/netpulse/netpulse/internal/simcluster/simclustertest"
 )
@@ -82,7 +83,14 @@ type env struct {
 	// replicas that took over (netpulse-gateway-<n>).
 	gwEnv        map[string]string
 	gwGeneration int
+	// gwConfig is the gateway's configuration file ("": deploy/'s gateway.yaml), rendered
+	// into renderDir when configEnv=chart.
+	gwConfig, renderDir string
 }
+
+// configEnv=chart takes the agents' and gateway's configuration from the Helm chart's
+// rendered output (`make test` does so for the sampled pass) instead of deploy/'s files.
+const configEnv = "NETPULSE_E2E_CONFIG"
 
 var (
 	shared   *env
@@ -187,11 +195,34 @@ func startEnv() (*env, error) {
 	// The only additions are NETPULSE_TARGET_TTL (see targetTTL) and NETPULSE_NODE_MIN_HOLD
 	// (see nodeMinHold).
 	e.gwEnv = map[string]string{"NETPULSE_TARGET_TTL": targetTTL.String(), "NETPULSE_NODE_MIN_HOLD": nodeMinHold.String()}
-	if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{Env: e.gwEnv}); err != nil {
+	var agentConfig string
+	if os.Getenv(configEnv) == "chart" {
+		// The Helm chart's rendered configuration (default values) instead of deploy/'s
+		// files: the chart is proven to make a working pipeline, not just valid YAML.
+		dir, err := os.MkdirTemp("", "netpulse-e2e-chart-")
+		if err != nil {
+			return e, err
+		}
+		helmBin, err := helmtest.Binary()
+		if err != nil {
+			return e, err
+		}
+		chartDir, err := helmtest.ChartDir()
+		if err != nil {
+			return e, err
+		}
+		e.renderDir = dir
+		if agentConfig, e.gwConfig, err = helmtest.RenderCollectorConfigs(helmBin, chartDir, nil, dir); err != nil {
+			return e, fmt.Errorf("rendering the chart's collector configuration: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "e2e: agent and gateway configuration rendered by the Helm chart (%s)\n", dir)
+	}
+	if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{Env: e.gwEnv, Config: e.gwConfig}); err != nil {
 		return e, err
 	}
 	e.agentsStarted = time.Now()
 	err = cl.StartAgents(ctx, simcluster.AgentOptions{
+		Config:          agentConfig,
 		GatewayEndpoint: e.gw.Endpoint,
 		ProbeInterval:   probeInterval,
 		ProbeTimeout:    probeTimeout,
@@ -207,6 +238,9 @@ func stopEnv(e *env) error {
 	var err error
 	if e.cl != nil {
 		err = e.cl.Stop() // stops the gateway too
+	}
+	if e.renderDir != "" {
+		_ = os.RemoveAll(e.renderDir)
 	}
 	return err
 }
