@@ -130,6 +130,8 @@ generate-api: $(CONTROLLER_GEN) $(CLIENT_GEN) $(LISTER_GEN) $(INFORMER_GEN) ## r
 .PHONY: generate-metadata
 generate-metadata: $(MDATAGEN)
 	@for c in $(COMPONENTS); do echo "mdatagen $$c"; (cd $$c && $(MDATAGEN) metadata.yaml) || exit 1; done
+	@# mdatagen links only the OpenTelemetry project's distributions; ours is builder-config.yaml.
+	@for c in $(COMPONENTS); do sed -i 's|^\[netpulse\]: *$$|[netpulse]: ../../builder-config.yaml|' $$c/README.md; done
 
 # ocb writes a whole module (go.mod included) into a scratch dir; only its Go sources are
 # kept, as a package of this module, so there is one go.mod and `go build ./...` needs no ocb.
