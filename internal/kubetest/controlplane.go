@@ -18,16 +18,16 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/netpulse/netpulse/internal/childproc"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -68,9 +68,9 @@ type ControlPlane struct {
 	etcdURL    string
 	apiPort    int
 	mu         sync.Mutex
-	etcd       *process
-	apiserver  *process
-	controller *process
+	etcd       *childproc.Process
+	apiserver  *childproc.Process
+	controller *childproc.Process
 	stopped    bool
 }
 
@@ -169,12 +169,12 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 		"--log-level=warn",
 		"--logger=zap",
 	}
-	p, err := startProcess(cp.Binaries.Etcd, args, filepath.Join(cp.Dir, "etcd.log"))
+	p, err := childproc.Start(childproc.Options{Name: "etcd", Harness: "kubetest", Argv: append([]string{cp.Binaries.Etcd}, args...), LogPath: filepath.Join(cp.Dir, "etcd.log")})
 	if err != nil {
 		return err
 	}
 	cp.etcd = p
-	cp.opts.Logf("kubetest: etcd started at %s (pid %d)", cp.etcdURL, p.cmd.Process.Pid)
+	cp.opts.Logf("kubetest: etcd started at %s (pid %d)", cp.etcdURL, p.Pid())
 	return waitHTTP(ctx, p, http.DefaultClient, cp.etcdURL+"/health")
 }
 
@@ -182,7 +182,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 // Start; tests call it again after StopAPIServer to simulate an API server restart.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	cp.mu.Lock()
-	if cp.apiserver != nil && !cp.apiserver.exited() {
+	if cp.apiserver != nil && !cp.apiserver.Exited() {
 		cp.mu.Unlock()
 		return errors.New("kubetest: kube-apiserver is already running")
 	}
@@ -206,14 +206,14 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
 	}
 	args = append(args, cp.opts.ExtraAPIServerFlags...)
-	p, err := startProcess(cp.Binaries.APIServer, args, filepath.Join(cp.Dir, "kube-apiserver.log"))
+	p, err := childproc.Start(childproc.Options{Name: "kube-apiserver", Harness: "kubetest", Argv: append([]string{cp.Binaries.APIServer}, args...), LogPath: filepath.Join(cp.Dir, "kube-apiserver.log")})
 	if err != nil {
 		return err
 	}
 	cp.mu.Lock()
 	cp.apiserver = p
 	cp.mu.Unlock()
-	cp.opts.Logf("kubetest: kube-apiserver starting at %s (pid %d)", cp.URL, p.cmd.Process.Pid)
+	cp.opts.Logf("kubetest: kube-apiserver starting at %s (pid %d)", cp.URL, p.Pid())
 	client, err := cp.adminHTTPClient()
 	if err != nil {
 		return err
@@ -232,7 +232,7 @@ func (cp *ControlPlane) StopAPIServer() error {
 	if p == nil {
 		return nil
 	}
-	return p.stop(3 * time.Second)
+	return p.Stop(3 * time.Second)
 }
 
 func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
@@ -249,12 +249,12 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 		"--concurrent-gc-syncs=5",
 		"--namespace-sync-period=10s",
 	}
-	p, err := startProcess(cp.Binaries.ControllerManager, args, filepath.Join(cp.Dir, "kube-controller-manager.log"))
+	p, err := childproc.Start(childproc.Options{Name: "kube-controller-manager", Harness: "kubetest", Argv: append([]string{cp.Binaries.ControllerManager}, args...), LogPath: filepath.Join(cp.Dir, "kube-controller-manager.log")})
 	if err != nil {
 		return err
 	}
 	cp.controller = p
-	cp.opts.Logf("kubetest: kube-controller-manager started (pid %d)", p.cmd.Process.Pid)
+	cp.opts.Logf("kubetest: kube-controller-manager started (pid %d)", p.Pid())
 	// The default service account appearing proves the controller manager is working.
 	cs, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
@@ -264,12 +264,12 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1GetOptions); err == nil {
 			return nil
 		}
-		if p.exited() {
-			return fmt.Errorf("kubetest: kube-controller-manager exited: %v\n%s", p.err(), p.logTail(40))
+		if p.Exited() {
+			return fmt.Errorf("kubetest: kube-controller-manager exited: %v\n%s", p.Err(), p.LogTail(40))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kubetest: kube-controller-manager did not create the default service account: %w\n%s", ctx.Err(), p.logTail(40))
+			return fmt.Errorf("kubetest: kube-controller-manager did not create the default service account: %w\n%s", ctx.Err(), p.LogTail(40))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -284,12 +284,12 @@ func (cp *ControlPlane) Stop() error {
 		return nil
 	}
 	cp.stopped = true
-	procs := []*process{cp.controller, cp.apiserver, cp.etcd}
+	procs := []*childproc.Process{cp.controller, cp.apiserver, cp.etcd}
 	cp.mu.Unlock()
 	var errs []error
 	for _, p := range procs {
 		if p != nil {
-			if err := p.stop(10 * time.Second); err != nil {
+			if err := p.Stop(10 * time.Second); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -308,7 +308,7 @@ func (cp *ControlPlane) Logs(lines int) string {
 	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
 		path := filepath.Join(cp.Dir, name+".log")
 		if _, err := os.Stat(path); err == nil {
-			out += "--- " + name + " ---\n" + TailFile(path, lines) + "\n"
+			out += "--- " + name + " ---\n" + childproc.TailFile(path, lines) + "\n"
 		}
 	}
 	return out
@@ -362,7 +362,7 @@ func freePort(ip net.IP) (int, error) {
 }
 
 // waitHTTP polls url until it answers 200, the process exits, or ctx ends.
-func waitHTTP(ctx context.Context, p *process, client *http.Client, url string) error {
+func waitHTTP(ctx context.Context, p *childproc.Process, client *http.Client, url string) error {
 	var last string
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -377,97 +377,13 @@ func waitHTTP(ctx context.Context, p *process, client *http.Client, url string) 
 		} else {
 			last = err.Error()
 		}
-		if p.exited() {
-			return fmt.Errorf("kubetest: %s exited before %s was ready: %v\n%s", filepath.Base(p.cmd.Path), url, p.err(), p.logTail(40))
+		if p.Exited() {
+			return fmt.Errorf("kubetest: %s exited before %s was ready: %v\n%s", p.Name, url, p.Err(), p.LogTail(40))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kubetest: %s not ready: %w (last answer: %s)\n%s", url, ctx.Err(), last, p.logTail(40))
+			return fmt.Errorf("kubetest: %s not ready: %w (last answer: %s)\n%s", url, ctx.Err(), last, p.LogTail(40))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// process is a child process whose output goes to a log file. Children get their own
-// process group and SIGKILL when the test binary dies, so a crashed test leaks nothing.
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	waitErr error
-}
-
-func startProcess(bin string, args []string, logPath string) (*process, error) {
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("kubetest: start %s: %w", bin, err)
-	}
-	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *process) err() error {
-	<-p.done
-	return p.waitErr
-}
-
-func (p *process) stop(grace time.Duration) error {
-	if p.exited() {
-		return nil
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(grace):
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(5 * time.Second):
-		return fmt.Errorf("kubetest: %s (pid %d) did not exit after SIGKILL", filepath.Base(p.cmd.Path), p.cmd.Process.Pid)
-	}
-}
-
-func (p *process) logTail(lines int) string { return TailFile(p.logPath, lines) }
-
-// TailFile returns the last lines of a log file ("" when it cannot be read).
-func TailFile(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	n := 0
-	for i := len(data) - 1; i >= 0; i-- {
-		if data[i] == '\n' {
-			n++
-			if n > lines {
-				return string(data[i+1:])
-			}
-		}
-	}
-	return string(data)
 }

@@ -187,7 +187,7 @@ func TestAdminKubeconfig(t *testing.T) {
 func TestStopLeavesNoProcesses(t *testing.T) {
 	cp, err := Start(context.Background(), Options{NoControllerManager: true})
 	require.NoError(t, err)
-	pids := []int{cp.etcd.cmd.Process.Pid, cp.apiserver.cmd.Process.Pid}
+	pids := []int{cp.etcd.Pid(), cp.apiserver.Pid()}
 	dir := cp.Dir
 	require.NoError(t, cp.Stop())
 	require.NoError(t, cp.Stop())

@@ -73,14 +73,14 @@ func (g *Gateway) supervise() {
 	backoff := time.Second
 	for {
 		p := g.Process()
-		<-p.done
+		<-p.Done()
 		started := time.Now()
 		select {
 		case <-g.stop:
 			return
 		case <-time.After(backoff):
 		}
-		g.logf("simcluster: gateway %s exited on its own (%v); restarting it", g.Name, p.waitErr)
+		g.logf("simcluster: gateway %s exited on its own (%v); restarting it", g.Name, p.Err())
 		np, err := g.start()
 		g.mu.Lock()
 		if g.stopped {
