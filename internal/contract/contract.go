@@ -33,6 +33,9 @@ const (
 	// (and failing ones) get PodNetworkHealth objects and per-pair series at the gateway;
 	// rotating pairs feed the per-target verdicts. See docs/telemetry-contract.md.
 	PairStable = "netpulse.pair.stable"
+	// TargetEndpoint tells targets on one address and port apart: the URL of a static
+	// http(s) target, the question of a DNS probe ("<name> <type>"); absent otherwise.
+	TargetEndpoint = "netpulse.target.endpoint"
 )
 
 // Probe types.

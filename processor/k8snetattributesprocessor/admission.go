@@ -48,7 +48,11 @@ const (
 var probeDataPointKeys = map[string]bool{
 	contract.DestinationAddress: true, contract.DestinationPort: true, contract.NetworkType: true,
 	contract.ProbeType: true, contract.TargetKind: true, contract.PairStable: true, contract.ErrorType: true,
+	contract.TargetEndpoint: true,
 }
+
+// maxEndpointLen bounds netpulse.target.endpoint (a URL or a DNS question).
+const maxEndpointLen = 512
 
 // probeUnits are the units of the contract's metrics (the receiver's metadata.yaml); the
 // Prometheus exporter puts the unit into the metric name, so a sender's own unit would
@@ -267,6 +271,13 @@ func (p *netAttributesProcessor) admitPoint(res *resolver, batch *admission.Batc
 	})
 	addr := strAttr(attrs, contract.DestinationAddress)
 	probe := strAttr(attrs, contract.ProbeType)
+	endpoint := ""
+	if v, ok := attrs.Get(contract.TargetEndpoint); ok {
+		if v.Type() != pcommon.ValueTypeStr || len(v.Str()) > maxEndpointLen {
+			return refusedInvalid
+		}
+		endpoint = v.Str()
+	}
 	if invalid || addr == "" || probe == "" {
 		return refusedInvalid
 	}
@@ -294,7 +305,7 @@ func (p *netAttributesProcessor) admitPoint(res *resolver, batch *admission.Batc
 	var h maphash.Hash
 	h.SetSeed(a.seed)
 	h.WriteString(addr)
-	h.WriteString("|" + strconv.FormatInt(port, 10) + "|" + probe)
+	h.WriteString("|" + strconv.FormatInt(port, 10) + "|" + probe + "|" + endpoint)
 	tg := admission.Target(h.Sum64())
 	round := req.rounds[ts]
 	if round == nil {

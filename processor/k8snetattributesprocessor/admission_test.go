@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -275,6 +276,18 @@ func TestAdmissionDeclaredExternals(t *testing.T) {
 		got = append(got, a[contract.DestinationAddress].(string))
 	}
 	assert.Equal(t, []string{"192.0.2.7", "2001:db8::1", "[2001:db8::1]", "example.com", targetIP4}, got)
+
+	// Two URLs on one declared host keep their endpoint; an oversized one is refused.
+	md = statusBatch(agentResource(),
+		point{addr: "example.com", extra: map[string]any{contract.TargetEndpoint: "https://example.com/healthz"}},
+		point{addr: "example.com", extra: map[string]any{contract.TargetEndpoint: "https://example.com/fail"}},
+		point{addr: "example.com", extra: map[string]any{contract.TargetEndpoint: "https://example.com/" + strings.Repeat("x", 600)}})
+	_, err = p.processMetrics(context.Background(), md)
+	require.NoError(t, err)
+	pts := statusPoints(md)
+	require.Len(t, pts, 2)
+	assert.Equal(t, "https://example.com/healthz", pts[0][contract.TargetEndpoint])
+	assert.Equal(t, "https://example.com/fail", pts[1][contract.TargetEndpoint])
 }
 
 func TestAdmissionRequireAuthenticatedSource(t *testing.T) {

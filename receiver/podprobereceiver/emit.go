@@ -38,11 +38,12 @@ type phase struct {
 // seriesKey identifies one time series: a target address, port and probe type, and
 // whether the pair is stable (a peer that turns from stable to rotating starts anew).
 type seriesKey struct {
-	addr   string
-	port   uint16
-	probe  string
-	kind   string
-	stable bool
+	addr     string
+	port     uint16
+	probe    string
+	kind     string
+	stable   bool
+	endpoint string // netpulse.target.endpoint: two URLs on one host:port are two series
 }
 
 // series is the cumulative state of one time series.
@@ -107,7 +108,7 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 	var hists []histOut
 	for _, o := range obs {
 		t := o.target
-		key := seriesKey{addr: t.addressText(), port: t.port, probe: t.probe, kind: t.kind, stable: t.stable}
+		key := seriesKey{addr: t.addressText(), port: t.port, probe: t.probe, kind: t.kind, stable: t.stable, endpoint: t.endpoint()}
 		s := e.series[key]
 		if s == nil {
 			start := ts
@@ -125,6 +126,9 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 			stableOpts = append(stableOpts, metadata.WithNetpulsePairStableMetricAttribute(true))
 		}
 		portOpts = append(portOpts, stableOpts...)
+		if key.endpoint != "" {
+			portOpts = append(portOpts, metadata.WithNetpulseTargetEndpointMetricAttribute(key.endpoint))
+		}
 		if t.port != 0 {
 			portOpts = append(portOpts, metadata.WithDestinationPortMetricAttribute(int64(t.port)))
 		}
@@ -200,6 +204,9 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 		attrs.PutStr(contract.TargetKind, h.key.kind)
 		if h.key.stable {
 			attrs.PutBool(contract.PairStable, true)
+		}
+		if h.key.endpoint != "" {
+			attrs.PutStr(contract.TargetEndpoint, h.key.endpoint)
 		}
 		copyHistogram(h.s.hist, dp)
 	}

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +57,31 @@ type target struct {
 	dns    *DNSConfig
 	// dnsServer is the resolved server (host:port) of a DNS probe.
 	dnsServer string
+}
+
+// endpoint is netpulse.target.endpoint: what tells an external target apart from others
+// on its address and port - a static URL (without user info, query or fragment), or a DNS
+// question ("<name> <type>"); "" for other targets.
+func (t target) endpoint() string {
+	if t.kind != kindExternal {
+		return ""
+	}
+	switch {
+	case t.probe == contract.ProbeTypeHTTP && t.url != "":
+		u, err := url.Parse(t.url)
+		if err != nil {
+			return ""
+		}
+		u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+		return u.String()
+	case t.probe == contract.ProbeTypeDNS && t.dns != nil:
+		qtype := strings.ToUpper(t.dns.QueryType)
+		if qtype == "" {
+			qtype = "A"
+		}
+		return t.dns.Name + " " + qtype
+	}
+	return ""
 }
 
 func (t target) addressText() string {

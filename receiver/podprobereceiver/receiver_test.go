@@ -137,7 +137,13 @@ func TestReceiverProbesStaticTargets(t *testing.T) {
 	require.NoError(t, err)
 	closedAddr := closed.Addr().String()
 	closed.Close()
-	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(500)
+			return
+		}
+		w.WriteHeader(204)
+	}))
 	defer web.Close()
 	dnsAddr := startDNSServer(t)
 
@@ -154,6 +160,7 @@ func TestReceiverProbesStaticTargets(t *testing.T) {
 		{Target: open.Addr().String()},
 		{Target: closedAddr},
 		{Target: web.URL + "/healthz"},
+		{Target: web.URL + "/fail?x=1"}, // the same host:port: its own series (issue 11)
 		{Target: "127.0.0.1"},
 	}
 	cfg.DNS = []DNSConfig{{Server: dnsAddr, Name: "kubernetes.default.svc.cluster.local"}}
@@ -202,10 +209,23 @@ func TestReceiverProbesStaticTargets(t *testing.T) {
 	require.True(t, ok, "refused connect counted by error.type")
 	require.GreaterOrEqual(t, p.value, 1.0)
 
-	p, ok = last(points, contract.MetricStatus, map[string]any{contract.ProbeType: "http"})
+	// Two URLs on one host:port are two series, told apart by netpulse.target.endpoint (the
+	// query is not part of it).
+	p, ok = last(points, contract.MetricStatus, map[string]any{contract.ProbeType: "http", contract.TargetEndpoint: web.URL + "/healthz"})
 	require.True(t, ok)
 	require.Equal(t, 1.0, p.value)
-	p, ok = last(points, contract.MetricStatus, map[string]any{contract.ProbeType: "dns"})
+	p, ok = last(points, contract.MetricStatus, map[string]any{contract.ProbeType: "http", contract.TargetEndpoint: web.URL + "/fail"})
+	require.True(t, ok, "the second URL has its own status series")
+	require.Equal(t, 0.0, p.value)
+	p, ok = last(points, contract.MetricErrors, map[string]any{contract.TargetEndpoint: web.URL + "/fail", contract.ErrorType: "http_status"})
+	require.True(t, ok)
+	require.GreaterOrEqual(t, p.value, 1.0)
+	_, ok = last(points, contract.MetricErrors, map[string]any{contract.TargetEndpoint: web.URL + "/healthz"})
+	require.False(t, ok, "the healthy URL has no errors of the failing one")
+	h0, ok := last(points, contract.MetricDuration, map[string]any{contract.TargetEndpoint: web.URL + "/healthz"})
+	require.True(t, ok)
+	require.Positive(t, h0.hist.Count())
+	p, ok = last(points, contract.MetricStatus, map[string]any{contract.ProbeType: "dns", contract.TargetEndpoint: "kubernetes.default.svc.cluster.local A"})
 	require.True(t, ok)
 	require.Equal(t, 1.0, p.value)
 
@@ -235,8 +255,8 @@ func TestReceiverProbesStaticTargets(t *testing.T) {
 			s := spans.At(i)
 			if s.Status().Code() == ptrace.StatusCodeError {
 				et, _ := s.Attributes().Get(contract.ErrorType)
-				require.Equal(t, "refused", et.Str())
-				sawFailed = true
+				require.Contains(t, []string{"refused", "http_status"}, et.Str())
+				sawFailed = sawFailed || et.Str() == "refused"
 			}
 			if !s.ParentSpanID().IsEmpty() && s.Name() == "connect" {
 				sawPhase = true
@@ -266,11 +286,13 @@ func TestReceiverProbesStaticTargets(t *testing.T) {
 	require.GreaterOrEqual(t, probes["tcp/success"], int64(1), "%v", probes)
 	require.GreaterOrEqual(t, probes["tcp/failure"], int64(1), "the refused port: %v", probes)
 	require.GreaterOrEqual(t, probes["icmp/success"], int64(1), "%v", probes)
-	require.Zero(t, probes["http/failure"]+probes["dns/failure"], "%v", probes)
+	require.GreaterOrEqual(t, probes["http/success"], int64(1), "/healthz: %v", probes)
+	require.GreaterOrEqual(t, probes["http/failure"], int64(1), "/fail: %v", probes)
+	require.Zero(t, probes["dns/failure"], "%v", probes)
 	require.GreaterOrEqual(t, sums("otelcol_pod_probe_icmp_echoes", "outcome")["replied"], int64(2))
 	m, err := tel.GetMetric("otelcol_pod_probe_planned_targets")
 	require.NoError(t, err)
-	require.Equal(t, int64(5), m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value, "4 static targets and 1 DNS target")
+	require.Equal(t, int64(6), m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value, "5 static targets and 1 DNS target")
 	m, err = tel.GetMetric("otelcol_pod_probe_round_duration")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, m.Data.(metricdata.Histogram[float64]).DataPoints[0].Count, uint64(2))

@@ -111,7 +111,7 @@ var MapAttributeNetworkType = map[string]AttributeNetworkType{
 var MetricsInfo = metricsInfo{
 	NetpulseProbeErrors: metricInfo{
 		Name:       "netpulse.probe.errors",
-		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind", "error.type", "netpulse.pair.stable"},
+		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind", "error.type", "netpulse.pair.stable", "netpulse.target.endpoint"},
 	},
 	NetpulseProbeIcmpJitter: metricInfo{
 		Name:       "netpulse.probe.icmp.jitter",
@@ -131,7 +131,7 @@ var MetricsInfo = metricsInfo{
 	},
 	NetpulseProbeStatus: metricInfo{
 		Name:       "netpulse.probe.status",
-		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable"},
+		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable", "netpulse.target.endpoint"},
 	},
 }
 
@@ -168,6 +168,12 @@ func WithDestinationPortMetricAttribute(destinationPortAttributeValue int64) Met
 func WithNetpulsePairStableMetricAttribute(netpulsePairStableAttributeValue bool) MetricAttributeOption {
 	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
 		dp.Attributes().PutBool("netpulse.pair.stable", netpulsePairStableAttributeValue)
+	})
+}
+
+func WithNetpulseTargetEndpointMetricAttribute(netpulseTargetEndpointAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("netpulse.target.endpoint", netpulseTargetEndpointAttributeValue)
 	})
 }
 

@@ -68,7 +68,7 @@ func TestMetricsBuilder(t *testing.T) {
 			allMetricsCount := 0
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNetpulseProbeErrorsDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, "error.type-val", WithDestinationPortMetricAttribute(16), WithNetpulsePairStableMetricAttribute(true))
+			mb.RecordNetpulseProbeErrorsDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, "error.type-val", WithDestinationPortMetricAttribute(16), WithNetpulsePairStableMetricAttribute(true), WithNetpulseTargetEndpointMetricAttribute("netpulse.target.endpoint-val"))
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNetpulseProbeIcmpJitterDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithNetpulsePairStableMetricAttribute(true))
@@ -83,7 +83,7 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNetpulseProbePacketsSentDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithNetpulsePairStableMetricAttribute(true))
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNetpulseProbeStatusDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithDestinationPortMetricAttribute(16), WithNetpulsePairStableMetricAttribute(true))
+			mb.RecordNetpulseProbeStatusDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithDestinationPortMetricAttribute(16), WithNetpulsePairStableMetricAttribute(true), WithNetpulseTargetEndpointMetricAttribute("netpulse.target.endpoint-val"))
 
 			rb := mb.NewResourceBuilder()
 			rb.SetK8sNamespaceName("k8s.namespace.name-val")
@@ -154,6 +154,9 @@ func TestMetricsBuilder(t *testing.T) {
 					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
 					assert.True(t, ok)
 					assert.True(t, netpulsePairStableAttrVal.Bool())
+					netpulseTargetEndpointAttrVal, ok := dp.Attributes().Get("netpulse.target.endpoint")
+					assert.True(t, ok)
+					assert.Equal(t, "netpulse.target.endpoint-val", netpulseTargetEndpointAttrVal.Str())
 				case "netpulse.probe.icmp.jitter":
 					assert.False(t, validatedMetrics["netpulse.probe.icmp.jitter"], "Found a duplicate in the metrics slice: netpulse.probe.icmp.jitter")
 					validatedMetrics["netpulse.probe.icmp.jitter"] = true
@@ -296,6 +299,9 @@ func TestMetricsBuilder(t *testing.T) {
 					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
 					assert.True(t, ok)
 					assert.True(t, netpulsePairStableAttrVal.Bool())
+					netpulseTargetEndpointAttrVal, ok := dp.Attributes().Get("netpulse.target.endpoint")
+					assert.True(t, ok)
+					assert.Equal(t, "netpulse.target.endpoint-val", netpulseTargetEndpointAttrVal.Str())
 				}
 			}
 		})
