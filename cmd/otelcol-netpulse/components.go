@@ -5,6 +5,7 @@ package main
 import (
 	podnetworkhealthexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	k8stokenauthextension "github.com/netpulse/netpulse/extension/k8stokenauthextension"
+	netpulseviewextension "github.com/netpulse/netpulse/extension/netpulseviewextension"
 	explicitbucketsprocessor "github.com/netpulse/netpulse/processor/explicitbucketsprocessor"
 	k8snetattributesprocessor "github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
 	podprobereceiver "github.com/netpulse/netpulse/receiver/podprobereceiver"
@@ -60,6 +61,7 @@ func components() (otelcol.Factories, error) {
 		filestorage.NewFactory(),
 		bearertokenauthextension.NewFactory(),
 		k8stokenauthextension.NewFactory(),
+		netpulseviewextension.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -71,6 +73,7 @@ func components() (otelcol.Factories, error) {
 		filestorage.NewFactory().Type():              "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.159.0",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.159.0",
 		k8stokenauthextension.NewFactory().Type():    "github.com/netpulse/netpulse v0.0.0",
+		netpulseviewextension.NewFactory().Type():    "github.com/netpulse/netpulse v0.0.0",
 	})
 
 	factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](

@@ -1,0 +1,109 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package netpulseviewextension
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/zap"
+
+	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
+)
+
+type view struct {
+	cfg *Config
+	set extension.Settings
+
+	mu      sync.Mutex
+	src     *viewserver.Source
+	server  *http.Server
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopped bool
+}
+
+func newView(cfg *Config, set extension.Settings) *view { return &view{cfg: cfg, set: set} }
+
+// Start listens, starts the informers and returns at once: the API answers 503 until
+// their first LIST completed.
+func (v *view) Start(ctx context.Context, host component.Host) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.stopped {
+		return errors.New("netpulse_view: started after shutdown")
+	}
+	rc, err := v.cfg.RESTConfig("netpulse/netpulse_view")
+	if err != nil {
+		return err
+	}
+	src, err := viewserver.NewSource(rc, viewserver.SourceOptions{
+		Namespace: v.cfg.Namespace, ConditionType: v.cfg.NodeConditionType, PodSelector: v.cfg.PodSelector,
+	})
+	if err != nil {
+		return err
+	}
+	h, err := viewserver.NewHandler(src, viewserver.HandlerOptions{
+		RefreshInterval: v.cfg.RefreshInterval, MaxMatrixNodes: v.cfg.MaxMatrixNodes,
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := v.cfg.ToServer(ctx, host.GetExtensions(), v.set.TelemetrySettings, h)
+	if err != nil {
+		return err
+	}
+	ln, err := v.cfg.ToListener(ctx)
+	if err != nil {
+		return err
+	}
+	v.src, v.server = src, srv
+	runCtx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	logger := v.set.Logger
+	logger.Info("netpulse_view: serving the connectivity view (read-only)", zap.String("address", ln.Addr().String()))
+	src.Start()
+	v.wg.Add(2)
+	go func() {
+		defer v.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(err))
+		}
+	}()
+	go func() {
+		defer v.wg.Done()
+		t0 := time.Now()
+		if src.WaitForSync(runCtx) {
+			logger.Info("netpulse_view: informers synced", zap.Duration("after", time.Since(t0)))
+		}
+	}()
+	return nil
+}
+
+// Shutdown stops the server and the informers. Safe without Start and more than once.
+func (v *view) Shutdown(ctx context.Context) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.stopped = true
+	var err error
+	if v.server != nil {
+		err = v.server.Shutdown(ctx)
+		v.server = nil
+	}
+	if v.cancel != nil {
+		v.cancel()
+	}
+	if v.src != nil {
+		v.src.Shutdown()
+		v.src = nil
+	}
+	v.wg.Wait()
+	return err
+}

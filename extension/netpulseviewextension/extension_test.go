@@ -1,0 +1,76 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package netpulseviewextension
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+
+	"github.com/netpulse/netpulse/extension/netpulseviewextension/internal/metadata"
+	"github.com/netpulse/netpulse/internal/kubeclient"
+)
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Without an API server the extension starts at once, serves the page, answers 503 on
+// the API until its informers have listed, and shuts down cleanly (goleak in TestMain).
+func TestStartsQuicklyWithoutAPIServer(t *testing.T) {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint = freeAddr(t)
+	cfg.AuthType, cfg.Kubeconfig = kubeclient.AuthKubeConfig, "testdata/unreachable.kubeconfig"
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
+	require.NoError(t, err)
+	t0 := time.Now()
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	assert.Less(t, time.Since(t0), time.Second)
+
+	resp, err := http.Get("http://" + cfg.NetAddr.Endpoint + "/")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "netpulse")
+	resp, err = http.Get("http://" + cfg.NetAddr.Endpoint + "/api/v1/zones")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+
+	require.NoError(t, ext.Shutdown(context.Background()))
+	require.NoError(t, ext.Shutdown(context.Background()), "twice")
+	assert.Error(t, ext.Start(context.Background(), componenttest.NewNopHost()), "no restart after shutdown")
+}
+
+func TestShutdownWithoutStart(t *testing.T) {
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), NewFactory().CreateDefaultConfig())
+	require.NoError(t, err)
+	require.NoError(t, ext.Shutdown(context.Background()))
+	require.NoError(t, ext.Shutdown(context.Background()))
+}
+
+func TestPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint = l.Addr().String()
+	cfg.AuthType, cfg.Kubeconfig = kubeclient.AuthKubeConfig, "testdata/unreachable.kubeconfig"
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
+	require.NoError(t, err)
+	require.Error(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, ext.Shutdown(context.Background()))
+}

@@ -1,0 +1,393 @@
+// netpulse connectivity view: plain JavaScript, no framework, no network access but this
+// server's own JSON API (relative URLs, so it also works behind a proxy's path prefix).
+// Everything from the API is inserted as text, never as HTML.
+"use strict";
+
+const GLYPH = { Unreachable: "✕", Unknown: "?", Degraded: "~", Reachable: "" };
+const state = {
+  route: { view: "", arg: "" },   // from location.hash
+  main: null,                     // the last main view (zones, matrix, top) and its argument
+  zones: null,                    // last /api/v1/zones
+  etag: "",
+  timer: 0,
+  failures: 0,
+};
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function $(id) { return document.getElementById(id); }
+
+async function getJSON(url, etag) {
+  const headers = etag ? { "If-None-Match": etag } : {};
+  const r = await fetch(url, { headers, cache: "no-cache" });
+  if (r.status === 304) return { notModified: true };
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = null; }
+  if (!r.ok) {
+    const msg = body && body.error ? body.error : r.status + " " + r.statusText;
+    const err = new Error(msg);
+    err.status = r.status;
+    throw err;
+  }
+  return { body, etag: r.headers.get("ETag") || "" };
+}
+
+// ---- formatting ----------------------------------------------------------------------
+
+function pct(loss) {
+  if (loss === undefined || loss === null) return "–";
+  if (loss === 0) return "0%";
+  if (loss >= 1) return "100%";
+  return (loss * 100).toFixed(loss < 0.01 ? 2 : 1) + "%";
+}
+
+function ago(iso) {
+  if (!iso) return "";
+  const t = Date.parse(iso);
+  if (isNaN(t)) return "";
+  let s = Math.max(0, Math.round((Date.now() - t) / 1000));
+  if (s < 60) return s + "s ago";
+  if (s < 3600) return Math.floor(s / 60) + "m" + (s % 60 ? (s % 60) + "s" : "") + " ago";
+  if (s < 172800) return Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m ago";
+  return Math.floor(s / 86400) + "d ago";
+}
+
+function when(iso) {
+  if (!iso) return "";
+  return iso.replace("T", " ").replace(/\.\d+/, "") + " (" + ago(iso) + ")";
+}
+
+function cellClass(v, loss) {
+  let c = "v-" + v;
+  if (v === "Reachable" && loss > 0) c += " lossy";
+  return c;
+}
+
+function pill(v) { return el("span", { class: "pill " + cellClass(v, 0), text: v || "none" }); }
+
+function condText(c) {
+  if (!c) return "no netpulse condition";
+  return c.type + "=" + c.status + (c.reason ? " (" + c.reason + ")" : "");
+}
+
+function countsText(counts) {
+  const order = ["Unreachable", "Degraded", "Unknown", "Reachable"];
+  const parts = [];
+  for (const v of order) if (counts && counts[v]) parts.push(counts[v] + " " + v);
+  return parts.length ? parts.join(", ") : "no pairs";
+}
+
+// ---- routing -------------------------------------------------------------------------
+
+function parseRoute() {
+  const h = decodeURIComponent(location.hash.replace(/^#/, ""));
+  const i = h.indexOf("=");
+  const view = i < 0 ? h : h.slice(0, i);
+  const arg = i < 0 ? "" : h.slice(i + 1);
+  state.route = { view, arg };
+}
+
+function go(hash) { location.hash = hash; }
+
+window.addEventListener("hashchange", () => { parseRoute(); render(true); });
+
+// ---- polling -------------------------------------------------------------------------
+
+async function poll() {
+  clearTimeout(state.timer);
+  let interval = 2000;
+  try {
+    const r = await getJSON("api/v1/zones", state.etag);
+    state.failures = 0;
+    if (!r.notModified) {
+      state.zones = r.body;
+      state.etag = r.etag;
+      await render(false);
+    }
+    setStatus();
+    if (state.zones && state.zones.refreshSeconds) interval = state.zones.refreshSeconds * 1000;
+  } catch (e) {
+    state.failures++;
+    document.body.dataset.state = "error";
+    $("status").textContent = (e.status === 503 ? "" : "cannot update: ") + e.message +
+      (state.zones ? " (showing the last answer)" : "");
+    interval = Math.min(30000, 1000 * 2 ** Math.min(state.failures, 5));
+  }
+  state.timer = setTimeout(poll, interval);
+}
+
+function setStatus() {
+  const z = state.zones;
+  if (!z) return;
+  document.body.dataset.state = "ready";
+  const t = new Date().toLocaleTimeString();
+  let s = z.nodes + " nodes · " + z.pairs + " pairs: " + countsText(z.counts);
+  if (z.unplaced) s += " · " + z.unplaced + " unplaced";
+  if (z.external) s += " · " + z.external + " external";
+  $("status").textContent = s + " · updated " + t;
+}
+
+// ---- rendering -----------------------------------------------------------------------
+
+async function render(routeChanged) {
+  const z = state.zones;
+  if (!z) return;
+  renderProblems(z);
+  // A detail (node, target, pair) opens beside the main view the user was on.
+  if (["zones", "matrix", "top"].includes(state.route.view)) state.main = { ...state.route };
+  let { view, arg } = state.main || { view: "", arg: "" };
+  if (!view) {
+    view = z.nodes <= z.maxMatrixNodes ? "matrix" : "zones";
+  }
+  for (const v of ["zones", "matrix", "top"]) $("nav-" + v).classList.toggle("active", v === view);
+  try {
+    if (view === "zones") renderZones(z);
+    else if (view === "top") await renderTop();
+    else await renderMatrix(arg);
+  } catch (e) {
+    $("view-title").textContent = "";
+    $("view-note").textContent = e.message;
+    $("view-body").replaceChildren();
+  }
+  await renderDetail(routeChanged);
+}
+
+function renderProblems(z) {
+  const ul = $("problem-list");
+  ul.replaceChildren();
+  if (!z.problems.length) {
+    ul.append(el("li", { class: "none", text: "none: every node's netpulse condition is False (or not written)" }));
+    return;
+  }
+  for (const p of z.problems) {
+    const c = p.condition;
+    ul.append(el("li", {
+      class: "cond-" + c.status, "data-problem-node": p.name, "data-status": c.status,
+      title: c.message || "", onclick: () => go("node=" + p.name),
+    }, el("b", { text: p.name }), p.zone ? " (" + p.zone + ")" : "",
+    el("span", { class: "why", text: condText(c) + (c.since ? " since " + ago(c.since) : "") })));
+  }
+  if (z.problemsTotal > z.problems.length) {
+    ul.append(el("li", { class: "muted", text: "+" + (z.problemsTotal - z.problems.length) + " more" }));
+  }
+}
+
+function renderZones(z) {
+  $("view-title").textContent = "Zones: observer zone (rows) → target zone (columns)";
+  $("view-note").textContent = "Each cell aggregates the pairs between the nodes of two zones. Click a cell to see its nodes.";
+  const cells = new Map();
+  for (const c of z.cells) cells.set(c.from + "\u0000" + c.to, c);
+  const name = (zn) => zn || "(no zone)";
+  const head = el("tr", {}, el("th", { class: "zone", text: "from \\ to" }));
+  for (const t of z.zones) {
+    head.append(el("th", { class: "col", "data-zone": t.name, onclick: () => go("matrix=" + t.name),
+      title: t.count + " nodes, " + t.problemNodes + " with a problem" },
+    el("span", { text: name(t.name) + " (" + t.count + ")" }), t.problemNodes ? el("span", { class: "badge", text: "!" + t.problemNodes }) : null));
+  }
+  const table = el("table", { class: "matrix zones", id: "zones" }, el("thead", {}, head));
+  const body = el("tbody");
+  for (const f of z.zones) {
+    const tr = el("tr", {}, el("th", { class: "row" + (f.problemNodes ? " cond-True" : ""), "data-zone": f.name,
+      onclick: () => go("matrix=" + f.name) }, name(f.name) + " (" + f.count + ")"));
+    for (const t of z.zones) {
+      const c = cells.get(f.name + "\u0000" + t.name);
+      if (!c) {
+        tr.append(el("td", { class: "none", title: name(f.name) + " → " + name(t.name) + ": no object" }));
+        continue;
+      }
+      const total = Object.values(c.counts).reduce((a, b) => a + b, 0);
+      const bad = (c.counts.Unreachable || 0);
+      const title = name(f.name) + " → " + name(t.name) + "\n" + countsText(c.counts) + "\n" + c.nodePairs +
+        " node pairs · worst p50 " + (c.p50 || "–") + " · worst loss " + pct(c.loss);
+      const zones = f.name === t.name ? f.name : f.name + "," + t.name;
+      tr.append(el("td", { class: cellClass(c.verdict, c.loss), "data-from": f.name, "data-to": t.name, "data-v": c.verdict,
+        title, onclick: () => go("matrix=" + zones) }, el("span", { class: "n", text: total }), bad ? " ✕" + bad : ""));
+    }
+    body.append(tr);
+  }
+  table.append(body);
+  $("view-body").replaceChildren(table);
+}
+
+async function renderMatrix(arg) {
+  const zones = arg ? arg.split(",") : [];
+  const q = zones.map((z) => "zone=" + encodeURIComponent(z)).join("&");
+  const r = await getJSON("api/v1/matrix" + (q ? "?" + q : ""));
+  const m = r.body;
+  $("view-title").textContent = "Nodes: observer (rows) → target (columns)" +
+    (zones.length ? " · zones " + zones.map((z) => z || "(no zone)").join(", ") : "");
+  $("view-note").textContent = "Hover a cell for RTT p50 and loss; click it for the probes and outages, a node for why it reads as it does.";
+  const n = m.nodes.length;
+  const grid = new Array(n);
+  for (const c of m.cells) {
+    (grid[c.o] = grid[c.o] || new Map()).set(c.t, c);
+  }
+  // Worst verdict per target column.
+  const sev = { Reachable: 1, Unknown: 2, Degraded: 3, Unreachable: 4 };
+  const colWorst = new Array(n).fill("");
+  for (const c of m.cells) if ((sev[c.v] || 0) > (sev[colWorst[c.t]] || 0)) colWorst[c.t] = c.v;
+  const zoneStart = new Set(m.zones.map((z) => z.first));
+
+  const zrow = el("tr", {}, el("th", { class: "zone", rowspan: 2, text: "observer ↓  target →" }));
+  for (const z of m.zones) zrow.append(el("th", { class: "zone zs", colspan: z.count, text: (z.name || "(no zone)") }));
+  const nrow = el("tr");
+  m.nodes.forEach((node, i) => {
+    const st = node.condition ? node.condition.status : "none";
+    nrow.append(el("th", {
+      class: "col node cond-" + st + (zoneStart.has(i) ? " zs" : ""), "data-node": node.name,
+      "data-condition": st, "data-target-verdict": colWorst[i] || "None",
+      title: node.name + "\n" + condText(node.condition) + (node.condition && node.condition.message ? "\n" + node.condition.message : ""),
+      onclick: () => go("node=" + node.name),
+    }, el("span", { text: node.name })));
+  });
+  const table = el("table", { class: "matrix" + (n <= 40 ? " big" : ""), id: "matrix" }, el("thead", {}, zrow, nrow));
+  const body = el("tbody");
+  m.nodes.forEach((node, r) => {
+    const st = node.condition ? node.condition.status : "none";
+    const tr = el("tr", { class: zoneStart.has(r) ? "zs" : "" }, el("th", {
+      class: "row node cond-" + st, "data-node": node.name, title: condText(node.condition),
+      onclick: () => go("node=" + node.name),
+    }, node.name, st === "True" ? el("span", { class: "badge", text: "!" }) : null));
+    const row = grid[r];
+    for (let c = 0; c < n; c++) {
+      const zs = zoneStart.has(c) ? " zs" : "";
+      if (c === r) { tr.append(el("td", { class: "self" + zs })); continue; }
+      const cell = row && row.get(c);
+      const target = m.nodes[c].name;
+      if (!cell) {
+        tr.append(el("td", { class: "none" + zs, title: node.name + " → " + target + ": no object (not probed as a stable pair)" }));
+        continue;
+      }
+      tr.append(el("td", {
+        class: cellClass(cell.v, cell.loss) + zs, "data-o": node.name, "data-t": target, "data-v": cell.v,
+        title: node.name + " → " + target + "\n" + cell.v + "\nRTT p50 " + (cell.p50 || "–") + " · loss " +
+          (cell.hasLoss ? pct(cell.loss) : "–") + "\n" + cell.n + (cell.n === 1 ? " object" : " objects"),
+        onclick: () => go("pair=" + node.name + "," + target),
+      }, GLYPH[cell.v] || ""));
+    }
+    body.append(tr);
+  });
+  table.append(body);
+  $("view-body").replaceChildren(table);
+}
+
+async function renderTop() {
+  const r = await getJSON("api/v1/top?n=30");
+  $("view-title").textContent = "Worst pairs by loss, then RTT p50";
+  $("view-note").textContent = "";
+  $("view-body").replaceChildren(pairsTable(r.body.pairs, true));
+}
+
+function pairsTable(pairs, withTarget) {
+  const t = el("table", { class: "list" }, el("tr", {},
+    el("th", { text: "observer" }), el("th", { text: "source pod" }), withTarget ? el("th", { text: "target" }) : null,
+    el("th", { text: "target node" }), el("th", { text: "verdict" }), el("th", { text: "p50" }), el("th", { text: "loss" }),
+    el("th", { text: "since" }), el("th", { text: "reason" })));
+  for (const p of pairs) {
+    const clickable = p.observerNode && p.targetNode;
+    t.append(el("tr", { class: clickable ? "clickable" : "", "data-pair": p.namespace + "/" + p.name,
+      onclick: clickable ? () => go("pair=" + p.observerNode + "," + p.targetNode) : null },
+    el("td", { text: p.observerNode || "?" }), el("td", { text: p.sourcePod }),
+    withTarget ? el("td", { text: p.target }) : null, el("td", { text: p.targetNode || "–" }),
+    el("td", {}, pill(p.verdict)), el("td", { text: p.p50 || "–" }), el("td", { text: p.hasLoss ? pct(p.loss) : "–" }),
+    el("td", { text: p.outageSince ? ago(p.outageSince) : "" }), el("td", { text: p.reason || "", title: p.message || "" })));
+  }
+  return t;
+}
+
+async function renderDetail(routeChanged) {
+  const { view, arg } = state.route;
+  const aside = $("detail");
+  const body = $("detail-body");
+  let url = "";
+  if (view === "node" && arg) url = "api/v1/node/" + encodeURIComponent(arg);
+  else if (view === "target" && arg) url = "api/v1/target/" + arg.split("/").map(encodeURIComponent).join("/");
+  else if (view === "pair" && arg) {
+    const [o, t] = arg.split(",");
+    url = "api/v1/pair?observer=" + encodeURIComponent(o) + "&target=" + encodeURIComponent(t || "");
+  }
+  if (!url) { aside.hidden = true; return; }
+  aside.hidden = false;
+  if (routeChanged) body.replaceChildren(el("p", { class: "muted", text: "loading…" }));
+  try {
+    const r = await getJSON(url);
+    if (view === "pair") body.replaceChildren(...pairDetail(r.body));
+    else body.replaceChildren(...explanation(r.body));
+  } catch (e) {
+    body.replaceChildren(el("p", { text: e.message }));
+  }
+}
+
+function explanation(e) {
+  const out = [el("h2", { text: (e.kind === "Node" ? "Node " : "Pod ") + e.name })];
+  out.push(el("p", {}, pill(e.verdict), e.since ? " since " + when(e.since) : ""));
+  const lines = el("ul", { class: "lines", id: "why" });
+  for (const l of e.lines) lines.append(el("li", { text: l }));
+  out.push(lines);
+  if (e.pairs.length) {
+    out.push(el("h3", { text: "Pairs towards it" }));
+    out.push(pairsTable(e.pairs, e.kind === "Node"));
+  }
+  return out;
+}
+
+function pairDetail(r) {
+  const out = [el("h2", { text: r.observer + " → " + r.target })];
+  if (!r.pairs.length) out.push(el("p", { text: "No object: this pair is not probed as a stable pair and is not failing." }));
+  for (const p of r.pairs) {
+    const st = p.status || {};
+    const box = el("div", { class: "object" },
+      el("h3", {}, p.namespace + "/" + p.name + " ", pill(p.verdict)),
+      el("p", {}, p.sourcePod + " → " + p.targetKind.toLowerCase() + " " + p.target,
+        el("br"), el("span", { class: "muted", text: (p.reason ? p.reason + ": " : "") + (p.message || "") }),
+        p.degradedMessage ? el("span", { text: " · degraded: " + p.degradedMessage }) : null,
+        el("br"), "RTT p50 " + (p.p50 || "–") + " · p99 " + (p.p99 || "–") + " · loss " + (p.hasLoss ? pct(p.loss) : "–") +
+          " · window " + (st.window || "–") + " · last observed " + when(p.lastObserved)));
+    const probes = el("table", { class: "list" }, el("tr", {}, ...["probe", "sent", "lost", "p50", "p99", "last success", "last failure"].map((h) => el("th", { text: h }))));
+    for (const pr of st.probes || []) {
+      const f = pr.lastFailure;
+      probes.append(el("tr", {}, el("td", { text: pr.type }), el("td", { text: pr.sent }), el("td", { text: pr.lost }),
+        el("td", { text: pr.latency ? pr.latency.p50 : "–" }), el("td", { text: pr.latency ? pr.latency.p99 : "–" }),
+        el("td", { text: pr.lastSuccessTime ? ago(pr.lastSuccessTime) : "never" }),
+        el("td", { text: f ? f.reason + " " + ago(f.time) + (f.message ? ": " + f.message : "") : "" })));
+    }
+    box.append(el("h4", { text: "Probes" }), probes);
+    const outages = el("table", { class: "list" }, el("tr", {}, ...["start", "end", "duration", "reason", "message"].map((h) => el("th", { text: h }))));
+    for (const o of st.outages || []) {
+      const end = o.end ? Date.parse(o.end) : Date.now();
+      const secs = Math.max(0, Math.round((end - Date.parse(o.start)) / 1000));
+      outages.append(el("tr", {}, el("td", { text: when(o.start) }), el("td", { text: o.end ? when(o.end) : "ongoing" }),
+        el("td", { text: secs + "s" }), el("td", { text: o.reason || "" }), el("td", { text: o.message || "" })));
+    }
+    box.append(el("h4", { text: "Outage history (newest first)" }), (st.outages || []).length ? outages : el("p", { class: "muted", text: "none" }));
+    const links = el("p");
+    if (p.targetKind === "Pod") links.append(el("a", { href: "#target=" + p.target, text: "why is " + p.target + " judged so?" }), " · ");
+    if (p.targetNode) links.append(el("a", { href: "#node=" + p.targetNode, text: "node " + p.targetNode }));
+    box.append(links);
+    out.push(box);
+  }
+  return out;
+}
+
+$("detail-close").addEventListener("click", (ev) => {
+  ev.preventDefault();
+  const m = state.main;
+  go(m && m.view ? m.view + (m.arg ? "=" + m.arg : "") : "");
+});
+
+parseRoute();
+poll();
