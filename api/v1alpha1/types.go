@@ -156,6 +156,22 @@ type EndpointReference struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:XValidation:rule="isIP(self) || !format.dns1123Subdomain().validate(self).hasValue()",message="address must be an IP address or a lower-case DNS name"
 	Address string `json:"address"`
+
+	// port of the target (tcp, http and dns probes), when it has one: each port is its own
+	// target.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// endpoint tells external targets on one address and port apart: the URL of an http(s)
+	// target (without user info, query or fragment) or the question of a DNS probe
+	// ("<name> <type>", e.g. "kubernetes.default.svc.cluster.local. A"). Each is its own
+	// target with its own object.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // Reachability is the summary verdict for a pair.

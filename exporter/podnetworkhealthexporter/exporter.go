@@ -182,7 +182,7 @@ func targetName(k engine.TargetKey) string {
 	if k.Name != "" {
 		return k.Name
 	}
-	return k.Address
+	return summary.EndpointText(k.Address, k.Port, k.Endpoint)
 }
 
 // engineConfig maps the exporter's configuration onto the decision engine.

@@ -6,6 +6,7 @@ package podnetworkhealthexporter
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -17,7 +18,16 @@ const maxNameLen = 120
 // where target is the target pod's name (prefixed by its namespace when it differs from the
 // source's), "node.<name>" or "ext.<address>". The hash of the full identity keeps names
 // unique after sanitising and truncation; the same pair always maps to the same name.
+//
+// An external target's port and endpoint (URL, DNS question) are part of its identity:
+// ExternalObjectName. ObjectName is ExternalObjectName without them (the name of an
+// address-only target, unchanged from before they existed).
 func ObjectName(sourceNS, sourcePod, targetKind, targetNS, targetName, targetAddr string) string {
+	return ExternalObjectName(sourceNS, sourcePod, targetKind, targetNS, targetName, targetAddr, 0, "")
+}
+
+// ExternalObjectName is ObjectName with an external target's port and endpoint.
+func ExternalObjectName(sourceNS, sourcePod, targetKind, targetNS, targetName, targetAddr string, port int64, endpoint string) string {
 	var target string
 	switch targetKind {
 	case "Pod":
@@ -30,7 +40,11 @@ func ObjectName(sourceNS, sourcePod, targetKind, targetNS, targetName, targetAdd
 	default:
 		target = "ext." + targetAddr
 	}
-	sum := sha256.Sum256([]byte(strings.Join([]string{sourceNS, sourcePod, targetKind, targetNS, targetName, targetAddr}, "\x00")))
+	identity := []string{sourceNS, sourcePod, targetKind, targetNS, targetName, targetAddr}
+	if port != 0 || endpoint != "" {
+		identity = append(identity, strconv.FormatInt(port, 10), endpoint)
+	}
+	sum := sha256.Sum256([]byte(strings.Join(identity, "\x00")))
 	suffix := "-" + hex.EncodeToString(sum[:])[:8]
 	base := sanitize(sourcePod + "." + target)
 	if len(base) > maxNameLen-len(suffix) {

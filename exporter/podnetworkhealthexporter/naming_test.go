@@ -30,4 +30,14 @@ func TestObjectName(t *testing.T) {
 		require.Empty(t, validation.IsDNS1123Subdomain(name), name)
 	}
 	require.NotEqual(t, ObjectName("ns", long+"1", "Pod", "ns", "b", ""), ObjectName("ns", long+"2", "Pod", "ns", "b", ""), "truncation keeps names unique")
+
+	// Each configured external target is its own object: two URLs on one host:port, two
+	// ports; an address-only target keeps the name it had before ports and endpoints.
+	healthz := ExternalObjectName("ns", "a", "External", "", "", "192.0.2.1", 443, "https://192.0.2.1/healthz")
+	fail := ExternalObjectName("ns", "a", "External", "", "", "192.0.2.1", 443, "https://192.0.2.1/fail")
+	other := ExternalObjectName("ns", "a", "External", "", "", "192.0.2.1", 8443, "")
+	require.NotEqual(t, healthz, fail)
+	require.NotEqual(t, healthz, other)
+	require.Equal(t, ObjectName("ns", "a", "External", "", "", "192.0.2.1"), ExternalObjectName("ns", "a", "External", "", "", "192.0.2.1", 0, ""))
+	require.True(t, strings.HasPrefix(healthz, "a.ext.192.0.2.1-"), healthz)
 }

@@ -19,7 +19,7 @@ import (
 
 // nameOf is the object name of a pair.
 func nameOf(k summary.PairKey) string {
-	return ObjectName(k.SourceNamespace, k.SourcePod, string(k.TargetKind), k.TargetNamespace, k.TargetName, k.TargetAddress)
+	return ExternalObjectName(k.SourceNamespace, k.SourcePod, string(k.TargetKind), k.TargetNamespace, k.TargetName, k.TargetAddress, k.TargetPort, k.TargetEndpoint)
 }
 
 // specOf is the immutable identity of a pair's object.
@@ -36,7 +36,7 @@ func specOf(k summary.PairKey) v1alpha1.PodNetworkHealthSpec {
 		spec.TargetNodeRef = &v1alpha1.NodeReference{Name: k.TargetName}
 	default:
 		spec.TargetKind = v1alpha1.TargetKindExternal
-		spec.TargetEndpoint = &v1alpha1.EndpointReference{Address: k.TargetAddress}
+		spec.TargetEndpoint = &v1alpha1.EndpointReference{Address: k.TargetAddress, Port: int32(k.TargetPort), Endpoint: k.TargetEndpoint}
 	}
 	return spec
 }
@@ -205,7 +205,7 @@ func keyOfObject(o *v1alpha1.PodNetworkHealth) summary.PairKey {
 	default:
 		k.TargetKind = summary.TargetExternal
 		if r := o.Spec.TargetEndpoint; r != nil {
-			k.TargetAddress = r.Address
+			k.TargetAddress, k.TargetPort, k.TargetEndpoint = r.Address, int64(r.Port), r.Endpoint
 		}
 	}
 	return k
@@ -243,7 +243,7 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) engine.Persisted {
 		Key:     k,
 		Written: writtenOf(o),
 		Source:  summary.Source{Namespace: k.SourceNamespace, Name: k.SourcePod, UID: k.SourceUID, Node: st.ObservedFromNode},
-		Target:  summary.Target{Kind: k.TargetKind, Namespace: k.TargetNamespace, Name: k.TargetName, UID: k.TargetUID, Address: k.TargetAddress},
+		Target:  summary.Target{Kind: k.TargetKind, Namespace: k.TargetNamespace, Name: k.TargetName, UID: k.TargetUID, Address: k.TargetAddress, Port: k.TargetPort, Endpoint: k.TargetEndpoint},
 		Verdict: summary.Verdict(st.Reachability),
 	}
 	if st.LastObservedTime != nil {

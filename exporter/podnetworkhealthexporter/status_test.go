@@ -55,6 +55,10 @@ func TestKeyOfObjectRoundTrip(t *testing.T) {
 		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetPod, TargetNamespace: "other", TargetName: "b", TargetUID: "ub"},
 		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetNode, TargetName: "node-1"},
 		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetExternal, TargetAddress: "192.0.2.1"},
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetExternal, TargetAddress: "192.0.2.1",
+			TargetPort: 443, TargetEndpoint: "https://192.0.2.1/healthz"},
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetExternal, TargetAddress: "10.96.0.10",
+			TargetPort: 53, TargetEndpoint: "kubernetes.default.svc.cluster.local. A"},
 	} {
 		obj := objectOf(summary.Summary{Key: k})
 		require.Equal(t, k, keyOfObject(obj), "the pair survives a restart: %s", k)

@@ -781,7 +781,7 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 		// pair is followed like any failing pair.
 		p := &pairInfo{stable: true, lastStable: now, seeded: true,
 			target: TargetKey{Kind: k.TargetKind, Namespace: k.TargetNamespace, Name: k.TargetName, UID: k.TargetUID,
-				Address: k.TargetAddress, Family: o.Target.Family()}}
+				Address: k.TargetAddress, Port: k.TargetPort, Endpoint: k.TargetEndpoint, Family: o.Target.Family()}}
 		if o.Verdict == summary.VerdictUnreachable {
 			p.lastFailure = o.LastObserved
 		}

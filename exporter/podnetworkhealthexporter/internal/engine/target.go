@@ -20,7 +20,10 @@ type TargetKey struct {
 	Name      string
 	UID       string
 	Address   string
-	Family    string
+	// Port and Endpoint (External only): each configured external target is its own.
+	Port     int64
+	Endpoint string
+	Family   string
 }
 
 // String renders the key for logs, e.g. "Pod:ns/name(uid)/ipv6".
@@ -32,7 +35,7 @@ func (k TargetKey) String() string {
 	case k.Name != "":
 		s += k.Name
 	default:
-		s += k.Address
+		s += summary.EndpointText(k.Address, k.Port, k.Endpoint)
 	}
 	return s + "/" + k.Family
 }
@@ -42,7 +45,7 @@ func TargetKeyOf(o *summary.Observation) TargetKey {
 	pk := summary.KeyOf(o)
 	return TargetKey{
 		Kind: pk.TargetKind, Namespace: pk.TargetNamespace, Name: pk.TargetName, UID: pk.TargetUID,
-		Address: pk.TargetAddress, Family: o.Target.Family(),
+		Address: pk.TargetAddress, Port: pk.TargetPort, Endpoint: pk.TargetEndpoint, Family: o.Target.Family(),
 	}
 }
 

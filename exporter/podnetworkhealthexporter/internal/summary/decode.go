@@ -182,6 +182,7 @@ type groupKey struct {
 	ns, pod, uid string
 	addr         string
 	port         int64
+	endpoint     string
 	probe        string
 	ts           pcommon.Timestamp
 }
@@ -311,6 +312,9 @@ func targetOf(attrs pcommon.Map) (Target, string, SkipReason) {
 			}
 		}
 	}
+	if e := str(attrs, contract.TargetEndpoint); len(e) <= maxEndpointLen {
+		t.Endpoint = e
+	}
 	dst := func(key string) string { return str(attrs, contract.DestinationPrefix+key) }
 	t.Namespace, t.Name, t.UID = dst(contract.K8sNamespaceName), dst(contract.K8sPodName), dst(contract.K8sPodUID)
 	t.Node, t.Zone = dst(contract.K8sNodeName), dst(contract.CloudZone)
@@ -327,8 +331,14 @@ func targetOf(attrs pcommon.Map) (Target, string, SkipReason) {
 		t.Kind = TargetExternal
 		t.Namespace, t.Name, t.UID = "", "", ""
 	}
+	if t.Kind != TargetExternal {
+		t.Endpoint = "" // pods and nodes are one target whatever the URL
+	}
 	return t, probe, ""
 }
+
+// maxEndpointLen bounds netpulse.target.endpoint (the gateway's admission refuses longer).
+const maxEndpointLen = 512
 
 // streamKey identifies a cumulative stream: the source pod, the metric and the data point
 // attributes except the target identity that k8s_net_attributes adds (destination.* other
@@ -376,7 +386,7 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src Source, re
 		}
 		p := point{
 			kind: kind, src: src, target: t, ts: ts, start: start, stable: isTrue(attrs, contract.PairStable),
-			group: groupKey{ns: src.Namespace, pod: src.Name, uid: src.UID, addr: t.Address, port: t.Port, probe: probe, ts: ts},
+			group: groupKey{ns: src.Namespace, pod: src.Name, uid: src.UID, addr: t.Address, port: t.Port, endpoint: t.Endpoint, probe: probe, ts: ts},
 		}
 		if kind == mErrors {
 			p.errorType = str(attrs, contract.ErrorType)
@@ -818,6 +828,7 @@ func compareObservations(a, b Observation) int {
 		strings.Compare(a.Source.UID, b.Source.UID),
 		strings.Compare(a.Target.Address, b.Target.Address),
 		cmp.Compare(a.Target.Port, b.Target.Port),
+		strings.Compare(a.Target.Endpoint, b.Target.Endpoint),
 		cmp.Compare(probeIndex(a.ProbeType), probeIndex(b.ProbeType)),
 		a.Timestamp.Compare(b.Timestamp),
 	} {

@@ -40,6 +40,9 @@ type Target struct {
 	Zone      string
 	Address   string // destination.address
 	Port      int64  // destination.port, 0 when there is none
+	// Endpoint is netpulse.target.endpoint: the URL or DNS question that tells external
+	// targets on one address and port apart ("" otherwise).
+	Endpoint string
 }
 
 // Observation is what one source observed of one target with one probe type in one probe
@@ -83,6 +86,10 @@ type PairKey struct {
 	TargetName      string
 	TargetUID       string
 	TargetAddress   string
+	// TargetPort and TargetEndpoint (External only): each configured external target -
+	// host:port, URL, DNS question - is its own pair.
+	TargetPort     int64
+	TargetEndpoint string
 }
 
 // KeyOf returns the pair an observation belongs to.
@@ -103,7 +110,7 @@ func KeyOf(o *Observation) PairKey {
 		}
 	default:
 		k.TargetKind = TargetExternal
-		k.TargetAddress = o.Target.Address
+		k.TargetAddress, k.TargetPort, k.TargetEndpoint = o.Target.Address, o.Target.Port, o.Target.Endpoint
 	}
 	return k
 }
@@ -120,10 +127,17 @@ func (k PairKey) String() string {
 		if k.TargetName != "" {
 			b.WriteString(k.TargetName)
 		} else {
-			b.WriteString(k.TargetAddress)
+			b.WriteString(EndpointText(k.TargetAddress, k.TargetPort, k.TargetEndpoint))
 		}
 	}
 	return b.String()
+}
+
+// EndpointText names an external target: address[:port], then its endpoint (URL or DNS
+// question) when it has one.
+func EndpointText(addr string, port int64, endpoint string) string {
+	t := Target{Address: addr, Port: port, Endpoint: endpoint}
+	return t.targetText()
 }
 
 // Less orders keys (field by field).
@@ -135,7 +149,10 @@ func (k PairKey) Less(o PairKey) bool {
 			return a[i] < b[i]
 		}
 	}
-	return false
+	if k.TargetPort != o.TargetPort {
+		return k.TargetPort < o.TargetPort
+	}
+	return k.TargetEndpoint < o.TargetEndpoint
 }
 
 // Valid reports whether the key names a source and a target.
@@ -215,11 +232,16 @@ func (t *Target) Family() string {
 
 // targetText renders address[:port] for messages.
 func (t *Target) targetText() string {
-	if t.Port == 0 {
-		return t.Address
+	s := t.Address
+	switch {
+	case t.Port == 0:
+	case strings.Contains(t.Address, ":"):
+		s = "[" + t.Address + "]:" + strconv.FormatInt(t.Port, 10)
+	default:
+		s = t.Address + ":" + strconv.FormatInt(t.Port, 10)
 	}
-	if strings.Contains(t.Address, ":") {
-		return "[" + t.Address + "]:" + strconv.FormatInt(t.Port, 10)
+	if t.Endpoint != "" {
+		s += " " + t.Endpoint
 	}
-	return t.Address + ":" + strconv.FormatInt(t.Port, 10)
+	return s
 }
