@@ -25,6 +25,8 @@ KUBE_BINS   := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubec
 # What `kubectl version` and /version report; a plain go build would say v0.0.0-master.
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
 COLLECTOR   := $(BIN)/otelcol-netpulse
+# The kubectl plugin (`kubectl netpulse matrix|why|top|serve`; docs/view.md).
+PLUGIN      := $(BIN)/kubectl-netpulse
 # Component directories with a metadata.yaml (mdatagen input).
 COMPONENTS  := $(patsubst %/metadata.yaml,%,$(wildcard receiver/*/metadata.yaml processor/*/metadata.yaml exporter/*/metadata.yaml extension/*/metadata.yaml))
 
@@ -37,8 +39,9 @@ help: ## list targets
 
 ## ---- build -------------------------------------------------------------------------
 .PHONY: build
-build: ## build the otelcol-netpulse distribution into bin/
+build: ## build the otelcol-netpulse distribution and the kubectl-netpulse plugin into bin/
 	$(GO) build -trimpath -o $(COLLECTOR) ./cmd/otelcol-netpulse
+	$(GO) build -trimpath -o $(PLUGIN) ./cmd/kubectl-netpulse
 
 .PHONY: kube-bins
 kube-bins: $(KUBE_BINS) ## build kube-apiserver, kube-controller-manager and kubectl (Kubernetes v1.36.3) into bin/
@@ -170,7 +173,7 @@ lint: $(STATICCHECK) ## gofmt + licence headers + go vet + staticcheck (pinned)
 	$(STATICCHECK) ./...
 
 .PHONY: deps
-deps: ## install the Debian packages tests and demo need (etcd-server, iproute2, nftables, iputils-ping, prometheus) when missing
+deps: ## install the Debian packages tests and demo need (etcd-server, iproute2, nftables, iputils-ping, prometheus, chromium) when missing
 	@./hack/deps.sh
 
 .PHONY: test
@@ -198,4 +201,4 @@ demo: deps kube-bins build ## the scripted end-to-end demo: simulated cluster, a
 
 .PHONY: clean
 clean:
-	rm -rf _build $(COLLECTOR) $(IMAGE_ARCHIVE)
+	rm -rf _build $(COLLECTOR) $(PLUGIN) $(IMAGE_ARCHIVE)

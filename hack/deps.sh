@@ -4,9 +4,10 @@
 # faults; ping as a second, unrelated ICMP user in the ICMP engine tests; prometheus (the
 # server and promtool, 2.42 on bookworm) for the Prometheus compatibility and alert-rule
 # tests (internal/monitoringtest); unshare and mount (util-linux, mount) for the image test,
-# which runs the image's entrypoint on a read-only root (tools/image).
+# which runs the image's entrypoint on a read-only root (tools/image); chromium (headless)
+# opens the netpulse_view page like a user would (internal/viewtest, make demo's screenshot).
 set -euo pipefail
-pkgs=(etcd-server iproute2 nftables iputils-ping prometheus util-linux mount)
+pkgs=(etcd-server iproute2 nftables iputils-ping prometheus util-linux mount chromium)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0
