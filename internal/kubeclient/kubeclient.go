@@ -46,7 +46,8 @@ func DefaultConfig() Config {
 // Check names the offending field. It is deliberately not called Validate: the
 // components embed Config (squashed) and call Check from their own Validate, so the
 // collector's validation walk does not report every error a second time under a
-// "config::" path.
+// "config::" path (a squashed field has no key of its own; the walk would name it by its
+// Go field name).
 func (c Config) Check() error {
 	var errs []error
 	switch c.AuthType {
@@ -63,7 +64,7 @@ func (c Config) Check() error {
 	if c.AuthType == AuthServiceAccount && c.Kubeconfig != "" {
 		errs = append(errs, errors.New("kubeconfig: only used with auth_type kubeConfig"))
 	}
-	return errors.Join(errs...)
+	return JoinErrors(errs...)
 }
 
 // RESTConfig resolves the credentials. userAgent identifies the component in API server
