@@ -22,8 +22,9 @@ import (
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 )
 
-// Config of the pod_probe receiver. Every field is validated by Validate, at
-// `otelcol-netpulse validate` time, with errors that name the field and its allowed range.
+// Config of the pod_probe receiver. Every field is validated, at `otelcol-netpulse validate`
+// time, by the Validate methods of Config and of its parts, with errors that name the field
+// and its allowed range.
 type Config struct {
 	// Kubernetes API access for peer and selector discovery.
 	kubeclient.Config `mapstructure:",squash"`
@@ -197,14 +198,24 @@ const (
 	ICMPPrivileged   = "privileged"
 )
 
-// Validate checks every field; each error names the field and the allowed values.
+// Validation. The collector's configuration walk (confmap.Validate) calls Validate on
+// Config and on each struct in it (icmp, peers, every selectors, static and dns entry,
+// source) and puts the struct's path in front of what it returns: each Validate names its
+// own fields, relative to itself ("count", "probes::1"), and checks that need another
+// part of the configuration stay on Config. Every error names the field and the allowed
+// values.
+
+// allProbes are the probe types of peers, selectors and static targets.
+var allProbes = []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP}
+
+// Validate checks the top-level fields and what spans several parts: timeout against
+// interval, the ICMP echoes against the timeout, static targets against the address
+// policy, the source's UID against peers.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	if err := c.Config.Check(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.Config.Check())
 	if c.Interval < 100*time.Millisecond || c.Interval > time.Hour {
 		add("interval: %v out of range [100ms, 1h]", c.Interval)
 	}
@@ -225,113 +236,24 @@ func (c *Config) Validate() error {
 	}
 	for i, f := range c.AddressFamilies {
 		if f != "ipv4" && f != "ipv6" {
-			add("address_families[%d]: %q; want ipv4 or ipv6", i, f)
+			add("address_families::%d: %q; want ipv4 or ipv6", i, f)
 		}
 	}
 	if c.MaxConcurrency < 1 || c.MaxConcurrency > 4096 {
 		add("max_concurrency: %d out of range [1, 4096]", c.MaxConcurrency)
 	}
-	switch c.ICMP.Mode {
-	case ICMPAuto, ICMPUnprivileged, ICMPPrivileged:
-	default:
-		add("icmp.mode: %q; want auto, unprivileged or privileged", c.ICMP.Mode)
-	}
-	if c.ICMP.Count < 1 || c.ICMP.Count > 100 {
-		add("icmp.count: %d out of range [1, 100]", c.ICMP.Count)
-	}
-	if c.ICMP.EchoInterval < time.Millisecond || c.ICMP.EchoInterval > 10*time.Second {
-		add("icmp.echo_interval: %v out of range [1ms, 10s]", c.ICMP.EchoInterval)
-	} else if c.ICMP.Count > 1 && time.Duration(c.ICMP.Count-1)*c.ICMP.EchoInterval >= c.Timeout {
+	// ICMPConfig.Validate reports an echo_interval out of range.
+	if c.ICMP.echoIntervalInRange() && c.ICMP.Count > 1 && time.Duration(c.ICMP.Count-1)*c.ICMP.EchoInterval >= c.Timeout {
 		add("icmp: count=%d echoes %v apart do not fit in timeout=%v", c.ICMP.Count, c.ICMP.EchoInterval, c.Timeout)
 	}
-	if c.ICMP.ReceiveBuffer < 0 || c.ICMP.ReceiveBuffer > 64<<20 {
-		add("icmp.receive_buffer: %d out of range [0, 64MiB]", c.ICMP.ReceiveBuffer)
-	}
-
-	if c.Peers.Enabled {
-		if c.Peers.LabelSelector == "" {
-			add("peers.label_selector: required when peers.enabled (the DaemonSet's pod labels)")
-		} else if _, err := labels.Parse(c.Peers.LabelSelector); err != nil {
-			add("peers.label_selector: %v", err)
-		}
-		if c.Peers.Namespace != "" {
-			if msgs := validation.IsDNS1123Label(c.Peers.Namespace); len(msgs) > 0 {
-				add("peers.namespace: %q: %s", c.Peers.Namespace, strings.Join(msgs, "; "))
-			}
-		}
-		if c.Peers.ReadyGracePeriod < 0 || c.Peers.ReadyGracePeriod > time.Hour {
-			add("peers.ready_grace_period: %v out of range [0, 1h]", c.Peers.ReadyGracePeriod)
-		}
-		errs = append(errs, validateProbeList("peers.probes", c.Peers.Probes, []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP})...)
-		if needsPort(c.Peers.Probes) && (c.Peers.Port < 1 || c.Peers.Port > 65535) {
-			add("peers.port: %d out of range [1, 65535] (required by tcp/http peer probes)", c.Peers.Port)
-		}
-		errs = append(errs, c.Peers.HTTP.validate("peers.http")...)
-	}
-	for i, s := range c.Selectors {
-		p := fmt.Sprintf("selectors[%d]", i)
-		if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
-			add("%s.namespace: %q: %s", p, s.Namespace, strings.Join(msgs, "; "))
-		}
-		if s.LabelSelector == "" {
-			add("%s.label_selector: required", p)
-		} else if sel, err := labels.Parse(s.LabelSelector); err != nil {
-			add("%s.label_selector: %v", p, err)
-		} else if sel.Empty() {
-			add("%s.label_selector: %q selects every pod; name the pods to probe", p, s.LabelSelector)
-		}
-		errs = append(errs, validateProbeList(p+".probes", s.Probes, []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP})...)
-		if needsPort(s.Probes) {
-			if s.Port == "" {
-				add("%s.port: required by tcp/http probes (a number or a container port name)", p)
-			} else if n, err := strconv.Atoi(s.Port); err == nil {
-				if n < 1 || n > 65535 {
-					add("%s.port: %d out of range [1, 65535]", p, n)
-				}
-			} else if msgs := validation.IsValidPortName(s.Port); len(msgs) > 0 {
-				add("%s.port: %q is neither a number nor a valid port name: %s", p, s.Port, strings.Join(msgs, "; "))
-			}
-		}
-		if s.Observers < 0 || s.Observers > 64 {
-			add("%s.observers: %d out of range [0, 64] (0 = k)", p, s.Observers)
-		}
-		errs = append(errs, s.HTTP.validate(p+".http")...)
-	}
+	// StaticConfig.Validate reports a target that does not parse; the address policy
+	// (allow_loopback, allow_link_local) is Config's.
 	policy := c.policy()
 	for i, s := range c.Static {
-		p := fmt.Sprintf("static[%d]", i)
-		st, err := parseStatic(s)
-		if err != nil {
-			add("%s.target: %v", p, err)
-			continue
-		}
-		if st.addr.IsValid() {
+		if st, err := parseStatic(s); err == nil && st.addr.IsValid() {
 			if err := policy.Check(st.addr); err != nil {
-				add("%s.target: %v", p, err)
+				add("static::%d::target: %v", i, err)
 			}
-		}
-		errs = append(errs, validateProbeList(p+".probes", st.probes, []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP})...)
-		errs = append(errs, s.HTTP.validate(p+".http")...)
-	}
-	for i, d := range c.DNS {
-		p := fmt.Sprintf("dns[%d]", i)
-		if d.Name == "" {
-			add("%s.name: required (the name to look up)", p)
-		}
-		if d.Server != "" {
-			if _, _, err := net.SplitHostPort(d.Server); err != nil {
-				add("%s.server: %q is not host:port", p, d.Server)
-			}
-		}
-		switch d.Protocol {
-		case "", "udp", "tcp":
-		default:
-			add("%s.protocol: %q; want udp or tcp", p, d.Protocol)
-		}
-		switch strings.ToUpper(d.QueryType) {
-		case "", "A", "AAAA", "SRV", "CNAME", "TXT", "NS", "PTR", "MX", "SOA":
-		default:
-			add("%s.query_type: %q; want A, AAAA, SRV, CNAME, TXT, NS, PTR, MX or SOA", p, d.QueryType)
 		}
 	}
 	if !c.Peers.Enabled && len(c.Selectors) == 0 && len(c.Static) == 0 && len(c.DNS) == 0 {
@@ -343,36 +265,165 @@ func (c *Config) Validate() error {
 		add("spans: %q; want off, all or failures", c.Spans)
 	}
 	if c.Peers.Enabled && c.Source.PodUID == "" {
-		add("source.pod_uid: required with peers (set POD_UID from the downward API: fieldRef metadata.uid)")
+		add("source::pod_uid: required with peers (set POD_UID from the downward API: fieldRef metadata.uid)")
 	}
-	for _, ip := range splitIPs(c.Source.PodIPs) {
-		if _, err := netip.ParseAddr(ip); err != nil {
-			add("source.pod_ips: %q is not an IP address", ip)
-		}
-	}
-	return errors.Join(errs...)
+	return kubeclient.JoinErrors(errs...)
 }
 
-func (h HTTPProbeConfig) validate(field string) []error {
+// Validate checks the ICMP settings; Config checks that the echoes fit in its timeout.
+func (c ICMPConfig) Validate() error {
+	var errs []error
+	switch c.Mode {
+	case ICMPAuto, ICMPUnprivileged, ICMPPrivileged:
+	default:
+		errs = append(errs, fmt.Errorf("mode: %q; want auto, unprivileged or privileged", c.Mode))
+	}
+	if c.Count < 1 || c.Count > 100 {
+		errs = append(errs, fmt.Errorf("count: %d out of range [1, 100]", c.Count))
+	}
+	if !c.echoIntervalInRange() {
+		errs = append(errs, fmt.Errorf("echo_interval: %v out of range [1ms, 10s]", c.EchoInterval))
+	}
+	if c.ReceiveBuffer < 0 || c.ReceiveBuffer > 64<<20 {
+		errs = append(errs, fmt.Errorf("receive_buffer: %d out of range [0, 64MiB]", c.ReceiveBuffer))
+	}
+	return kubeclient.JoinErrors(errs...)
+}
+
+func (c ICMPConfig) echoIntervalInRange() bool {
+	return c.EchoInterval >= time.Millisecond && c.EchoInterval <= 10*time.Second
+}
+
+// Validate checks the peers when they are enabled (nothing otherwise, their http block
+// included, which is why HTTPProbeConfig has no Validate of its own); Config checks that
+// the source has a pod UID.
+func (p PeersConfig) Validate() error {
+	if !p.Enabled {
+		return nil
+	}
+	var errs []error
+	if p.LabelSelector == "" {
+		errs = append(errs, errors.New("label_selector: required when enabled (the DaemonSet's pod labels)"))
+	} else if _, err := labels.Parse(p.LabelSelector); err != nil {
+		errs = append(errs, fmt.Errorf("label_selector: %w", err))
+	}
+	if p.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(p.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("namespace: %q: %s", p.Namespace, strings.Join(msgs, "; ")))
+		}
+	}
+	if p.ReadyGracePeriod < 0 || p.ReadyGracePeriod > time.Hour {
+		errs = append(errs, fmt.Errorf("ready_grace_period: %v out of range [0, 1h]", p.ReadyGracePeriod))
+	}
+	errs = append(errs, validateProbeList("probes", p.Probes, allProbes)...)
+	if needsPort(p.Probes) && (p.Port < 1 || p.Port > 65535) {
+		errs = append(errs, fmt.Errorf("port: %d out of range [1, 65535] (required by tcp/http peer probes)", p.Port))
+	}
+	errs = append(errs, p.HTTP.validate()...)
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks one selector.
+func (s SelectorConfig) Validate() error {
+	var errs []error
+	if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("namespace: %q: %s", s.Namespace, strings.Join(msgs, "; ")))
+	}
+	if s.LabelSelector == "" {
+		errs = append(errs, errors.New("label_selector: required"))
+	} else if sel, err := labels.Parse(s.LabelSelector); err != nil {
+		errs = append(errs, fmt.Errorf("label_selector: %w", err))
+	} else if sel.Empty() {
+		errs = append(errs, fmt.Errorf("label_selector: %q selects every pod; name the pods to probe", s.LabelSelector))
+	}
+	errs = append(errs, validateProbeList("probes", s.Probes, allProbes)...)
+	if needsPort(s.Probes) {
+		if s.Port == "" {
+			errs = append(errs, errors.New("port: required by tcp/http probes (a number or a container port name)"))
+		} else if n, err := strconv.Atoi(s.Port); err == nil {
+			if n < 1 || n > 65535 {
+				errs = append(errs, fmt.Errorf("port: %d out of range [1, 65535]", n))
+			}
+		} else if msgs := validation.IsValidPortName(s.Port); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("port: %q is neither a number nor a valid port name: %s", s.Port, strings.Join(msgs, "; ")))
+		}
+	}
+	if s.Observers < 0 || s.Observers > 64 {
+		errs = append(errs, fmt.Errorf("observers: %d out of range [0, 64] (0 = k)", s.Observers))
+	}
+	errs = append(errs, s.HTTP.validate()...)
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks that the target parses, then its probes and http block; Config checks
+// its address against allow_loopback and allow_link_local.
+func (s StaticConfig) Validate() error {
+	st, err := parseStatic(s)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	errs := validateProbeList("probes", st.probes, allProbes)
+	errs = append(errs, s.HTTP.validate()...)
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks one DNS probe.
+func (d DNSConfig) Validate() error {
+	var errs []error
+	if d.Name == "" {
+		errs = append(errs, errors.New("name: required (the name to look up)"))
+	}
+	if d.Server != "" {
+		if _, _, err := net.SplitHostPort(d.Server); err != nil {
+			errs = append(errs, fmt.Errorf("server: %q is not host:port", d.Server))
+		}
+	}
+	switch d.Protocol {
+	case "", "udp", "tcp":
+	default:
+		errs = append(errs, fmt.Errorf("protocol: %q; want udp or tcp", d.Protocol))
+	}
+	switch strings.ToUpper(d.QueryType) {
+	case "", "A", "AAAA", "SRV", "CNAME", "TXT", "NS", "PTR", "MX", "SOA":
+	default:
+		errs = append(errs, fmt.Errorf("query_type: %q; want A, AAAA, SRV, CNAME, TXT, NS, PTR, MX or SOA", d.QueryType))
+	}
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks the source's addresses; Config checks that it has a pod UID with peers.
+func (s SourceConfig) Validate() error {
+	var errs []error
+	for _, ip := range splitIPs(s.PodIPs) {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			errs = append(errs, fmt.Errorf("pod_ips: %q is not an IP address", ip))
+		}
+	}
+	return kubeclient.JoinErrors(errs...)
+}
+
+// validate is called by the owner of the http block (peers only when enabled), so its
+// errors name the field from there: "http::scheme".
+func (h HTTPProbeConfig) validate() []error {
 	var errs []error
 	switch h.Scheme {
 	case "", "http", "https":
 	default:
-		errs = append(errs, fmt.Errorf("%s.scheme: %q; want http or https", field, h.Scheme))
+		errs = append(errs, fmt.Errorf("http::scheme: %q; want http or https", h.Scheme))
 	}
 	if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
-		errs = append(errs, fmt.Errorf("%s.path: %q must start with /", field, h.Path))
+		errs = append(errs, fmt.Errorf("http::path: %q must start with /", h.Path))
 	}
 	for i, s := range h.ExpectedStatus {
 		if s < 100 || s > 599 {
-			errs = append(errs, fmt.Errorf("%s.expected_status[%d]: %d out of range [100, 599]", field, i, s))
+			errs = append(errs, fmt.Errorf("http::expected_status::%d: %d out of range [100, 599]", i, s))
 		}
 	}
 	if h.MaxRedirects < 0 || h.MaxRedirects > 10 {
-		errs = append(errs, fmt.Errorf("%s.max_redirects: %d out of range [0, 10]", field, h.MaxRedirects))
+		errs = append(errs, fmt.Errorf("http::max_redirects: %d out of range [0, 10]", h.MaxRedirects))
 	}
 	if h.MaxBodyBytes < 0 || h.MaxBodyBytes > 16<<20 {
-		errs = append(errs, fmt.Errorf("%s.max_body_bytes: %d out of range [0, 16MiB]", field, h.MaxBodyBytes))
+		errs = append(errs, fmt.Errorf("http::max_body_bytes: %d out of range [0, 16MiB]", h.MaxBodyBytes))
 	}
 	return errs
 }
@@ -389,10 +440,10 @@ func validateProbeList(field string, probes, allowed []string) []error {
 			ok = ok || p == a
 		}
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s[%d]: %q; want one of %s", field, i, p, strings.Join(allowed, ", ")))
+			errs = append(errs, fmt.Errorf("%s::%d: %q; want one of %s", field, i, p, strings.Join(allowed, ", ")))
 		}
 		if seen[p] {
-			errs = append(errs, fmt.Errorf("%s[%d]: %q listed twice", field, i, p))
+			errs = append(errs, fmt.Errorf("%s::%d: %q listed twice", field, i, p))
 		}
 		seen[p] = true
 	}
