@@ -4,7 +4,6 @@
 package podnetworkhealthexporter
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -144,13 +143,18 @@ var kubeletConditions = map[string]bool{
 	"Ready": true, "MemoryPressure": true, "DiskPressure": true, "PIDPressure": true, "NetworkUnavailable": true,
 }
 
-// Validate names every offending field.
+// Validation. The collector's configuration walk (confmap.Validate) calls Validate on
+// Config and on each of its parts (leader_election, events, node_conditions,
+// readiness_gate) and puts the part's path in front of what it returns: each Validate
+// names its own fields, relative to itself, and the checks that need
+// require_authenticated_observers stay on Config.
+
+// Validate checks the top-level fields, and the quorums that
+// require_authenticated_observers raises.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if err := c.Config.Check(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.Config.Check())
 	if c.Window < 10*time.Second || c.Window > 24*time.Hour {
 		add("window: %v out of range [10s, 24h]", c.Window)
 	}
@@ -201,65 +205,98 @@ func (c *Config) Validate() error {
 			add("namespace: %q: %s", c.Namespace, strings.Join(msgs, "; "))
 		}
 	}
-	if le := c.LeaderElection; le.Enabled {
-		if msgs := validation.IsDNS1123Subdomain(le.LeaseName); len(msgs) > 0 {
-			add("leader_election.lease_name: %q: %s", le.LeaseName, strings.Join(msgs, "; "))
-		}
-		if msgs := validation.IsDNS1123Label(le.LeaseNamespace); len(msgs) > 0 {
-			add("leader_election.lease_namespace: %q: %s (set it, e.g. from POD_NAMESPACE)", le.LeaseNamespace, strings.Join(msgs, "; "))
-		}
-		if le.LeaderLabel != "" {
-			if msgs := validation.IsQualifiedName(le.LeaderLabel); len(msgs) > 0 {
-				add("leader_election.leader_label: %q: %s", le.LeaderLabel, strings.Join(msgs, "; "))
-			}
-		}
-		if le.LeaseDuration <= le.RenewDeadline || le.RenewDeadline <= le.RetryPeriod || le.RetryPeriod <= 0 {
-			add("leader_election: want lease_duration (%v) > renew_deadline (%v) > retry_period (%v) > 0", le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+	// A quorum out of range is NodeConditionsConfig's and ReadinessGateConfig's to report.
+	if nc := c.NodeConditions; nc.Enabled && c.RequireAuthenticatedObservers && nc.Quorum == 1 {
+		add("node_conditions::quorum: %d with require_authenticated_observers: want at least 2, so that no single agent can mark a node", nc.Quorum)
+	}
+	if rg := c.ReadinessGate; rg.Enabled && c.RequireAuthenticatedObservers && rg.MinReachingNodes == 1 {
+		add("readiness_gate::min_reaching_nodes: %d with require_authenticated_observers: want at least 2, so that no single agent decides another pod's readiness", rg.MinReachingNodes)
+	}
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks the election settings when it is enabled.
+func (le LeaderElectionConfig) Validate() error {
+	if !le.Enabled {
+		return nil
+	}
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if msgs := validation.IsDNS1123Subdomain(le.LeaseName); len(msgs) > 0 {
+		add("lease_name: %q: %s", le.LeaseName, strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsDNS1123Label(le.LeaseNamespace); len(msgs) > 0 {
+		add("lease_namespace: %q: %s (set it, e.g. from POD_NAMESPACE)", le.LeaseNamespace, strings.Join(msgs, "; "))
+	}
+	if le.LeaderLabel != "" {
+		if msgs := validation.IsQualifiedName(le.LeaderLabel); len(msgs) > 0 {
+			add("leader_label: %q: %s", le.LeaderLabel, strings.Join(msgs, "; "))
 		}
 	}
-	if c.Events.Enabled && (c.Events.PerMinute < 1 || c.Events.PerMinute > 600) {
-		add("events.per_minute: %d out of range [1, 600]", c.Events.PerMinute)
+	if le.LeaseDuration <= le.RenewDeadline || le.RenewDeadline <= le.RetryPeriod || le.RetryPeriod <= 0 {
+		add("want lease_duration (%v) > renew_deadline (%v) > retry_period (%v) > 0", le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
 	}
-	if nc := c.NodeConditions; nc.Enabled {
-		if kubeletConditions[nc.Type] {
-			add("node_conditions.type: %q is owned by the kubelet; netpulse never writes it", nc.Type)
-		} else if msgs := validation.IsQualifiedName(nc.Type); nc.Type == "" || len(msgs) > 0 {
-			add("node_conditions.type: %q is not a valid condition type: %s", nc.Type, strings.Join(msgs, "; "))
-		}
-		if nc.Quorum < 1 || nc.Quorum > 100 {
-			add("node_conditions.quorum: %d out of range [1, 100]", nc.Quorum)
-		}
-		if nc.MaxFailingShare <= 0 || nc.MaxFailingShare > 1 {
-			add("node_conditions.max_failing_share: %v out of range (0, 1]", nc.MaxFailingShare)
-		}
-		if nc.Heartbeat < 10*time.Second {
-			add("node_conditions.heartbeat: %v below 10s", nc.Heartbeat)
-		}
-		if nc.MinHold < 0 || nc.MinHold > time.Hour {
-			add("node_conditions.min_hold: %v out of range [0, 1h]", nc.MinHold)
-		}
-		if c.RequireAuthenticatedObservers && nc.Quorum < 2 {
-			add("node_conditions.quorum: %d with require_authenticated_observers: want at least 2, so that no single agent can mark a node", nc.Quorum)
-		}
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks the Event rate when Events are enabled.
+func (e EventsConfig) Validate() error {
+	if e.Enabled && (e.PerMinute < 1 || e.PerMinute > 600) {
+		return fmt.Errorf("per_minute: %d out of range [1, 600]", e.PerMinute)
 	}
-	if rg := c.ReadinessGate; rg.Enabled {
-		if gate := metadata.ExporterPodnetworkhealthReadinessGateFeatureGate; !gate.IsEnabled() {
-			add("readiness_gate.enabled: requires the alpha feature gate: run with --feature-gates=%s", gate.ID())
-		}
-		if msgs := validation.IsQualifiedName(rg.ConditionType); len(msgs) > 0 {
-			add("readiness_gate.condition_type: %q: %s", rg.ConditionType, strings.Join(msgs, "; "))
-		}
-		if rg.MaxFlipsPerMinute < 1 || rg.MaxFlipsPerMinute > 6000 {
-			add("readiness_gate.max_flips_per_minute: %d out of range [1, 6000]", rg.MaxFlipsPerMinute)
-		}
-		if rg.FailOpenTimeout < 0 {
-			add("readiness_gate.fail_open_timeout: %v is negative", rg.FailOpenTimeout)
-		}
-		if rg.MinReachingNodes < 1 || rg.MinReachingNodes > 4 {
-			add("readiness_gate.min_reaching_nodes: %d out of range [1, 4]", rg.MinReachingNodes)
-		} else if c.RequireAuthenticatedObservers && rg.MinReachingNodes < 2 {
-			add("readiness_gate.min_reaching_nodes: %d with require_authenticated_observers: want at least 2, so that no single agent decides another pod's readiness", rg.MinReachingNodes)
-		}
+	return nil
+}
+
+// Validate checks the node condition settings when they are enabled; Config checks the
+// quorum against require_authenticated_observers.
+func (nc NodeConditionsConfig) Validate() error {
+	if !nc.Enabled {
+		return nil
 	}
-	return errors.Join(errs...)
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if kubeletConditions[nc.Type] {
+		add("type: %q is owned by the kubelet; netpulse never writes it", nc.Type)
+	} else if msgs := validation.IsQualifiedName(nc.Type); nc.Type == "" || len(msgs) > 0 {
+		add("type: %q is not a valid condition type: %s", nc.Type, strings.Join(msgs, "; "))
+	}
+	if nc.Quorum < 1 || nc.Quorum > 100 {
+		add("quorum: %d out of range [1, 100]", nc.Quorum)
+	}
+	if nc.MaxFailingShare <= 0 || nc.MaxFailingShare > 1 {
+		add("max_failing_share: %v out of range (0, 1]", nc.MaxFailingShare)
+	}
+	if nc.Heartbeat < 10*time.Second {
+		add("heartbeat: %v below 10s", nc.Heartbeat)
+	}
+	if nc.MinHold < 0 || nc.MinHold > time.Hour {
+		add("min_hold: %v out of range [0, 1h]", nc.MinHold)
+	}
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks the readiness gate settings when it is enabled; Config checks
+// min_reaching_nodes against require_authenticated_observers.
+func (rg ReadinessGateConfig) Validate() error {
+	if !rg.Enabled {
+		return nil
+	}
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if gate := metadata.ExporterPodnetworkhealthReadinessGateFeatureGate; !gate.IsEnabled() {
+		add("enabled: requires the alpha feature gate: run with --feature-gates=%s", gate.ID())
+	}
+	if msgs := validation.IsQualifiedName(rg.ConditionType); len(msgs) > 0 {
+		add("condition_type: %q: %s", rg.ConditionType, strings.Join(msgs, "; "))
+	}
+	if rg.MaxFlipsPerMinute < 1 || rg.MaxFlipsPerMinute > 6000 {
+		add("max_flips_per_minute: %d out of range [1, 6000]", rg.MaxFlipsPerMinute)
+	}
+	if rg.FailOpenTimeout < 0 {
+		add("fail_open_timeout: %v is negative", rg.FailOpenTimeout)
+	}
+	if rg.MinReachingNodes < 1 || rg.MinReachingNodes > 4 {
+		add("min_reaching_nodes: %d out of range [1, 4]", rg.MinReachingNodes)
+	}
+	return kubeclient.JoinErrors(errs...)
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
+	"github.com/netpulse/netpulse/internal/kubeclient"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
@@ -55,10 +56,16 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, 5, cfg.MaxEchoesPerRound)
 }
 
+// requireProblems asserts that each want begins one of the problems err reports, read with
+// its whole path (a struct's path from the validation walk, then the field), and that no
+// problem is reported twice.
+func requireProblems(t *testing.T, err error, wants ...string) {
+	t.Helper()
+	require.NoError(t, kubeclient.MatchProblems(err, wants...))
+}
+
 func TestInvalidConfigNamesFields(t *testing.T) {
-	err := confmap.Validate(loadConfig(t, "invalid"))
-	require.Error(t, err)
-	for _, want := range []string{
+	requireProblems(t, confmap.Validate(loadConfig(t, "invalid")),
 		"qps: 0 out of range",
 		"window: 1s out of range [10s, 24h]",
 		"failures_to_unreachable: 0 out of range [1, 100]",
@@ -70,25 +77,74 @@ func TestInvalidConfigNamesFields(t *testing.T) {
 		"workers: 0 out of range [1, 64]",
 		"min_probe_interval: 2m0s out of range [100ms, max_probe_interval=1m0s]",
 		"max_echoes_per_round: 0 out of range [1, 100]",
-		`leader_election.lease_name: "Not_Valid"`,
-		`leader_election.lease_namespace: ""`,
+		`leader_election: lease_name: "Not_Valid"`,
+		`leader_election: lease_namespace: ""`,
 		"leader_election: want lease_duration (5s) > renew_deadline (10s)",
-		"events.per_minute: 0 out of range",
-		`node_conditions.type: "Ready" is owned by the kubelet`,
-		"node_conditions.quorum: 0 out of range",
-		"node_conditions.max_failing_share: 0 out of range",
-		"readiness_gate.enabled: requires the alpha feature gate: run with --feature-gates=exporter.podnetworkhealth.readinessGate",
-		"readiness_gate.max_flips_per_minute: 0 out of range",
-		"readiness_gate.min_reaching_nodes: 0 out of range [1, 4]",
-	} {
-		require.ErrorContains(t, err, want)
-	}
+		"events: per_minute: 0 out of range",
+		`node_conditions: type: "Ready" is owned by the kubelet`,
+		"node_conditions: quorum: 0 out of range",
+		"node_conditions: max_failing_share: 0 out of range",
+		"readiness_gate: enabled: requires the alpha feature gate: run with --feature-gates=exporter.podnetworkhealth.readinessGate",
+		"readiness_gate: max_flips_per_minute: 0 out of range",
+		"readiness_gate: min_reaching_nodes: 0 out of range [1, 4]",
+	)
+}
+
+// The fields that have no case in testdata: each is reported under its own path.
+func TestInvalidPartsNameTheirPath(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "netpulse")
+	t.Setenv("POD_NAME", "gw-1")
+	cfg := createDefaultConfig().(*Config)
+	cfg.SuccessesToReachable = 0
+	cfg.TargetQuorum = 17
+	cfg.TargetRecovery = 0
+	cfg.FailingPairRetention = time.Second
+	cfg.MaxProbeInterval = 2 * time.Hour
+	cfg.Namespace = "Not_A_Namespace"
+	cfg.LeaderElection.Enabled = true
+	cfg.LeaderElection.LeaderLabel = "not a label"
+	cfg.NodeConditions = NodeConditionsConfig{Enabled: true, Type: "no spaces allowed", Quorum: 2, MaxFailingShare: 0.5, Heartbeat: time.Second, MinHold: 2 * time.Hour}
+	cfg.ReadinessGate.Enabled = true
+	cfg.ReadinessGate.ConditionType = "not valid!"
+	cfg.ReadinessGate.FailOpenTimeout = -time.Second
+	requireProblems(t, confmap.Validate(cfg),
+		"successes_to_reachable: 0 out of range [1, 100]",
+		"target_quorum: 17 out of range [1, 16]",
+		"target_recovery: 0 out of range [1, 16]",
+		"failing_pair_retention: 1s out of range [1m, 24h]",
+		"max_probe_interval: 2h0m0s out of range [1s, 1h]",
+		`namespace: "Not_A_Namespace": `,
+		`leader_election: leader_label: "not a label": `,
+		`node_conditions: type: "no spaces allowed" is not a valid condition type: `,
+		"node_conditions: heartbeat: 1s below 10s",
+		"node_conditions: min_hold: 2h0m0s out of range [0, 1h]",
+		`readiness_gate: condition_type: "not valid!": `,
+		"readiness_gate: fail_open_timeout: -1s is negative",
+	)
+
+	// Disabled parts are not checked.
+	cfg = createDefaultConfig().(*Config)
+	cfg.LeaderElection = LeaderElectionConfig{LeaseName: "Not_Valid"}
+	cfg.Events = EventsConfig{PerMinute: -1}
+	cfg.NodeConditions = NodeConditionsConfig{Type: "Ready"}
+	cfg.ReadinessGate = ReadinessGateConfig{MinReachingNodes: 9}
+	require.NoError(t, confmap.Validate(cfg))
 }
 
 // With authenticated observers, no rule may let a single agent decide a node condition or
 // another pod's readiness.
 func TestAuthenticatedObserversNeedQuorums(t *testing.T) {
 	err := confmap.Validate(loadConfig(t, "single_observer_decides"))
-	require.ErrorContains(t, err, "node_conditions.quorum: 1 with require_authenticated_observers: want at least 2")
-	require.ErrorContains(t, err, "readiness_gate.min_reaching_nodes: 1 with require_authenticated_observers: want at least 2")
+	requireProblems(t, err,
+		"node_conditions::quorum: 1 with require_authenticated_observers: want at least 2",
+		"readiness_gate::min_reaching_nodes: 1 with require_authenticated_observers: want at least 2",
+	)
+
+	// A quorum out of range is reported once, as out of range.
+	cfg := loadConfig(t, "single_observer_decides")
+	cfg.NodeConditions.Quorum = 0
+	cfg.ReadinessGate.MinReachingNodes = 0
+	err = confmap.Validate(cfg)
+	requireProblems(t, err, "node_conditions: quorum: 0 out of range [1, 100]", "readiness_gate: min_reaching_nodes: 0 out of range [1, 4]")
+	require.NotContains(t, err.Error(), "with require_authenticated_observers")
 }
