@@ -196,58 +196,20 @@ func createDefaultConfig() *Config {
 	}
 }
 
-// Validate checks the configuration; every error names its field.
+// Validation. The collector's configuration walk (confmap.Validate) calls Validate on
+// Config and on each of its parts (scope, admission, every rule) and puts the part's path
+// in front of what it returns: each Validate names its own fields, relative to itself.
+// What needs two parts (rules repeated, admission's rule) stays on Config.
+
+// Validate checks the top-level fields, the rules as a list, and that admission has the
+// rule it needs.
 func (c *Config) Validate() error {
 	var errs []error
-	if err := c.Config.Check(); err != nil {
-		errs = append(errs, err)
-	}
-	if a := &c.Admission; a.Enabled {
-		for _, r := range []struct {
-			name   string
-			v, max int
-		}{
-			{"max_data_points_per_request", a.MaxDataPointsPerRequest, 1 << 20},
-			{"max_targets_per_round", a.MaxTargetsPerRound, 65536},
-			{"max_stable_targets_per_source", a.MaxStableTargetsPerSource, 4096},
-			{"max_external_targets_per_source", a.MaxExternalTargetsPerSource, 4096},
-			{"max_sources", a.MaxSources, 1 << 20},
-		} {
-			if r.v < 1 || r.v > r.max {
-				errs = append(errs, fmt.Errorf("admission.%s: %d out of range [1, %d]", r.name, r.v, r.max))
-			}
-		}
-		if a.IdleTTL < 10*time.Second || a.IdleTTL > 24*time.Hour {
-			errs = append(errs, fmt.Errorf("admission.idle_ttl: %v out of range [10s, 24h]", a.IdleTTL))
-		}
-		for i, d := range a.DeclaredExternalTargets {
-			if d == "*" {
-				continue
-			}
-			if _, err := parseDeclared(d); err != nil && (strings.ContainsAny(d, "/:[] ") || len(validation.IsDNS1123Subdomain(strings.ToLower(d))) > 0) {
-				errs = append(errs, fmt.Errorf("admission.declared_external_targets[%d]: %q is neither an IP, a CIDR nor a host name", i, d))
-			}
-		}
-		if !slices.ContainsFunc(c.Rules, func(r RuleConfig) bool {
-			return r.From == SourceDataPoint && r.Attribute == contract.DestinationAddress && r.Prefix == contract.DestinationPrefix
-		}) {
-			errs = append(errs, errors.New("admission: needs the data point rule destination.address -> destination. (it tells pods and nodes from external targets)"))
-		}
-	}
-	if c.Scope.LabelSelector != "" {
-		if _, err := labels.Parse(c.Scope.LabelSelector); err != nil {
-			errs = append(errs, fmt.Errorf("scope.label_selector: %w", err))
-		}
-	}
-	if c.Scope.Namespace != "" {
-		if msgs := validation.IsDNS1123Label(c.Scope.Namespace); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("scope.namespace: %q is not a namespace name: %s", c.Scope.Namespace, strings.Join(msgs, "; ")))
-		}
-	}
-	if c.Scope.NodeName != "" {
-		if msgs := validation.IsDNS1123Subdomain(c.Scope.NodeName); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("scope.node_name: %q is not a node name: %s", c.Scope.NodeName, strings.Join(msgs, "; ")))
-		}
+	errs = append(errs, c.Config.Check())
+	if c.Admission.Enabled && !slices.ContainsFunc(c.Rules, func(r RuleConfig) bool {
+		return r.From == SourceDataPoint && r.Attribute == contract.DestinationAddress && r.Prefix == contract.DestinationPrefix
+	}) {
+		errs = append(errs, errors.New("admission: needs the data point rule destination.address -> destination. (it tells pods and nodes from external targets)"))
 	}
 	if c.DeletedPodGrace < 0 {
 		errs = append(errs, fmt.Errorf("deleted_pod_grace: %v must not be negative", c.DeletedPodGrace))
@@ -261,10 +223,10 @@ func (c *Config) Validate() error {
 	seenLabel := map[string]int{}
 	for i, l := range c.PodLabels {
 		if msgs := validation.IsQualifiedName(l); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("pod_labels[%d]: %q is not a label key: %s", i, l, strings.Join(msgs, "; ")))
+			errs = append(errs, fmt.Errorf("pod_labels::%d: %q is not a label key: %s", i, l, strings.Join(msgs, "; ")))
 		}
 		if j, dup := seenLabel[l]; dup {
-			errs = append(errs, fmt.Errorf("pod_labels[%d]: %q repeats pod_labels[%d]", i, l, j))
+			errs = append(errs, fmt.Errorf("pod_labels::%d: %q repeats pod_labels::%d", i, l, j))
 		}
 		seenLabel[l] = i
 	}
@@ -273,12 +235,13 @@ func (c *Config) Validate() error {
 	}
 	for i, a := range c.Attributes {
 		if !slices.Contains(allAttributes, a) {
-			errs = append(errs, fmt.Errorf("attributes[%d]: unknown attribute %q; want one of %s", i, a, strings.Join(allAttributes, ", ")))
+			errs = append(errs, fmt.Errorf("attributes::%d: unknown attribute %q; want one of %s", i, a, strings.Join(allAttributes, ", ")))
 		}
 	}
 	if len(c.Rules) == 0 {
 		errs = append(errs, errors.New("rules: empty; the processor would change nothing (remove the key to get the default rules)"))
 	}
+	// RuleConfig.Validate reports an empty rule.
 	type ruleKey struct {
 		from SourceKind
 		attr string
@@ -286,29 +249,93 @@ func (c *Config) Validate() error {
 	seen := map[ruleKey]int{}
 	for i, r := range c.Rules {
 		if r == (RuleConfig{}) {
-			errs = append(errs, fmt.Errorf("rules[%d]: empty rule; set from, attribute and prefix", i))
 			continue
-		}
-		switch {
-		case r.From == "":
-			errs = append(errs, fmt.Errorf("rules[%d].from: missing; want one of %s", i, sourceKindList()))
-		case !r.From.valid():
-			errs = append(errs, fmt.Errorf("rules[%d].from: unknown source kind %q; want one of %s", i, r.From, sourceKindList()))
-		}
-		if strings.TrimSpace(r.Attribute) == "" {
-			errs = append(errs, fmt.Errorf("rules[%d].attribute: missing; name the attribute that holds the address", i))
-		}
-		if err := validatePrefix(r.Prefix); err != nil {
-			errs = append(errs, fmt.Errorf("rules[%d].prefix: %w", i, err))
 		}
 		k := ruleKey{r.From, r.Attribute}
 		if j, dup := seen[k]; dup {
-			errs = append(errs, fmt.Errorf("rules[%d]: same from and attribute as rules[%d] (%s %q)", i, j, r.From, r.Attribute))
+			errs = append(errs, fmt.Errorf("rules::%d: same from and attribute as rules::%d (%s %q)", i, j, r.From, r.Attribute))
 		} else {
 			seen[k] = i
 		}
 	}
-	return errors.Join(errs...)
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks the limits when admission is enabled; Config checks that the rules
+// include the one admission needs.
+func (a AdmissionConfig) Validate() error {
+	if !a.Enabled {
+		return nil
+	}
+	var errs []error
+	for _, r := range []struct {
+		name   string
+		v, max int
+	}{
+		{"max_data_points_per_request", a.MaxDataPointsPerRequest, 1 << 20},
+		{"max_targets_per_round", a.MaxTargetsPerRound, 65536},
+		{"max_stable_targets_per_source", a.MaxStableTargetsPerSource, 4096},
+		{"max_external_targets_per_source", a.MaxExternalTargetsPerSource, 4096},
+		{"max_sources", a.MaxSources, 1 << 20},
+	} {
+		if r.v < 1 || r.v > r.max {
+			errs = append(errs, fmt.Errorf("%s: %d out of range [1, %d]", r.name, r.v, r.max))
+		}
+	}
+	if a.IdleTTL < 10*time.Second || a.IdleTTL > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("idle_ttl: %v out of range [10s, 24h]", a.IdleTTL))
+	}
+	for i, d := range a.DeclaredExternalTargets {
+		if d == "*" {
+			continue
+		}
+		if _, err := parseDeclared(d); err != nil && (strings.ContainsAny(d, "/:[] ") || len(validation.IsDNS1123Subdomain(strings.ToLower(d))) > 0) {
+			errs = append(errs, fmt.Errorf("declared_external_targets::%d: %q is neither an IP, a CIDR nor a host name", i, d))
+		}
+	}
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks the scope's selectors.
+func (s ScopeConfig) Validate() error {
+	var errs []error
+	if s.LabelSelector != "" {
+		if _, err := labels.Parse(s.LabelSelector); err != nil {
+			errs = append(errs, fmt.Errorf("label_selector: %w", err))
+		}
+	}
+	if s.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(s.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("namespace: %q is not a namespace name: %s", s.Namespace, strings.Join(msgs, "; ")))
+		}
+	}
+	if s.NodeName != "" {
+		if msgs := validation.IsDNS1123Subdomain(s.NodeName); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("node_name: %q is not a node name: %s", s.NodeName, strings.Join(msgs, "; ")))
+		}
+	}
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks one rule; Config checks that no two rules read the same attribute.
+func (r RuleConfig) Validate() error {
+	if r == (RuleConfig{}) {
+		return errors.New("empty rule; set from, attribute and prefix")
+	}
+	var errs []error
+	switch {
+	case r.From == "":
+		errs = append(errs, fmt.Errorf("from: missing; want one of %s", sourceKindList()))
+	case !r.From.valid():
+		errs = append(errs, fmt.Errorf("from: unknown source kind %q; want one of %s", r.From, sourceKindList()))
+	}
+	if strings.TrimSpace(r.Attribute) == "" {
+		errs = append(errs, errors.New("attribute: missing; name the attribute that holds the address"))
+	}
+	if err := validatePrefix(r.Prefix); err != nil {
+		errs = append(errs, fmt.Errorf("prefix: %w", err))
+	}
+	return kubeclient.JoinErrors(errs...)
 }
 
 func validatePrefix(p string) error {
