@@ -4,7 +4,6 @@
 package k8stokenauthextension
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -53,13 +52,13 @@ type CacheConfig struct {
 	StaleIfError time.Duration `mapstructure:"stale_if_error"`
 }
 
-// Validate names every offending field.
+// Validate names every offending top-level field; the collector's configuration walk
+// (confmap.Validate) calls CacheConfig.Validate and puts "cache: " in front of what it
+// returns.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if err := c.Config.Check(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.Config.Check())
 	switch {
 	case c.Audience == "":
 		add("audience: required (the audience of the agents' projected tokens, e.g. netpulse-gateway)")
@@ -72,27 +71,15 @@ func (c *Config) Validate() error {
 	for i, sa := range c.ServiceAccounts {
 		ns, name, ok := strings.Cut(sa, "/")
 		if !ok {
-			add("service_accounts[%d]: %q: want \"namespace/name\"", i, sa)
+			add("service_accounts::%d: %q: want \"namespace/name\"", i, sa)
 			continue
 		}
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-			add("service_accounts[%d]: namespace %q: %s", i, ns, strings.Join(msgs, "; "))
+			add("service_accounts::%d: namespace %q: %s", i, ns, strings.Join(msgs, "; "))
 		}
 		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-			add("service_accounts[%d]: name %q: %s", i, name, strings.Join(msgs, "; "))
+			add("service_accounts::%d: name %q: %s", i, name, strings.Join(msgs, "; "))
 		}
-	}
-	if c.Cache.MaxEntries < 1 || c.Cache.MaxEntries > 1_000_000 {
-		add("cache.max_entries: %d out of range [1, 1000000]", c.Cache.MaxEntries)
-	}
-	if c.Cache.MaxTTL < time.Second || c.Cache.MaxTTL > time.Hour {
-		add("cache.max_ttl: %v out of range [1s, 1h]", c.Cache.MaxTTL)
-	}
-	if c.Cache.NegativeTTL < 0 || c.Cache.NegativeTTL > 5*time.Minute {
-		add("cache.negative_ttl: %v out of range [0, 5m]", c.Cache.NegativeTTL)
-	}
-	if c.Cache.StaleIfError < 0 || c.Cache.StaleIfError > time.Hour {
-		add("cache.stale_if_error: %v out of range [0, 1h]", c.Cache.StaleIfError)
 	}
 	if c.MaxConcurrentReviews < 1 || c.MaxConcurrentReviews > 64 {
 		add("max_concurrent_reviews: %d out of range [1, 64]", c.MaxConcurrentReviews)
@@ -100,5 +87,24 @@ func (c *Config) Validate() error {
 	if c.ReviewTimeout < 100*time.Millisecond || c.ReviewTimeout > time.Minute {
 		add("review_timeout: %v out of range [100ms, 1m]", c.ReviewTimeout)
 	}
-	return errors.Join(errs...)
+	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate names every offending cache field.
+func (c CacheConfig) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.MaxEntries < 1 || c.MaxEntries > 1_000_000 {
+		add("max_entries: %d out of range [1, 1000000]", c.MaxEntries)
+	}
+	if c.MaxTTL < time.Second || c.MaxTTL > time.Hour {
+		add("max_ttl: %v out of range [1s, 1h]", c.MaxTTL)
+	}
+	if c.NegativeTTL < 0 || c.NegativeTTL > 5*time.Minute {
+		add("negative_ttl: %v out of range [0, 5m]", c.NegativeTTL)
+	}
+	if c.StaleIfError < 0 || c.StaleIfError > time.Hour {
+		add("stale_if_error: %v out of range [0, 1h]", c.StaleIfError)
+	}
+	return kubeclient.JoinErrors(errs...)
 }

@@ -56,19 +56,25 @@ func TestLoadConfig(t *testing.T) {
 func TestValidateNamesEveryField(t *testing.T) {
 	_, err := loadConfig(t, "invalid")
 	require.Error(t, err)
-	for _, want := range []string{
+	requireProblems(t, err,
 		`auth_type: "bogus"`, `audience: "net pulse" contains white space`,
-		`service_accounts[0]: "no-slash"`, `service_accounts[1]: namespace "Bad_NS"`, `service_accounts[2]: name ""`,
-		"cache.max_entries", "cache.max_ttl", "cache.negative_ttl", "cache.stale_if_error", "max_concurrent_reviews", "review_timeout",
-	} {
-		assert.Contains(t, err.Error(), want)
-	}
+		`service_accounts::0: "no-slash": want "namespace/name"`, `service_accounts::1: namespace "Bad_NS"`, `service_accounts::2: name ""`,
+		"cache: max_entries: 0 out of range [1, 1000000]", "cache: max_ttl: 2h0m0s out of range [1s, 1h]",
+		"cache: negative_ttl: -1s out of range [0, 5m]", "cache: stale_if_error: 2h0m0s out of range [0, 1h]",
+		"max_concurrent_reviews: 0 out of range [1, 64]", "review_timeout: 10ms out of range [100ms, 1m]",
+	)
 	// Each error once, under its own name (not again under a "config::" path).
 	assert.Equal(t, 1, strings.Count(err.Error(), `auth_type: "bogus"`), err.Error())
 	assert.NotContains(t, err.Error(), "config::")
 
 	_, err = loadConfig(t, "empty")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "audience: required")
-	assert.Contains(t, err.Error(), "service_accounts: required")
+	requireProblems(t, err, "audience: required", "service_accounts: required")
+}
+
+// requireProblems asserts that each want begins one of the problems err reports, read with
+// its whole path (a struct's path from the validation walk, then the field), and that no
+// problem is reported twice.
+func requireProblems(t *testing.T, err error, wants ...string) {
+	t.Helper()
+	require.NoError(t, kubeclient.MatchProblems(err, wants...))
 }
