@@ -219,6 +219,18 @@ func TestMatrixZonesAndLimit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, mx.Nodes, 6)
 	assert.Len(t, mx.Zones, 2)
+	cross, err := m.CrossMatrix([]string{"zone-a"}, []string{"zone-b", "zone-c"}, 6)
+	require.NoError(t, err)
+	assert.Len(t, cross.Nodes, 3)
+	assert.Len(t, cross.Targets, 6)
+	assert.Len(t, cross.TargetZones, 2)
+	require.NotEmpty(t, cross.Cells)
+	for _, c := range cross.Cells {
+		assert.Equal(t, "zone-a", cross.Nodes[c.O].Zone)
+		assert.NotEqual(t, "zone-a", cross.Targets[c.T].Zone)
+	}
+	_, err = m.CrossMatrix([]string{"zone-a"}, []string{"zone-b", "zone-c"}, 5)
+	require.Error(t, err)
 	_, err = m.Matrix(nil, 8)
 	var tooLarge matrix.ErrTooLarge
 	require.ErrorAs(t, err, &tooLarge)

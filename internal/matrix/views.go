@@ -123,16 +123,21 @@ func (m *Model) Summary() Summary {
 	return s
 }
 
-// Matrix is a node x node view: rows are observer nodes, columns target nodes, both the
-// same Nodes, grouped in Zones. Cells are sparse: a missing (row, column) has no object.
+// Matrix is a node x node view: rows are observer nodes (Nodes, grouped in Zones),
+// columns target nodes — the same Nodes, unless Targets is set (a cross matrix between
+// zones: Targets grouped in TargetZones). Cells are sparse: a missing (row, column) has no
+// object.
 type Matrix struct {
-	Generated time.Time    `json:"generated"`
-	Nodes     []Node       `json:"nodes"`
-	Zones     []Zone       `json:"zones"`
-	Cells     []MatrixCell `json:"cells"`
+	Generated   time.Time    `json:"generated"`
+	Nodes       []Node       `json:"nodes"`
+	Zones       []Zone       `json:"zones"`
+	Targets     []Node       `json:"targets,omitempty"`
+	TargetZones []Zone       `json:"targetZones,omitempty"`
+	Cells       []MatrixCell `json:"cells"`
 }
 
-// MatrixCell is one cell of a Matrix: O and T index Matrix.Nodes.
+// MatrixCell is one cell of a Matrix: O indexes Matrix.Nodes, T Matrix.Targets when set,
+// else Matrix.Nodes.
 type MatrixCell struct {
 	O       int     `json:"o"`
 	T       int     `json:"t"`
@@ -151,39 +156,62 @@ func (e ErrTooLarge) Error() string {
 	return fmt.Sprintf("%d nodes selected, at most %d fit in a node matrix: select zones", e.Nodes, e.Max)
 }
 
-// Matrix builds the node x node view of the nodes in zones (every node when zones is
-// empty), refusing more than maxNodes of them (0: no limit). Unknown zone names select
-// nothing; "" selects the nodes without a zone.
-func (m *Model) Matrix(zones []string, maxNodes int) (Matrix, error) {
-	out := Matrix{Generated: m.Now, Nodes: []Node{}, Zones: []Zone{}, Cells: []MatrixCell{}}
-	newIndex := make([]int, len(m.Nodes))
-	for i := range newIndex {
-		newIndex[i] = -1
+// selectZones returns the nodes of zones (every node when zones is empty), their zones,
+// and for every model node its index among them (-1: not selected).
+func (m *Model) selectZones(zones []string) ([]Node, []Zone, []int) {
+	nodes, zs := []Node{}, []Zone{}
+	index := make([]int, len(m.Nodes))
+	for i := range index {
+		index[i] = -1
 	}
 	for _, z := range m.Zones {
 		if len(zones) > 0 && !slices.Contains(zones, z.Name) {
 			continue
 		}
-		nz := Zone{Name: z.Name, First: len(out.Nodes), Count: z.Count, ProblemNodes: z.ProblemNodes}
+		zs = append(zs, Zone{Name: z.Name, First: len(nodes), Count: z.Count, ProblemNodes: z.ProblemNodes})
 		for i := z.First; i < z.First+z.Count; i++ {
-			newIndex[i] = len(out.Nodes)
-			out.Nodes = append(out.Nodes, m.Nodes[i])
+			index[i] = len(nodes)
+			nodes = append(nodes, m.Nodes[i])
 		}
-		out.Zones = append(out.Zones, nz)
 	}
-	if maxNodes > 0 && len(out.Nodes) > maxNodes {
-		return Matrix{}, ErrTooLarge{Nodes: len(out.Nodes), Max: maxNodes}
+	return nodes, zs, index
+}
+
+// Matrix builds the node x node view of the nodes in zones (every node when zones is
+// empty), refusing more than maxNodes of them (0: no limit). Unknown zone names select
+// nothing; "" selects the nodes without a zone.
+func (m *Model) Matrix(zones []string, maxNodes int) (Matrix, error) {
+	nodes, zs, index := m.selectZones(zones)
+	if maxNodes > 0 && len(nodes) > maxNodes {
+		return Matrix{}, ErrTooLarge{Nodes: len(nodes), Max: maxNodes}
 	}
+	return m.cells(Matrix{Generated: m.Now, Nodes: nodes, Zones: zs}, index, index), nil
+}
+
+// CrossMatrix builds the view from the nodes of zones from (rows) to the nodes of zones
+// to (columns): the drill-down of one zone x zone cell, which stays within maxNodes per
+// axis where the square matrix of both zones would not.
+func (m *Model) CrossMatrix(from, to []string, maxNodes int) (Matrix, error) {
+	rows, rz, ri := m.selectZones(from)
+	cols, cz, ci := m.selectZones(to)
+	if maxNodes > 0 && max(len(rows), len(cols)) > maxNodes {
+		return Matrix{}, ErrTooLarge{Nodes: max(len(rows), len(cols)), Max: maxNodes}
+	}
+	return m.cells(Matrix{Generated: m.Now, Nodes: rows, Zones: rz, Targets: cols, TargetZones: cz}, ri, ci), nil
+}
+
+func (m *Model) cells(out Matrix, rowIndex, colIndex []int) Matrix {
+	out.Cells = []MatrixCell{}
 	for ci := range m.Cells {
 		c := &m.Cells[ci]
-		r, t := newIndex[c.Row], newIndex[c.Col]
+		r, t := rowIndex[c.Row], colIndex[c.Col]
 		if r < 0 || t < 0 {
 			continue
 		}
 		out.Cells = append(out.Cells, MatrixCell{O: r, T: t, Verdict: c.Verdict, P50: c.P50, Loss: c.Loss,
 			HasLoss: c.HasLoss, Pairs: len(c.Pairs)})
 	}
-	return out, nil
+	return out
 }
 
 // PairDetail is one object of a drill-down: the flattened pair, and its spec and status

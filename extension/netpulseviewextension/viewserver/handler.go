@@ -61,6 +61,7 @@ type asset struct {
 //	/                              the page (index.html, app.js, style.css: embedded)
 //	/api/v1/zones                  the zone x zone summary, the node problems, the counts
 //	/api/v1/matrix?zone=a&zone=b   the node x node matrix of those zones (all: no zone=)
+//	/api/v1/matrix?from=a&to=b     rows: zone a's nodes, columns: zone b's (a zone cell)
 //	/api/v1/pair?observer=n&target=m  the objects of one cell, with probes and outages
 //	/api/v1/node/<name>            why a node reads as it does
 //	/api/v1/target/<ns>/<name>     why a pod target reads as it does
@@ -193,7 +194,14 @@ func (h *handler) matrix(w http.ResponseWriter, r *http.Request) {
 	if !ok || notModified(w, r, v, "matrix?"+r.URL.RawQuery) {
 		return
 	}
-	mx, err := m.Matrix(r.URL.Query()["zone"], h.opts.MaxMatrixNodes)
+	q := r.URL.Query()
+	var mx matrix.Matrix
+	var err error
+	if _, cross := q["from"]; cross {
+		mx, err = m.CrossMatrix(q["from"], q["to"], h.opts.MaxMatrixNodes)
+	} else {
+		mx, err = m.Matrix(q["zone"], h.opts.MaxMatrixNodes)
+	}
 	var tooLarge matrix.ErrTooLarge
 	if errors.As(err, &tooLarge) {
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())

@@ -189,4 +189,10 @@ func TestNotSyncedAndTooLarge(t *testing.T) {
 	assert.Contains(t, body, "8 nodes selected, at most 5")
 	resp, _ = get(t, s.URL+"/api/v1/matrix?zone=zone-a")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, body = get(t, s.URL+"/api/v1/matrix?from=zone-a&to=zone-b")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "4 x 4 fits where 8 x 8 does not")
+	var mx MatrixResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &mx))
+	assert.Len(t, mx.Nodes, 4)
+	assert.Len(t, mx.Targets, 4)
 }

@@ -148,7 +148,7 @@ async function render(routeChanged) {
   if (!z) return;
   renderProblems(z);
   // A detail (node, target, pair) opens beside the main view the user was on.
-  if (["zones", "matrix", "top"].includes(state.route.view)) state.main = { ...state.route };
+  if (["zones", "matrix", "cross", "top"].includes(state.route.view)) state.main = { ...state.route };
   let { view, arg } = state.main || { view: "", arg: "" };
   if (!view) {
     view = z.nodes <= z.maxMatrixNodes ? "matrix" : "zones";
@@ -157,7 +157,8 @@ async function render(routeChanged) {
   try {
     if (view === "zones") renderZones(z);
     else if (view === "top") await renderTop();
-    else await renderMatrix(arg);
+    else if (view === "cross") await renderMatrix("", arg);
+    else await renderMatrix(arg, "");
   } catch (e) {
     $("view-title").textContent = "";
     $("view-note").textContent = e.message;
@@ -213,9 +214,9 @@ function renderZones(z) {
       const bad = (c.counts.Unreachable || 0);
       const title = name(f.name) + " → " + name(t.name) + "\n" + countsText(c.counts) + "\n" + c.nodePairs +
         " node pairs · worst p50 " + (c.p50 || "–") + " · worst loss " + pct(c.loss);
-      const zones = f.name === t.name ? f.name : f.name + "," + t.name;
+      const route = f.name === t.name ? "matrix=" + f.name : "cross=" + f.name + "," + t.name;
       tr.append(el("td", { class: cellClass(c.verdict, c.loss), "data-from": f.name, "data-to": t.name, "data-v": c.verdict,
-        title, onclick: () => go("matrix=" + zones) }, el("span", { class: "n", text: total }), bad ? " ✕" + bad : ""));
+        title, onclick: () => go(route) }, el("span", { class: "n", text: total }), bad ? " ✕" + bad : ""));
     }
     body.append(tr);
   }
@@ -223,38 +224,49 @@ function renderZones(z) {
   $("view-body").replaceChildren(table);
 }
 
-async function renderMatrix(arg) {
+// renderMatrix draws the node matrix of zones (arg: "a,b"; all when empty), or with cross
+// ("from,to") the rows of one zone against the columns of another.
+async function renderMatrix(arg, cross) {
   const zones = arg ? arg.split(",") : [];
-  const q = zones.map((z) => "zone=" + encodeURIComponent(z)).join("&");
+  let q = zones.map((z) => "zone=" + encodeURIComponent(z)).join("&");
+  let title = zones.length ? " · zones " + zones.map((z) => z || "(no zone)").join(", ") : "";
+  if (cross) {
+    const [from, to] = cross.split(",");
+    q = "from=" + encodeURIComponent(from) + "&to=" + encodeURIComponent(to || "");
+    title = " · zone " + (from || "(no zone)") + " → zone " + (to || "(no zone)");
+  }
   const r = await getJSON("api/v1/matrix" + (q ? "?" + q : ""));
   const m = r.body;
-  $("view-title").textContent = "Nodes: observer (rows) → target (columns)" +
-    (zones.length ? " · zones " + zones.map((z) => z || "(no zone)").join(", ") : "");
+  const cols = m.targets || m.nodes;
+  const colZones = m.targetZones || m.zones;
+  $("view-title").textContent = "Nodes: observer (rows) → target (columns)" + title;
   $("view-note").textContent = "Hover a cell for RTT p50 and loss; click it for the probes and outages, a node for why it reads as it does.";
   const n = m.nodes.length;
+  const nc = cols.length;
   const grid = new Array(n);
   for (const c of m.cells) {
     (grid[c.o] = grid[c.o] || new Map()).set(c.t, c);
   }
   // Worst verdict per target column.
   const sev = { Reachable: 1, Unknown: 2, Degraded: 3, Unreachable: 4 };
-  const colWorst = new Array(n).fill("");
+  const colWorst = new Array(nc).fill("");
   for (const c of m.cells) if ((sev[c.v] || 0) > (sev[colWorst[c.t]] || 0)) colWorst[c.t] = c.v;
   const zoneStart = new Set(m.zones.map((z) => z.first));
+  const colZoneStart = new Set(colZones.map((z) => z.first));
 
   const zrow = el("tr", {}, el("th", { class: "zone", rowspan: 2, text: "observer ↓  target →" }));
-  for (const z of m.zones) zrow.append(el("th", { class: "zone zs", colspan: z.count, text: (z.name || "(no zone)") }));
+  for (const z of colZones) zrow.append(el("th", { class: "zone zs", colspan: z.count, text: (z.name || "(no zone)") }));
   const nrow = el("tr");
-  m.nodes.forEach((node, i) => {
+  cols.forEach((node, i) => {
     const st = node.condition ? node.condition.status : "none";
     nrow.append(el("th", {
-      class: "col node cond-" + st + (zoneStart.has(i) ? " zs" : ""), "data-node": node.name,
+      class: "col node cond-" + st + (colZoneStart.has(i) ? " zs" : ""), "data-node": node.name,
       "data-condition": st, "data-target-verdict": colWorst[i] || "None",
       title: node.name + "\n" + condText(node.condition) + (node.condition && node.condition.message ? "\n" + node.condition.message : ""),
       onclick: () => go("node=" + node.name),
     }, el("span", { text: node.name })));
   });
-  const table = el("table", { class: "matrix" + (n <= 40 ? " big" : ""), id: "matrix" }, el("thead", {}, zrow, nrow));
+  const table = el("table", { class: "matrix" + (Math.max(n, nc) <= 40 ? " big" : ""), id: "matrix" }, el("thead", {}, zrow, nrow));
   const body = el("tbody");
   m.nodes.forEach((node, r) => {
     const st = node.condition ? node.condition.status : "none";
@@ -263,11 +275,11 @@ async function renderMatrix(arg) {
       onclick: () => go("node=" + node.name),
     }, node.name, st === "True" ? el("span", { class: "badge", text: "!" }) : null));
     const row = grid[r];
-    for (let c = 0; c < n; c++) {
-      const zs = zoneStart.has(c) ? " zs" : "";
-      if (c === r) { tr.append(el("td", { class: "self" + zs })); continue; }
+    for (let c = 0; c < nc; c++) {
+      const zs = colZoneStart.has(c) ? " zs" : "";
+      const target = cols[c].name;
+      if (target === node.name) { tr.append(el("td", { class: "self" + zs })); continue; }
       const cell = row && row.get(c);
-      const target = m.nodes[c].name;
       if (!cell) {
         tr.append(el("td", { class: "none" + zs, title: node.name + " → " + target + ": no object (not probed as a stable pair)" }));
         continue;
