@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -86,7 +87,18 @@ type env struct {
 	// gwConfig is the gateway's configuration file ("": deploy/'s gateway.yaml), rendered
 	// into renderDir when configEnv=chart.
 	gwConfig, renderDir string
+	// gwExtra are merged over gwConfig (the view extension).
+	gwExtra []string
 }
+
+// gatewayViewConfig enables the connectivity view on the gateway (docs/view.md).
+const gatewayViewConfig = `extensions:
+  netpulse_view:
+    endpoint: ${env:POD_IP}:8089
+    auth_type: ${env:NETPULSE_K8S_AUTH:-serviceAccount}
+service:
+  extensions: [health_check, k8s_token_auth, netpulse_view]
+`
 
 // configEnv=chart takes the agents' and gateway's configuration from the Helm chart's
 // rendered output (`make test` does so for the sampled pass) instead of deploy/'s files.
@@ -217,7 +229,13 @@ func startEnv() (*env, error) {
 		}
 		fmt.Fprintf(os.Stderr, "e2e: agent and gateway configuration rendered by the Helm chart (%s)\n", dir)
 	}
-	if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{Env: e.gwEnv, Config: e.gwConfig}); err != nil {
+	// The connectivity view (netpulse_view, off in deploy/) on the gateway, merged over its
+	// configuration: TestPartition opens it in headless Chromium.
+	e.gwExtra = []string{filepath.Join(cl.Dir, "gateway-view.yaml")}
+	if err := os.WriteFile(e.gwExtra[0], []byte(gatewayViewConfig), 0o644); err != nil {
+		return e, err
+	}
+	if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{Env: e.gwEnv, Config: e.gwConfig, ExtraConfigs: e.gwExtra}); err != nil {
 		return e, err
 	}
 	e.agentsStarted = time.Now()

@@ -172,7 +172,7 @@ func (e *env) takeover(t *testing.T, kill bool) time.Duration {
 	stopped := time.Since(signalled)
 	e.gwGeneration++
 	name := fmt.Sprintf("netpulse-gateway-%d", e.gwGeneration)
-	gw, err := e.cl.StartGateway(ctx, simcluster.GatewayOptions{Name: name, Env: e.gwEnv, Config: e.gwConfig})
+	gw, err := e.cl.StartGateway(ctx, simcluster.GatewayOptions{Name: name, Env: e.gwEnv, Config: e.gwConfig, ExtraConfigs: e.gwExtra})
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}

@@ -6,7 +6,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +23,7 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/simcluster"
+	"github.com/netpulse/netpulse/internal/viewtest"
 )
 
 // Bounds of the scenarios (rounds are 1s, every agent probes every other one each round;
@@ -200,6 +205,7 @@ func TestPartition(t *testing.T) {
 	observer := pair{"node-1", node}
 	exp.events = []eventExpect{{observer, podnetworkhealthexporter.EventOutageDetected}}
 	e.await(t, "detect", exp, detectTimeout)
+	e.checkView(t, node)
 
 	healed := time.Now()
 	if err := e.cl.Heal(node); err != nil {
@@ -506,4 +512,32 @@ func TestAPIServerOutage(t *testing.T) {
 	rec := e.healthy("api-restart", healed, pathExpect{}).all(pathExpect{reachable: true, endedOutage: true}, involves(node))
 	rec.outageSince = stopping
 	e.await(t, "recover", rec, recoverTimeout)
+}
+
+// checkView opens the gateway's connectivity view in headless Chromium while node is
+// partitioned and its condition is True: the page must show the node as a problem node
+// and its column as Unreachable. The screenshot is kept (its path is logged).
+func (e *env) checkView(t *testing.T, node string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	shot := filepath.Join(os.TempDir(), "netpulse-e2e-matrix.png")
+	url := "http://" + net.JoinHostPort(simcluster.HostIPv4.String(), "8089") + "/#node=" + node
+	var dom string
+	var err error
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		dom, err = viewtest.RenderPage(ctx, url, shot)
+		if err == nil && strings.Contains(dom, `data-problem-node="`+node+`" data-status="True"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the view at %s does not show %s as a problem node (err %v):\n%.2000s", url, node, err, dom)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if !regexp.MustCompile(`<th[^>]*data-node="` + node + `"[^>]*data-condition="True"[^>]*data-target-verdict="Unreachable"`).MatchString(dom) {
+		t.Errorf("the view's column of %s is not marked Unreachable with its condition True", node)
+	}
+	t.Logf("E2E view: %s shown partitioned in headless Chromium; screenshot %s", node, shot)
 }

@@ -28,6 +28,9 @@ type GatewayOptions struct {
 	Name string
 	// Config is the collector configuration (default deploy/agent-gateway/config/gateway.yaml).
 	Config string
+	// ExtraConfigs are merged over Config in order (more --config flags; a later file's
+	// lists replace the earlier ones').
+	ExtraConfigs []string
 	// Env adds or overrides environment variables.
 	Env map[string]string
 	// ReadyURL is polled until it answers 2xx/3xx before StartGateway returns; default the
@@ -154,7 +157,11 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 	}
 	logPath := filepath.Join(c.Dir, "logs", "gateway-"+opts.Name+".log")
 	start := func() (*Process, error) {
-		return startProcess("gateway "+opts.Name, "", []string{c.opts.Collector, "--config", opts.Config}, env, logPath)
+		argv := []string{c.opts.Collector, "--config", opts.Config}
+		for _, extra := range opts.ExtraConfigs {
+			argv = append(argv, "--config", extra)
+		}
+		return startProcess("gateway "+opts.Name, "", argv, env, logPath)
 	}
 	proc, err := start()
 	if err != nil {
