@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# The gateway's admission (k8s_net_attributes): what N agents plus one agent inventing
+# 20,000 targets a round make it remember, against the same input without limits.
+set -euo pipefail
+NETPULSE_BENCH=1 go test -count=1 -run TestAdmissionBench -v ./processor/k8snetattributesprocessor/internal/admission/
