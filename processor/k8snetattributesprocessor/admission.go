@@ -208,10 +208,9 @@ func (p *netAttributesProcessor) admitResource(ctx context.Context, res *resolve
 		req = &request{rounds: map[pcommon.Timestamp]map[admission.Target]struct{}{}}
 		reqs[uid] = req
 	}
-	batch := a.table.Begin(uid, a.now())
-	defer batch.End()
+	now := a.now()
 	admit := func(attrs pcommon.Map, ts pcommon.Timestamp) bool {
-		why := p.admitPoint(res, &batch, req, attrs, ts)
+		why := p.admitPoint(res, uid, now, req, attrs, ts)
 		if why != admission.Admitted {
 			refused[why]++
 			return false
@@ -251,7 +250,7 @@ func (p *netAttributesProcessor) admitResource(ctx context.Context, res *resolve
 }
 
 // admitPoint sanitises, enriches and admits one data point.
-func (p *netAttributesProcessor) admitPoint(res *resolver, batch *admission.Batch, req *request, attrs pcommon.Map, ts pcommon.Timestamp) admission.Reason {
+func (p *netAttributesProcessor) admitPoint(res *resolver, uid string, now time.Time, req *request, attrs pcommon.Map, ts pcommon.Timestamp) admission.Reason {
 	a := p.admitter
 	req.points++
 	if req.points > a.cfg.MaxDataPointsPerRequest {
@@ -304,8 +303,13 @@ func (p *netAttributesProcessor) admitPoint(res *resolver, batch *admission.Batc
 	}
 	var h maphash.Hash
 	h.SetSeed(a.seed)
+	var portBuf [8]byte
 	h.WriteString(addr)
-	h.WriteString("|" + strconv.FormatInt(port, 10) + "|" + probe + "|" + endpoint)
+	h.Write(strconv.AppendInt(portBuf[:0], port, 10))
+	h.WriteByte('|')
+	h.WriteString(probe)
+	h.WriteByte('|')
+	h.WriteString(endpoint)
 	tg := admission.Target(h.Sum64())
 	round := req.rounds[ts]
 	if round == nil {
@@ -318,7 +322,7 @@ func (p *netAttributesProcessor) admitPoint(res *resolver, batch *admission.Batc
 		}
 		round[tg] = struct{}{}
 	}
-	return batch.Admit(tg, stable, external)
+	return a.table.Admit(uid, now, tg, stable, external)
 }
 
 // logRefused writes at most one line per admissionLogEvery with what was refused since.

@@ -96,49 +96,32 @@ func New(l Limits) *Table {
 // Limits returns the limits in force (defaults filled in).
 func (t *Table) Limits() Limits { return t.lim }
 
-// Batch admits the points of one source in one request under one lock.
-type Batch struct {
-	t   *Table
-	src *source
-	now int64
-	// refused is set when the source itself was refused (SourceLimit).
-	refused bool
-}
-
-// Begin starts admitting the points of source uid at now; call End when done.
-func (t *Table) Begin(uid string, now time.Time) Batch {
-	t.mu.Lock()
+// Admit decides one data point's target, reported by source pod uid at now. It holds the
+// Table's lock only for its own bookkeeping (the caller sanitises and enriches outside it).
+// Points of cluster targets that are not stable (the planner's rotating peers: real pods
+// and nodes, which the index confirmed) need no memory; they are refused only when their
+// source is (SourceLimit), and the per-request limits bound them.
+func (t *Table) Admit(uid string, now time.Time, tg Target, stable, external bool) Reason {
 	sec := now.Unix()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.sweepLocked(sec)
 	s := t.sources[uid]
 	if s == nil {
 		if len(t.sources) >= t.lim.MaxSources {
-			return Batch{t: t, now: sec, refused: true}
+			return SourceLimit
 		}
 		s = &source{}
 		t.sources[uid] = s
 	}
 	s.seen = sec
-	return Batch{t: t, src: s, now: sec}
-}
-
-// End releases the Table.
-func (b *Batch) End() { b.t.mu.Unlock() }
-
-// Admit decides one data point's target. Points of cluster targets that are not stable
-// (the planner's rotating peers: real pods and nodes, which the index confirmed) need no
-// memory and are always admitted here; the per-request limits bound them.
-func (b *Batch) Admit(tg Target, stable, external bool) Reason {
-	if b.refused {
-		return SourceLimit
-	}
 	if external {
-		if r := admit(&b.src.external, tg, b.now, b.t.lim.MaxExternalTargetsPerSource, ExternalTargetLimit); r != Admitted {
+		if r := admit(&s.external, tg, sec, t.lim.MaxExternalTargetsPerSource, ExternalTargetLimit); r != Admitted {
 			return r
 		}
 	}
 	if stable {
-		return admit(&b.src.stable, tg, b.now, b.t.lim.MaxStableTargetsPerSource, StableTargetLimit)
+		return admit(&s.stable, tg, sec, t.lim.MaxStableTargetsPerSource, StableTargetLimit)
 	}
 	return Admitted
 }

@@ -14,9 +14,7 @@ import (
 var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 func admitOne(tb *Table, uid string, now time.Time, tg Target, stable, external bool) Reason {
-	b := tb.Begin(uid, now)
-	defer b.End()
-	return b.Admit(tg, stable, external)
+	return tb.Admit(uid, now, tg, stable, external)
 }
 
 // The limits hold, and nothing admitted is evicted by a newcomer.
@@ -78,11 +76,9 @@ func BenchmarkTableMemory(b *testing.B) {
 				tb := New(Limits{})
 				for s := range c.sources {
 					uid := "uid-" + string(rune('a'+s%26)) + itoa(s)
-					bt := tb.Begin(uid, t0)
 					for i := range c.targets {
-						bt.Admit(Target(i), i < 16, i >= 16)
+						tb.Admit(uid, t0, Target(i), i < 16, i >= 16)
 					}
-					bt.End()
 				}
 			}
 		})

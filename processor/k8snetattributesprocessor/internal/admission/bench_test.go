@@ -29,17 +29,14 @@ func TestAdmissionBench(t *testing.T) {
 			for round := range 10 {
 				now := time.Unix(1_800_000_000+int64(round), 0)
 				for s := range n {
-					b := tb.Begin(fmt.Sprintf("uid-%d", s), now)
+					uid := fmt.Sprintf("uid-%d", s)
 					for i := range 4 {
-						b.Admit(Target(uint64(s)<<8|uint64(i)), true, false)
+						tb.Admit(uid, now, Target(uint64(s)<<8|uint64(i)), true, false)
 					}
-					b.End()
 				}
-				b := tb.Begin("uid-attacker", now)
 				for i := range 20000 {
-					b.Admit(Target(1<<40|uint64(round)<<20|uint64(i)), true, true)
+					tb.Admit("uid-attacker", now, Target(1<<40|uint64(round)<<20|uint64(i)), true, true)
 				}
-				b.End()
 			}
 			runtime.GC()
 			runtime.ReadMemStats(&after)
