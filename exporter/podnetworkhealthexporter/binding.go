@@ -5,15 +5,14 @@ package podnetworkhealthexporter
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
-	"golang.org/x/time/rate"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
+	"github.com/netpulse/netpulse/internal/ratelog"
 )
 
 // Skip reasons of require_authenticated_observers (otelcol_pod_network_health_datapoints_skipped).
@@ -34,15 +33,11 @@ const bindLogEvery = 30 * time.Second
 // binder keeps, with require_authenticated_observers, only the observations an agent made
 // itself: the Resource's source pod and node must be the authenticated caller's.
 type binder struct {
-	logger *zap.Logger
-	mu     sync.Mutex
-	rl     *rate.Limiter
-	// suppressed log lines since the last one written.
-	suppressed int
+	log *ratelog.Logger // at most one line per bindLogEvery (burst 2)
 }
 
 func newBinder(logger *zap.Logger) *binder {
-	return &binder{logger: logger, rl: rate.NewLimiter(rate.Every(bindLogEvery), 2)}
+	return &binder{log: ratelog.New(logger, bindLogEvery, 2)}
 }
 
 // bind returns the part of md whose source is the authenticated caller of ctx (md itself
@@ -60,7 +55,7 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 		if n == 0 {
 			return md, nil
 		}
-		b.log("pod_network_health: data points without an authenticated agent identity are not used (require_authenticated_observers: the receiver needs auth: k8s_token_auth, and a batch processor before this exporter the identity keys in metadata_keys)",
+		b.log.Log(zap.WarnLevel, "pod_network_health: data points without an authenticated agent identity are not used (require_authenticated_observers: the receiver needs auth: k8s_token_auth, and a batch processor before this exporter the identity keys in metadata_keys)",
 			zap.Int("data_points", n))
 		return pmetric.NewMetrics(), map[string]int{SkipUnauthenticatedSource: n}
 	}
@@ -78,7 +73,7 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 			continue // nothing of ours in it
 		}
 		skipped += n
-		b.log("pod_network_health: an agent sent observations in another pod's or node's name; they are not used",
+		b.log.Log(zap.WarnLevel, "pod_network_health: an agent sent observations in another pod's or node's name; they are not used",
 			zap.Stringer("authenticated", id), zap.String("via", string(via)),
 			zap.String("claimed", src.Namespace+"/"+src.Name+"("+src.UID+")@"+src.Node), zap.Int("data_points", n))
 	}
@@ -90,22 +85,4 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 		rms.At(i).CopyTo(out.ResourceMetrics().AppendEmpty())
 	}
 	return out, map[string]int{SkipSourceMismatch: skipped}
-}
-
-// log writes at most one line per bindLogEvery (burst 2), at Warn, with the number of
-// lines suppressed since the previous one.
-func (b *binder) log(msg string, fields ...zap.Field) {
-	b.mu.Lock()
-	if !b.rl.Allow() {
-		b.suppressed++
-		b.mu.Unlock()
-		return
-	}
-	n := b.suppressed
-	b.suppressed = 0
-	b.mu.Unlock()
-	if n > 0 {
-		fields = append(fields, zap.Int("suppressed_since_last", n))
-	}
-	b.logger.Warn(msg, fields...)
 }

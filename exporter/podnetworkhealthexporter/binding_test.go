@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-	"golang.org/x/time/rate"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
@@ -134,7 +133,7 @@ func TestBindLogIsRateLimited(t *testing.T) {
 	assert.Equal(t, "netpulse/agent-a(uid-a)@node-a", e.ContextMap()["authenticated"])
 	assert.Equal(t, "netpulse/agent-b(uid-b)@node-b", e.ContextMap()["claimed"])
 	// When the next line is due, it says how many were left out.
-	b.rl = rate.NewLimiter(rate.Inf, 1)
+	b.log.SetEvery(0)
 	b.bind(viaAuth(agentA), round("netpulse", "agent-b", "uid-b", "node-b", false))
 	require.Equal(t, 3, logs.Len())
 	assert.EqualValues(t, 98, logs.All()[2].ContextMap()["suppressed_since_last"])

@@ -20,9 +20,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"golang.org/x/sync/singleflight"
-	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	authv1 "k8s.io/api/authentication/v1"
@@ -31,6 +29,7 @@ import (
 
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/internal/metadata"
+	"github.com/netpulse/netpulse/internal/ratelog"
 )
 
 // The user.extra keys the API server sets for a token bound to a pod
@@ -95,8 +94,7 @@ type authenticator struct {
 	now     func() time.Time
 	// Rejections and review errors are logged at most once per logEvery (burst 3), with
 	// the number suppressed since.
-	logRL      *rate.Limiter
-	suppressed int
+	log *ratelog.Logger
 
 	mu       sync.Mutex
 	reviewer reviewer // nil until Start
@@ -127,7 +125,7 @@ func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, erro
 		cache:   newTokenCache(cfg.Cache.MaxEntries),
 		sem:     make(chan struct{}, cfg.MaxConcurrentReviews),
 		now:     time.Now,
-		logRL:   rate.NewLimiter(rate.Every(logEvery), 3),
+		log:     ratelog.New(set.Logger, logEvery, 3),
 		ctx:     ctx,
 		cancel:  cancel,
 	}
@@ -184,7 +182,7 @@ func (a *authenticator) Authenticate(ctx context.Context, headers map[string][]s
 		attribute.String("result", result), attribute.String("reason", reason)))
 	switch result {
 	case resultRejected:
-		a.logf(zap.InfoLevel, "k8s_token_auth: request rejected", zap.String("reason", reason), zap.String("detail", o.detail), peer(ctx))
+		a.log.Log(zap.InfoLevel, "k8s_token_auth: request rejected", zap.String("reason", reason), zap.String("detail", o.detail), peer(ctx))
 		return ctx, status.Error(codes.Unauthenticated, errPrefix+reason)
 	case resultUnavailable:
 		return ctx, status.Error(codes.Unavailable, errPrefix+reason+"; retry")
@@ -220,7 +218,7 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 	// With a stale outcome at hand, an API that cannot answer does not fail the request.
 	unavailable := func(reason string) (outcome, string, string) {
 		if stale {
-			a.logf(zap.WarnLevel, "k8s_token_auth: the API cannot review tokens; accepting an identity reviewed before (cache.stale_if_error)",
+			a.log.Log(zap.WarnLevel, "k8s_token_auth: the API cannot review tokens; accepting an identity reviewed before (cache.stale_if_error)",
 				zap.Stringer("identity", cached.id), zap.String("cause", reason))
 			return cached, resultAccepted, reasonStale
 		}
@@ -294,7 +292,7 @@ func (a *authenticator) review(rv reviewer, token string, key tokenKey, exp time
 	}, metav1.CreateOptions{})
 	if err != nil {
 		a.tb.K8sTokenAuthTokenReviews.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", outcomeError)))
-		a.logf(zap.WarnLevel, "k8s_token_auth: TokenReview failed; answering Unavailable (check the API server and the RBAC grant: create on authentication.k8s.io tokenreviews)", zap.Error(err))
+		a.log.Log(zap.WarnLevel, "k8s_token_auth: TokenReview failed; answering Unavailable (check the API server and the RBAC grant: create on authentication.k8s.io tokenreviews)", zap.Error(err))
 		return nil, err
 	}
 	o := judge(tr.Status, a.cfg.Audience, a.allowed)
@@ -390,23 +388,4 @@ func judge(st authv1.TokenReviewStatus, audience string, allowed map[string]bool
 			"token of %s/%s carries no pod name, pod UID and node name (a projected token bound to the pod, Kubernetes >= 1.30)", ns, name)}
 	}
 	return outcome{id: id}
-}
-
-// logf logs at most once per logEvery (burst 3), saying how many were suppressed.
-func (a *authenticator) logf(level zapcore.Level, msg string, fields ...zap.Field) {
-	a.mu.Lock()
-	if !a.logRL.Allow() {
-		a.suppressed++
-		a.mu.Unlock()
-		return
-	}
-	n := a.suppressed
-	a.suppressed = 0
-	a.mu.Unlock()
-	if n > 0 {
-		fields = append(fields, zap.Int("suppressed_since_last", n))
-	}
-	if ce := a.logger.Check(level, msg); ce != nil {
-		ce.Write(fields...)
-	}
 }
