@@ -19,6 +19,7 @@ import (
 
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/pdatautil"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/admission"
 )
 
@@ -197,7 +198,7 @@ func (p *netAttributesProcessor) admitResource(ctx context.Context, res *resolve
 					p.processMetric(res, m)
 					return false
 				}
-				refused[why] += metricDataPoints(m)
+				refused[why] += pdatautil.DataPointCount(m)
 				return true
 			})
 		}
@@ -224,7 +225,7 @@ func (p *netAttributesProcessor) admitResource(ctx context.Context, res *resolve
 				return false
 			}
 			if _, known := probeUnits[m.Name()]; !known {
-				refused[refusedInvalid] += metricDataPoints(m)
+				refused[refusedInvalid] += pdatautil.DataPointCount(m)
 				return true
 			}
 			switch m.Type() {
@@ -243,7 +244,7 @@ func (p *netAttributesProcessor) admitResource(ctx context.Context, res *resolve
 				m.Histogram().DataPoints().RemoveIf(func(dp pmetric.HistogramDataPoint) bool { return !admit(dp.Attributes(), dp.Timestamp()) })
 				return m.Histogram().DataPoints().Len() == 0
 			}
-			refused[refusedInvalid] += metricDataPoints(m)
+			refused[refusedInvalid] += pdatautil.DataPointCount(m)
 			return true
 		})
 	}
@@ -350,22 +351,6 @@ func strAttr(m pcommon.Map, k string) string {
 		return ""
 	}
 	return v.Str()
-}
-
-func metricDataPoints(m pmetric.Metric) int {
-	switch m.Type() {
-	case pmetric.MetricTypeGauge:
-		return m.Gauge().DataPoints().Len()
-	case pmetric.MetricTypeSum:
-		return m.Sum().DataPoints().Len()
-	case pmetric.MetricTypeHistogram:
-		return m.Histogram().DataPoints().Len()
-	case pmetric.MetricTypeExponentialHistogram:
-		return m.ExponentialHistogram().DataPoints().Len()
-	case pmetric.MetricTypeSummary:
-		return m.Summary().DataPoints().Len()
-	}
-	return 0
 }
 
 // hasProbeMetrics reports whether a Resource carries pod_probe metrics.

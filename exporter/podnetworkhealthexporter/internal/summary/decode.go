@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/pdatautil"
 )
 
 // SkipReason says why a data point of a pod_probe metric was not used. Metrics with other
@@ -222,7 +223,7 @@ func (d *Decoder) Decode(md pmetric.Metrics, now time.Time) DecodeResult {
 					continue
 				}
 				if !srcOK {
-					res.Skipped[SkipMissingSource] += dataPointCount(m)
+					res.Skipped[SkipMissingSource] += pdatautil.DataPointCount(m)
 					continue
 				}
 				pts = appendPoints(pts, m, kind, src, &res)
@@ -245,22 +246,6 @@ func (d *Decoder) Decode(md pmetric.Metrics, now time.Time) DecodeResult {
 
 	res.Observations = assemble(pts)
 	return res
-}
-
-func dataPointCount(m pmetric.Metric) int {
-	switch m.Type() {
-	case pmetric.MetricTypeGauge:
-		return m.Gauge().DataPoints().Len()
-	case pmetric.MetricTypeSum:
-		return m.Sum().DataPoints().Len()
-	case pmetric.MetricTypeHistogram:
-		return m.Histogram().DataPoints().Len()
-	case pmetric.MetricTypeExponentialHistogram:
-		return m.ExponentialHistogram().DataPoints().Len()
-	case pmetric.MetricTypeSummary:
-		return m.Summary().DataPoints().Len()
-	}
-	return 0
 }
 
 // isTrue reads a boolean attribute (absent or not a bool: false).
@@ -399,7 +384,7 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src Source, re
 
 	if kind == mDuration {
 		if m.Type() != pmetric.MetricTypeExponentialHistogram {
-			res.Skipped[SkipUnsupportedType] += dataPointCount(m)
+			res.Skipped[SkipUnsupportedType] += pdatautil.DataPointCount(m)
 			return pts
 		}
 		eh := m.ExponentialHistogram()
@@ -435,7 +420,7 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src Source, re
 		dps = m.Sum().DataPoints()
 		cumulative = m.Sum().AggregationTemporality() != pmetric.AggregationTemporalityDelta
 	default:
-		res.Skipped[SkipUnsupportedType] += dataPointCount(m)
+		res.Skipped[SkipUnsupportedType] += pdatautil.DataPointCount(m)
 		return pts
 	}
 	counter := kind == mSent || kind == mLost || kind == mErrors

@@ -6,6 +6,8 @@ package summary
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/netpulse/netpulse/internal/pdatautil"
 )
 
 // SourceOf reads the probing pod from Resource attributes. ok is false when the namespace,
@@ -22,7 +24,7 @@ func ProbeDataPoints(rm pmetric.ResourceMetrics) int {
 		ms := sms.At(i).Metrics()
 		for j := 0; j < ms.Len(); j++ {
 			if _, known := metricKinds[ms.At(j).Name()]; known {
-				n += dataPointCount(ms.At(j))
+				n += pdatautil.DataPointCount(ms.At(j))
 			}
 		}
 	}
