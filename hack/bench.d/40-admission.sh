@@ -3,3 +3,6 @@
 # 20,000 targets a round make it remember, against the same input without limits.
 set -euo pipefail
 NETPULSE_BENCH=1 go test -count=1 -run TestAdmissionBench -v ./processor/k8snetattributesprocessor/internal/admission/
+# The decoder's memory per source at the admission's stable-target limit (the ceiling in
+# docs/security.md), against one source's unadmitted flood of 20,000 stable targets.
+NETPULSE_BENCH=1 go test -count=1 -run TestDecoderMemoryBench -v ./exporter/podnetworkhealthexporter/internal/summary/
