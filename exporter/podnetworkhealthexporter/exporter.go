@@ -33,6 +33,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
+	"github.com/netpulse/netpulse/internal/kubeclient"
 )
 
 // Event reasons on verdict transitions.
@@ -252,10 +253,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	if e.kube, err = kubernetes.NewForConfig(restCfg); err != nil {
 		return err
 	}
-	// The CRD has no protobuf encoding.
-	crdCfg := *restCfg
-	crdCfg.ContentType, crdCfg.AcceptContentTypes = "application/json", "application/json"
-	if e.pnh, err = versioned.NewForConfig(&crdCfg); err != nil {
+	if e.pnh, err = kubeclient.PodNetworkHealthClient(restCfg); err != nil {
 		return err
 	}
 	e.writer = newWriter(e.pnh, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 )
 
 // AuthType says where credentials come from.
@@ -101,4 +103,12 @@ func (c Config) RESTConfig(userAgent string) (*rest.Config, error) {
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	return cfg, nil
+}
+
+// PodNetworkHealthClient is the typed client of the netpulse.io API on cfg, speaking JSON:
+// the CRD has no protobuf encoding, and RESTConfig's client prefers protobuf.
+func PodNetworkHealthClient(cfg *rest.Config) (versioned.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.ContentType, c.AcceptContentTypes = "application/json", "application/json"
+	return versioned.NewForConfig(c)
 }

@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
+	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/matrix"
 )
 
@@ -133,9 +133,7 @@ func (o *options) load(ctx context.Context) (*matrix.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	pcfg := rest.CopyConfig(cfg)
-	pcfg.ContentType, pcfg.AcceptContentTypes = "application/json", "application/json"
-	pc, err := versioned.NewForConfig(pcfg)
+	pc, err := kubeclient.PodNetworkHealthClient(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -30,10 +30,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/client/informers/externalversions"
 	pnhlisters "github.com/netpulse/netpulse/api/client/listers/api/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/matrix"
 )
 
@@ -96,11 +96,7 @@ func NewSource(cfg *rest.Config, opts SourceOptions) (*Source, error) {
 			return nil, fmt.Errorf("pod selector %q: %w", opts.PodSelector, err)
 		}
 	}
-	// CRDs speak JSON only; the typed clientset keeps the caller's content type for
-	// built-in types.
-	pcfg := rest.CopyConfig(cfg)
-	pcfg.ContentType, pcfg.AcceptContentTypes = "application/json", "application/json"
-	pc, err := versioned.NewForConfig(pcfg)
+	pc, err := kubeclient.PodNetworkHealthClient(cfg)
 	if err != nil {
 		return nil, err
 	}
