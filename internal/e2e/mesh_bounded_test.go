@@ -89,7 +89,7 @@ func TestBoundedUnderAttack(t *testing.T) {
 		for i := batch; i < batch+2000; i++ {
 			targets = append(targets, fmt.Sprintf("203.0.%d.%d", i>>8&255, i&255))
 		}
-		req := roundFrom(liar, targets, time.Now(), 1, 0)
+		req := roundFrom(liar, targets, time.Now(), 1, 0, true)
 		points += req.Metrics().DataPointCount()
 		if _, err := client.Export(authed, req); err != nil {
 			t.Fatalf("flood push: %v", err)
@@ -101,7 +101,7 @@ func TestBoundedUnderAttack(t *testing.T) {
 	// by 1,000 rounds' worth of lost echoes since a start one round ago.
 	victim := agents[2]
 	now := time.Now()
-	if _, err := client.Export(authed, roundFrom(liar, []string{victim.IPs[0].String()}, now, 3000, 3000)); err != nil {
+	if _, err := client.Export(authed, roundFrom(liar, []string{victim.IPs[0].String()}, now, 3000, 3000, true)); err != nil {
 		t.Fatalf("forged counters: %v", err)
 	}
 	attackEnd := time.Now()
@@ -158,7 +158,7 @@ func TestBoundedUnderAttack(t *testing.T) {
 	for i := range 60000 {
 		big = append(big, fmt.Sprintf("203.0.%d.%d", i>>8&255, i&255))
 	}
-	bigReq := roundFrom(liar, big, time.Now(), 1, 0)
+	bigReq := roundFrom(liar, big, time.Now(), 1, 0, true)
 	if raw, _ := bigReq.MarshalProto(); len(raw) < 20<<20 {
 		t.Fatalf("the big request is %d bytes, want > 20 MiB", len(raw))
 	}
@@ -186,7 +186,7 @@ func TestBoundedUnderAttack(t *testing.T) {
 			c.Close()
 		}
 	})
-	if _, err := client.Export(authed, roundFrom(liar, []string{victim.IPs[0].String()}, time.Now(), 3, 0)); err != nil {
+	if _, err := client.Export(authed, roundFrom(liar, []string{victim.IPs[0].String()}, time.Now(), 3, 0, true)); err != nil {
 		t.Errorf("a push with 2,020 idle and garbage connections open: %v", err)
 	}
 	e.hold(t, "with 2,020 idle and garbage connections", e.healthy("connections", time.Now(), pathExpect{stable: true}), 3*time.Second)
@@ -195,8 +195,8 @@ func TestBoundedUnderAttack(t *testing.T) {
 
 // roundFrom is one pod_probe round in the receiver's shape from src: for each target a
 // status gauge, a loss gauge and cumulative sent/lost sums (a series that started one round
-// before now), marked as stable pairs.
-func roundFrom(src simcluster.Agent, targets []string, now time.Time, sent, lost int64) pmetricotlp.ExportRequest {
+// before now), marked as stable pairs or not.
+func roundFrom(src simcluster.Agent, targets []string, now time.Time, sent, lost int64, stable bool) pmetricotlp.ExportRequest {
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	ra := rm.Resource().Attributes()
@@ -229,7 +229,7 @@ func roundFrom(src simcluster.Agent, targets []string, now time.Time, sent, lost
 			m.PutStr("network.type", "ipv4")
 			m.PutStr("netpulse.probe.type", "icmp")
 			m.PutStr("netpulse.target.kind", "pod")
-			m.PutBool("netpulse.pair.stable", true)
+			m.PutBool("netpulse.pair.stable", stable)
 		}
 		dp := sg.DataPoints().AppendEmpty()
 		dp.SetTimestamp(ts)

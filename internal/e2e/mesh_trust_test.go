@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -131,38 +129,10 @@ func TestAgentAuthentication(t *testing.T) {
 	e.hold(t, "after forged rounds", exp, 5*time.Second)
 }
 
-// forgedRound is one pod_probe round in the shape of the receiver's, claiming that src
-// failed every echo towards dst.
+// forgedRound is one pod_probe round in the shape of the receiver's (a rotating pair),
+// claiming that src failed every echo towards dst.
 func forgedRound(src, dst simcluster.Agent) pmetricotlp.ExportRequest {
-	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("k8s.namespace.name", src.Namespace)
-	ra.PutStr("k8s.pod.name", src.Pod)
-	ra.PutStr("k8s.pod.uid", src.UID)
-	ra.PutStr("k8s.node.name", src.Node)
-	sm := rm.ScopeMetrics().AppendEmpty()
-	now := pcommon.NewTimestampFromTime(time.Now())
-	attrs := func(m pcommon.Map) {
-		m.PutStr("destination.address", dst.IPs[0].String())
-		m.PutStr("network.type", "ipv4")
-		m.PutStr("netpulse.probe.type", "icmp")
-		m.PutStr("netpulse.target.kind", "pod")
-		m.PutBool("netpulse.pair.stable", false)
-	}
-	st := sm.Metrics().AppendEmpty()
-	st.SetName("netpulse.probe.status")
-	dp := st.SetEmptyGauge().DataPoints().AppendEmpty()
-	dp.SetTimestamp(now)
-	dp.SetIntValue(0)
-	attrs(dp.Attributes())
-	loss := sm.Metrics().AppendEmpty()
-	loss.SetName("netpulse.probe.loss.ratio")
-	lp := loss.SetEmptyGauge().DataPoints().AppendEmpty()
-	lp.SetTimestamp(now)
-	lp.SetDoubleValue(1)
-	attrs(lp.Attributes())
-	return pmetricotlp.NewExportRequestFromMetrics(md)
+	return roundFrom(src, []string{dst.IPs[0].String()}, time.Now(), 3, 3, false)
 }
 
 func byLabel(samples []promSample, label string) string {
