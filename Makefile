@@ -121,6 +121,11 @@ generate-api: $(CONTROLLER_GEN) $(CLIENT_GEN) $(LISTER_GEN) $(INFORMER_GEN) ## r
 	$(CONTROLLER_GEN) object:headerFile=$(API_HEADER) paths=./api/v1alpha1
 	@mkdir -p $(TOOLS_BIN) && grep -v -e '^/\*' -e '^\*/' $(API_HEADER) | sed -e 's/^/# /' -e 's/ *$$//' > $(TOOLS_BIN)/boilerplate.yaml.txt
 	$(CONTROLLER_GEN) crd:crdVersions=v1,headerFile=$(TOOLS_BIN)/boilerplate.yaml.txt paths=./api/v1alpha1 output:crd:artifacts:config=deploy/crds
+	# OpenShift's PodNetworkConnectivityCheck, written from its published schema
+	# (api/openshift/operatorcontrolplane/v1alpha1/doc.go): deepcopy, and its CRD for the
+	# tests and for clusters without OpenShift (OpenShift ships its own).
+	$(CONTROLLER_GEN) object:headerFile=$(API_HEADER) paths=./api/openshift/operatorcontrolplane/v1alpha1
+	$(CONTROLLER_GEN) crd:crdVersions=v1,headerFile=$(TOOLS_BIN)/boilerplate.yaml.txt paths=./api/openshift/operatorcontrolplane/v1alpha1 output:crd:artifacts:config=testdata/crds
 	rm -rf api/client/clientset api/client/listers api/client/informers
 	$(CLIENT_GEN) --go-header-file $(API_HEADER) --input-base $(API_MODULE) --input api/v1alpha1 \
 	  --clientset-name versioned --output-pkg $(API_PKG)/client/clientset --output-dir api/client/clientset

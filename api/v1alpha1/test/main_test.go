@@ -108,6 +108,19 @@ func setup() error {
 	if err := waitEstablished(ctx, crd.Name); err != nil {
 		return err
 	}
+	// The NetworkCheck CRD and OpenShift's PodNetworkConnectivityCheck (networkcheck_test.go).
+	for _, path := range []string{networkCheckCRDPath, pnccCRDPath} {
+		extra, err := readCRDFile(path)
+		if err != nil {
+			return err
+		}
+		if _, err := crdClient.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, extra, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create CRD from %s: %w", path, err)
+		}
+		if err := waitEstablished(ctx, extra.Name); err != nil {
+			return err
+		}
+	}
 	// Established means the API server accepted the names; wait until the resource is
 	// actually served (discovery and the handler catch up asynchronously).
 	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
@@ -116,14 +129,16 @@ func setup() error {
 	})
 }
 
-func readCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
-	raw, err := os.ReadFile(crdPath)
+func readCRD() (*apiextensionsv1.CustomResourceDefinition, error) { return readCRDFile(crdPath) }
+
+func readCRDFile(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the generated CRD (run `make generate-api`): %w", err)
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.UnmarshalStrict(raw, crd); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", crdPath, err)
+		return nil, fmt.Errorf("decode %s: %w", path, err)
 	}
 	return crd, nil
 }

@@ -43,6 +43,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=netpulse.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("networkchecks"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().NetworkChecks().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("podnetworkhealths"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().PodNetworkHealths().Informer()}, nil
 

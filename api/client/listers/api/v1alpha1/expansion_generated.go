@@ -8,6 +8,14 @@ SPDX-License-Identifier: Apache-2.0
 
 package v1alpha1
 
+// NetworkCheckListerExpansion allows custom methods to be added to
+// NetworkCheckLister.
+type NetworkCheckListerExpansion interface{}
+
+// NetworkCheckNamespaceListerExpansion allows custom methods to be added to
+// NetworkCheckNamespaceLister.
+type NetworkCheckNamespaceListerExpansion interface{}
+
 // PodNetworkHealthListerExpansion allows custom methods to be added to
 // PodNetworkHealthLister.
 type PodNetworkHealthListerExpansion interface{}

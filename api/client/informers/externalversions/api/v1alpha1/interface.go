@@ -14,6 +14,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// NetworkChecks returns a NetworkCheckInformer.
+	NetworkChecks() NetworkCheckInformer
 	// PodNetworkHealths returns a PodNetworkHealthInformer.
 	PodNetworkHealths() PodNetworkHealthInformer
 }
@@ -27,6 +29,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// NetworkChecks returns a NetworkCheckInformer.
+func (v *version) NetworkChecks() NetworkCheckInformer {
+	return &networkCheckInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // PodNetworkHealths returns a PodNetworkHealthInformer.

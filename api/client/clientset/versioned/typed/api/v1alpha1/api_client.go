@@ -18,12 +18,17 @@ import (
 
 type NetpulseV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	NetworkChecksGetter
 	PodNetworkHealthsGetter
 }
 
 // NetpulseV1alpha1Client is used to interact with features provided by the netpulse.io group.
 type NetpulseV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *NetpulseV1alpha1Client) NetworkChecks(namespace string) NetworkCheckInterface {
+	return newNetworkChecks(c, namespace)
 }
 
 func (c *NetpulseV1alpha1Client) PodNetworkHealths(namespace string) PodNetworkHealthInterface {

@@ -18,6 +18,10 @@ type FakeNetpulseV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeNetpulseV1alpha1) NetworkChecks(namespace string) v1alpha1.NetworkCheckInterface {
+	return newFakeNetworkChecks(c, namespace)
+}
+
 func (c *FakeNetpulseV1alpha1) PodNetworkHealths(namespace string) v1alpha1.PodNetworkHealthInterface {
 	return newFakePodNetworkHealths(c, namespace)
 }
