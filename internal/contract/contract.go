@@ -89,3 +89,28 @@ const (
 // ProbeScopeName is the instrumentation scope of the metrics above: pod_probe's (its
 // tests check the two agree).
 const ProbeScopeName = "github.com/netpulse/netpulse/receiver/podprobereceiver"
+
+// Declared checks (NetworkCheck, PodNetworkConnectivityCheck): pod_probe emits one log
+// record per run of a check (event name CheckResultEvent, scope ProbeScopeName), with the
+// reporter's identity on the Resource (the agent or sidecar pod, as for metrics), the
+// message as the body, the run's start as the timestamp, and these attributes plus
+// DestinationAddress, DestinationPort, ProbeType and SourceAddress. pod_network_health
+// folds them into the check's status. See docs/checks.md.
+const (
+	CheckResultEvent = "netpulse.check.result"
+	// CheckKind is "NetworkCheck" or "PodNetworkConnectivityCheck".
+	CheckKind      = "netpulse.check.kind"
+	CheckNamespace = "netpulse.check.namespace"
+	CheckName      = "netpulse.check.name"
+	CheckUID       = "netpulse.check.uid"
+	// CheckSuccess is a bool.
+	CheckSuccess = "netpulse.check.success"
+	// CheckReason is the run's reason (TCPConnect, TCPConnectError, DNSError, ...).
+	CheckReason = "netpulse.check.reason"
+	// CheckLatency is the run's probe duration in seconds (double).
+	CheckLatency = "netpulse.check.latency"
+	// CheckEndpoint is what the run probed: host:port, the URL, or the address.
+	CheckEndpoint = "netpulse.check.endpoint"
+	// SourceAddress is the local address the probe left from.
+	SourceAddress = "source.address"
+)

@@ -32,7 +32,7 @@ import (
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/icmpengine"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/probe"
-	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/targets"
+	"github.com/netpulse/netpulse/internal/targetpolicy"
 )
 
 // Target kinds (netpulse.target.kind).
@@ -106,7 +106,7 @@ type podProbeReceiver struct {
 
 	engine  *icmpengine.Engine
 	watcher *discovery.Watcher
-	policy  targets.Policy
+	policy  targetpolicy.Policy
 	static  []target
 	dns     []target
 	obs     *receiverhelper.ObsReport
@@ -123,8 +123,8 @@ func newReceiver(set receiver.Settings, cfg *Config, onRemove func()) *podProbeR
 	return &podProbeReceiver{set: set, cfg: cfg, onRemove: onRemove, policy: cfg.policy()}
 }
 
-func (c *Config) policy() targets.Policy {
-	return targets.Policy{AllowLoopback: c.AllowLoopback, AllowLinkLocal: c.AllowLinkLocal}
+func (c *Config) policy() targetpolicy.Policy {
+	return targetpolicy.Policy{AllowLoopback: c.AllowLoopback, AllowLinkLocal: c.AllowLinkLocal}
 }
 
 // usesICMP reports whether any target source runs ICMP probes.

@@ -108,6 +108,7 @@ func HTTP(ctx context.Context, rawURL string, o HTTPOptions) Result {
 	if err != nil {
 		r.Duration = time.Since(r.Start)
 		r.Phases = phases.list()
+		r.LocalAddr = phases.localAddr()
 		et := Classify(err)
 		var tlsErr *tls.CertificateVerificationError
 		if asAny(err, &tlsErr) || phases.tlsFailed() {
@@ -120,6 +121,7 @@ func HTTP(ctx context.Context, rawURL string, o HTTPOptions) Result {
 	_ = resp.Body.Close()
 	r.Duration = time.Since(r.Start)
 	r.Phases = phases.list()
+	r.LocalAddr = phases.localAddr()
 	r.HTTPStatus = resp.StatusCode
 	if statusExpected(resp.StatusCode, o.ExpectedStatus) {
 		r.Success = true

@@ -39,6 +39,9 @@ type Result struct {
 	HTTPStatus int
 	// Rcode is the DNS response code name of a DNS probe ("NOERROR", "NXDOMAIN", ...).
 	Rcode string
+	// LocalAddr is the address the probe's connection left from (TCP and HTTP probes that
+	// connected), so a declared check can say which vantage it ran from.
+	LocalAddr netip.Addr
 }
 
 const maxMessage = 256

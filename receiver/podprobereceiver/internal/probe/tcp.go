@@ -34,7 +34,16 @@ func dialTCP(ctx context.Context, d *net.Dialer, address string, timeout time.Du
 		return r
 	}
 	r.Phases = []Phase{{Name: "connect", Start: r.Start, Duration: r.Duration}}
+	r.LocalAddr = localAddr(conn)
 	_ = conn.Close()
 	r.Success = true
 	return r
+}
+
+// localAddr is the local IP of conn (unmapped), or the zero Addr.
+func localAddr(conn net.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(conn.LocalAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net/http/httptrace"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -17,6 +18,7 @@ type phaseRecorder struct {
 	dnsStart, connStart, tlsStart, sent time.Time
 	phases                              []Phase
 	tlsErr                              bool
+	local                               netip.Addr
 }
 
 func (p *phaseRecorder) add(name string, start time.Time) {
@@ -47,6 +49,11 @@ func (p *phaseRecorder) trace() *httptrace.ClientTrace {
 			p.tlsErr = err != nil
 			p.mu.Unlock()
 		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			p.mu.Lock()
+			p.local = localAddr(info.Conn)
+			p.mu.Unlock()
+		},
 		WroteRequest: func(httptrace.WroteRequestInfo) { p.mu.Lock(); p.sent = time.Now(); p.mu.Unlock() },
 		GotFirstResponseByte: func() {
 			p.mu.Lock()
@@ -69,3 +76,9 @@ func (p *phaseRecorder) tlsFailed() bool {
 }
 
 func asAny[T error](err error, target *T) bool { return errors.As(err, target) }
+
+func (p *phaseRecorder) localAddr() netip.Addr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.local
+}

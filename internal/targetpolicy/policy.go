@@ -1,9 +1,10 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package targets turns configuration and cluster membership into probe targets, and vets
-// every address before a probe may touch it.
-package targets
+// Package targetpolicy vets every address before a probe may touch it: pod_probe applies it
+// to each target it plans and each declared check it runs, and pod_network_health to the
+// targets of declared checks before it places them.
+package targetpolicy
 
 import (
 	"fmt"
