@@ -6,6 +6,7 @@ package podprobereceiver
 import (
 	"errors"
 	"fmt"
+	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/checks"
 	"net"
 	"net/netip"
 	"net/url"
@@ -68,6 +69,11 @@ type Config struct {
 
 	// Source is the probing pod's identity, normally from downward-API environment variables.
 	Source SourceConfig `mapstructure:"source"`
+
+	// Checks runs the declared checks (NetworkCheck, and optionally OpenShift's
+	// PodNetworkConnectivityCheck) that the gateway placed on this collector, and emits one
+	// log record per run to the logs pipeline (docs/checks.md).
+	Checks ChecksConfig `mapstructure:"checks"`
 
 	metadata.MetricsBuilderConfig `mapstructure:",squash"`
 }
@@ -256,8 +262,25 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if !c.Peers.Enabled && len(c.Selectors) == 0 && len(c.Static) == 0 && len(c.DNS) == 0 {
-		add("no targets: enable peers, or configure selectors, static or dns")
+	if !c.Peers.Enabled && len(c.Selectors) == 0 && len(c.Static) == 0 && len(c.DNS) == 0 && !c.Checks.Enabled {
+		add("no targets: enable peers or checks, or configure selectors, static or dns")
+	}
+	if c.Checks.Enabled {
+		switch c.Checks.Vantage {
+		case checks.VantageAgent:
+			if c.Source.NodeName == "" {
+				add("checks: vantage agent needs source::node_name (NODE_NAME from the downward API: fieldRef spec.nodeName)")
+			}
+		case checks.VantageSidecar:
+			if c.Source.PodName == "" || c.Source.Namespace == "" {
+				add("checks: vantage sidecar needs source::pod_name and source::namespace (POD_NAME, POD_NAMESPACE from the downward API)")
+			}
+		default:
+			add("checks::vantage: %q; want agent or sidecar", c.Checks.Vantage)
+		}
+		if c.Checks.MaxChecks < 1 || c.Checks.MaxChecks > 10000 {
+			add("checks::max_checks: %d out of range [1, 10000]", c.Checks.MaxChecks)
+		}
 	}
 	switch c.Spans {
 	case SpansOff, SpansAll, SpansFailures:
@@ -537,4 +560,18 @@ func parseStatic(s StaticConfig) (staticTarget, error) {
 		st.addr = st.addr.Unmap()
 	}
 	return st, nil
+}
+
+// ChecksConfig: declared checks run from this collector.
+type ChecksConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Vantage is "agent" (the DaemonSet: checks whose source pod is on this node and has no
+	// sidecar) or "sidecar" (a collector inside a workload pod: checks whose source is this
+	// pod).
+	Vantage string `mapstructure:"vantage"`
+	// OpenShift also runs PodNetworkConnectivityChecks (needs their CRD and
+	// deploy/rbac/openshift-checks.yaml).
+	OpenShift bool `mapstructure:"openshift"`
+	// MaxChecks bounds the checks run at once from this collector.
+	MaxChecks int `mapstructure:"max_checks"`
 }

@@ -36,7 +36,8 @@ func NewFactory() receiver.Factory {
 	f := &factory{receivers: map[*Config]*podProbeReceiver{}}
 	return receiver.NewFactory(metadata.Type, createDefaultConfig,
 		receiver.WithMetrics(f.createMetrics, metadata.MetricsStability),
-		receiver.WithTraces(f.createTraces, metadata.TracesStability))
+		receiver.WithTraces(f.createTraces, metadata.TracesStability),
+		receiver.WithLogs(f.createLogs, metadata.LogsStability))
 }
 
 func createDefaultConfig() component.Config {
@@ -75,6 +76,7 @@ func createDefaultConfig() component.Config {
 			NodeName:  os.Getenv(EnvNodeName),
 			PodIPs:    podIPs,
 		},
+		Checks:               ChecksConfig{Vantage: "agent", MaxChecks: 100},
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 	}
 }
@@ -110,5 +112,11 @@ func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg co
 func (f *factory) createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
 	r := f.get(set, cfg.(*Config))
 	r.tracesConsumer = next
+	return r, nil
+}
+
+func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	r := f.get(set, cfg.(*Config))
+	r.logsConsumer = next
 	return r, nil
 }

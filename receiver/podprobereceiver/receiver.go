@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/checks"
 	"hash/fnv"
 	"net/netip"
 	"net/url"
@@ -28,11 +29,11 @@ import (
 
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/planner"
+	"github.com/netpulse/netpulse/internal/targetpolicy"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/discovery"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/icmpengine"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/probe"
-	"github.com/netpulse/netpulse/internal/targetpolicy"
 )
 
 // Target kinds (netpulse.target.kind).
@@ -96,6 +97,7 @@ type podProbeReceiver struct {
 	cfg             *Config
 	metricsConsumer consumer.Metrics
 	tracesConsumer  consumer.Traces
+	logsConsumer    consumer.Logs
 	onRemove        func()
 
 	mu       sync.Mutex
@@ -106,6 +108,7 @@ type podProbeReceiver struct {
 
 	engine  *icmpengine.Engine
 	watcher *discovery.Watcher
+	checks  *checks.Runner
 	policy  targetpolicy.Policy
 	static  []target
 	dns     []target
@@ -235,6 +238,15 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 		rb.SetK8sPodIP(ips[0])
 	}
 	r.emitter = newEmitter(metadata.NewMetricsBuilder(mbc, r.set), rb.Emit(), max(10*r.cfg.Interval, time.Hour))
+	if r.cfg.Checks.Enabled {
+		if err := r.startChecks(); err != nil {
+			r.closeEngine()
+			if r.watcher != nil {
+				r.watcher.Stop()
+			}
+			return err
+		}
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -261,6 +273,9 @@ func (r *podProbeReceiver) Shutdown(context.Context) error {
 		cancel()
 	}
 	r.wg.Wait()
+	if r.checks != nil {
+		r.checks.Stop()
+	}
 	if r.watcher != nil {
 		r.watcher.Stop()
 	}
