@@ -116,6 +116,12 @@ type Cluster struct {
 	keepDir                bool
 	ownDir                 bool
 
+	// wlMu guards workloads (by slot; StartWorkload) and their netnsUp.
+	wlMu      sync.Mutex
+	workloads [MaxWorkloads]*Workload
+	// svc plays kube-proxy for the Services of CreateService.
+	svc serviceProxy
+
 	kubeletStop chan struct{}
 	kubeletDone chan struct{}
 	stopOnce    sync.Once
@@ -375,9 +381,10 @@ func (c *Cluster) Logs(lines int) string {
 	return b.String()
 }
 
-// Stop removes everything the cluster created: collector processes, echo responders,
-// the control plane, network namespaces (with their nft tables and veths), the bridge and
-// (unless kept) the run directory; then it releases the host lock. It is idempotent and
+// Stop removes everything the cluster created: collector processes (agents, gateways,
+// sidecars), echo responders, recording servers, the control plane, network namespaces
+// (nodes' and workloads', with their nft tables and veths), the bridge and (unless kept)
+// the run directory; then it releases the host lock. It is idempotent and
 // safe on a partly started cluster.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() { c.stopErr = c.stop() })
@@ -390,6 +397,7 @@ func (c *Cluster) stop() error {
 		close(c.kubeletStop)
 		<-c.kubeletDone
 	}
+	c.stopServiceLoop()
 	c.mu.Lock()
 	gws := c.gateways
 	c.gateways = nil
@@ -407,6 +415,20 @@ func (c *Cluster) stop() error {
 	for _, g := range gws {
 		wg.Add(1)
 		go func() { defer wg.Done(); addErr(g.halt(5 * time.Second)) }()
+	}
+	c.wlMu.Lock()
+	wls := c.workloads
+	c.wlMu.Unlock()
+	for _, w := range wls {
+		if w == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			// Sidecar, recording servers, namespace; the pod object goes with the control plane.
+			defer wg.Done()
+			addErr(c.teardownWorkload(context.Background(), w, false))
+		}()
 	}
 	for _, n := range c.nodes {
 		wg.Add(1)

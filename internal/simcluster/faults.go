@@ -116,13 +116,58 @@ func (c *Cluster) Heal(node string) error {
 	return c.withNode(node, func(n *nodeState) error { return heal(n) })
 }
 
-// HealAll removes every fault from every node.
+// HealAll removes every fault from every node and every workload.
 func (c *Cluster) HealAll() error {
 	var errs []error
 	for _, n := range c.nodes {
 		errs = append(errs, c.Heal(n.Name))
 	}
+	for _, w := range c.Workloads() {
+		errs = append(errs, healWorkload(w))
+	}
 	return errors.Join(errs...)
+}
+
+// PartitionWorkload cuts a workload pod (by name, or namespace/name) off from every node
+// and every other pod, as Partition does for a node: nft in the workload's namespace
+// drops all traffic from and to 198.18.0.0/24 and fd00:6e70::/64 except the host side of
+// the bridge (and neighbour discovery). Connections to it time out; so do its own TCP
+// connections (also to ClusterIPs, which are DNATed to pod IPs first: the firewall drops
+// the SYNs and TCP retransmits them), while its ICMP sends fail at once with EPERM.
+// Node faults do not touch workloads (they have namespaces of their own), nor does this
+// one touch the node the workload is bound to.
+func (c *Cluster) PartitionWorkload(name string) error {
+	w, err := c.Workload(name)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.faults.partitioned = true
+	return applyNftNetns(w.Netns, w.faults)
+}
+
+// HealWorkload removes the faults of a workload pod (by name, or namespace/name).
+func (c *Cluster) HealWorkload(name string) error {
+	w, err := c.Workload(name)
+	if err != nil {
+		return err
+	}
+	return healWorkload(w)
+}
+
+func healWorkload(w *Workload) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.faults = faultState{}
+	return applyNftNetns(w.Netns, w.faults)
+}
+
+// Partitioned reports whether PartitionWorkload is in force on the workload.
+func (w *Workload) Partitioned() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.faults.partitioned
 }
 
 func heal(n *nodeState) error {
@@ -155,10 +200,14 @@ func setEchoIgnore(netns string, on bool) error {
 }
 
 // applyNft replaces the node's table with one rendering its fault state, atomically.
-func applyNft(n *nodeState) error {
+func applyNft(n *nodeState) error { return applyNftNetns(n.Netns, n.faults) }
+
+// applyNftNetns replaces the fault table of a namespace (a node's or a workload's) with
+// one rendering f, atomically.
+func applyNftNetns(netns string, f faultState) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return run(ctx, []byte(nftRuleset(n.faults)), "ip", "netns", "exec", n.Netns, "nft", "-f", "-")
+	return run(ctx, []byte(nftRuleset(f)), "ip", "netns", "exec", netns, "nft", "-f", "-")
 }
 
 // nftRuleset renders the table for f (or just its removal when f injects nothing).

@@ -31,6 +31,10 @@ var (
 	// Prefix4 and Prefix6 are the simulated network.
 	Prefix4 = netip.MustParsePrefix("198.18.0.0/24")
 	Prefix6 = netip.MustParsePrefix("fd00:6e70::/64")
+	// ServiceCIDR is kube-apiserver's --service-cluster-ip-range (internal/kubetest): the
+	// ClusterIPs of Services. Every pod namespace routes it to eth0, and the harness plays
+	// kube-proxy with DNAT rules inside the namespaces (services.go).
+	ServiceCIDR = netip.MustParsePrefix("10.0.0.0/24")
 )
 
 // MaxNodes bounds Options.Nodes: node i owns 198.18.0.(10+i), and pod-IP generations
@@ -64,9 +68,10 @@ func podIPv6(i, gen int) netip.Addr {
 	return netip.MustParseAddr(fmt.Sprintf("fd00:6e70::%x:%d", gen, 10+i))
 }
 
-// Names. A run owns "<prefix>-<runid>-<i>" network namespaces, the bridge
-// "<prefix><runid>" and host-side veths "<prefix><runid>h<i>" (at most 15 bytes with the
-// default prefix "np" and a 6-hex-digit run ID).
+// Names. A run owns "<prefix>-<runid>-<i>" network namespaces (workloads:
+// "<prefix>-<runid>-w<k>"), the bridge "<prefix><runid>" and host-side veths
+// "<prefix><runid>h<i>" (workloads: "<prefix><runid>w<k>"); at most 15 bytes with the
+// default prefix "np" and a 6-hex-digit run ID.
 func netnsName(prefix, runID string, i int) string { return fmt.Sprintf("%s-%s-%d", prefix, runID, i) }
 func bridgeName(prefix, runID string) string       { return prefix + runID }
 func hostVethName(prefix, runID string, i int) string {
@@ -77,8 +82,8 @@ var prefixRE = regexp.MustCompile(`^[a-z]{1,4}$`)
 
 func leftoverPatterns(prefix string) (netns, link *regexp.Regexp) {
 	q := regexp.QuoteMeta(prefix)
-	return regexp.MustCompile(`^` + q + `-[0-9a-f]{6}-[0-9]+$`),
-		regexp.MustCompile(`^` + q + `[0-9a-f]{6}(h[0-9]+)?$`)
+	return regexp.MustCompile(`^` + q + `-[0-9a-f]{6}-w?[0-9]+$`),
+		regexp.MustCompile(`^` + q + `[0-9a-f]{6}([hw][0-9]+)?$`)
 }
 
 // run executes a command (ip, nft) and returns its combined output in the error.
@@ -185,8 +190,16 @@ func createBridge(ctx context.Context, br string) error {
 
 // createNodeNetns creates node i's namespace, its veth into the bridge and its addresses.
 // There is deliberately no default route: the namespace reaches only the simulated network
-// (and the host side of the bridge) through the connected routes of eth0.
+// (and the host side of the bridge) through the connected routes of eth0, and the Service
+// CIDR through eth0 (played by services.go's DNAT rules).
 func createNodeNetns(ctx context.Context, netns, br, hostVeth string, v4, v6 netip.Addr) error {
+	return createPodNetns(ctx, netns, br, hostVeth, "", v4, v6)
+}
+
+// createPodNetns creates a pod network namespace (a node's, which doubles as its agent
+// pod's, or a workload's): the veth into the bridge (eth0 gets mac when set), the
+// addresses, the sysctls and the routes.
+func createPodNetns(ctx context.Context, netns, br, hostVeth, mac string, v4, v6 netip.Addr) error {
 	if err := ip(ctx, "netns", "add", netns); err != nil {
 		return err
 	}
@@ -201,7 +214,11 @@ func createNodeNetns(ctx context.Context, netns, br, hostVeth string, v4, v6 net
 			return err
 		}
 	}
-	if err := ip(ctx, "link", "add", hostVeth, "type", "veth", "peer", "name", "eth0", "netns", netns); err != nil {
+	peer := []string{"peer", "name", "eth0"}
+	if mac != "" {
+		peer = append(peer, "address", mac)
+	}
+	if err := ip(ctx, append(append([]string{"link", "add", hostVeth, "type", "veth"}, peer...), "netns", netns)...); err != nil {
 		return err
 	}
 	// The host-side port needs no IPv6 of its own (no link-local address, no DAD).
@@ -219,6 +236,9 @@ func createNodeNetns(ctx context.Context, netns, br, hostVeth string, v4, v6 net
 		{"addr", "add", v4.String() + "/24", "dev", "eth0"},
 		{"addr", "add", v6.String() + "/64", "dev", "eth0", "nodad"},
 		{"link", "set", "eth0", "up"},
+		// ClusterIPs leave through eth0, so that connect() finds a route and the output
+		// hook's DNAT (services.go) rewrites them to an endpoint before they go out.
+		{"route", "add", ServiceCIDR.String(), "dev", "eth0"},
 	} {
 		if err := ip(ctx, append([]string{"-n", netns}, args...)...); err != nil {
 			return err
@@ -261,8 +281,9 @@ func killNetnsPids(ctx context.Context, netns string) {
 }
 
 // SweepLeftovers removes what crashed runs with this name prefix left behind: processes in
-// and network namespaces named "<prefix>-<6 hex>-<n>", and host links named
-// "<prefix><6 hex>" / "<prefix><6 hex>h<n>" (bridges and veths). nft tables live inside the
+// and network namespaces named "<prefix>-<6 hex>-<n>" (nodes) and "<prefix>-<6 hex>-w<k>"
+// (workloads), and host links named "<prefix><6 hex>" / "<prefix><6 hex>h<n>" /
+// "<prefix><6 hex>w<k>" (bridges and veths). nft tables (faults, Services) live inside the
 // namespaces and go with them. It refuses to run while another cluster holds the host-wide
 // lock (a live run is not a leftover); Start sweeps by itself once it holds the lock.
 func SweepLeftovers(prefix string) error {
