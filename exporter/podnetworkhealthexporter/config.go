@@ -80,6 +80,31 @@ type Config struct {
 	Events         EventsConfig         `mapstructure:"events"`
 	NodeConditions NodeConditionsConfig `mapstructure:"node_conditions"`
 	ReadinessGate  ReadinessGateConfig  `mapstructure:"readiness_gate"`
+	Checks         ChecksConfig         `mapstructure:"checks"`
+}
+
+// ChecksConfig: serve declared checks (NetworkCheck; with openshift also
+// PodNetworkConnectivityCheck): place them on a vantage point, fold the results the logs
+// pipeline brings into their status, write it on change and as a heartbeat, under the one
+// write budget (docs/checks.md).
+type ChecksConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// OpenShift: also serve PodNetworkConnectivityChecks (their CRD must exist; RBAC in
+	// deploy/rbac/openshift-checks.yaml).
+	OpenShift bool `mapstructure:"openshift"`
+	// Heartbeat: routine changes (new successes, repeated failures) are written at most this
+	// often; significant ones (reachability, outages, placement) at once.
+	Heartbeat time.Duration `mapstructure:"heartbeat"`
+	// PruneAfter: a PodNetworkConnectivityCheck whose source pod has been gone and that has
+	// had no result this long is deleted, as OpenShift does (NetworkChecks are the user's
+	// and never deleted).
+	PruneAfter time.Duration `mapstructure:"prune_after"`
+	// MaxChecks bounds the checks served (state O(checks)).
+	MaxChecks int `mapstructure:"max_checks"`
+	// The target policy of declared checks' literal addresses (the agents apply theirs to
+	// every resolved address as well).
+	AllowLoopback  bool `mapstructure:"allow_loopback"`
+	AllowLinkLocal bool `mapstructure:"allow_link_local"`
 }
 
 // LeaderElectionConfig makes exactly one replica the writer (client-go Lease election).
@@ -203,6 +228,17 @@ func (c *Config) Validate() error {
 	if c.Namespace != "" {
 		if msgs := validation.IsDNS1123Label(c.Namespace); len(msgs) > 0 {
 			add("namespace: %q: %s", c.Namespace, strings.Join(msgs, "; "))
+		}
+	}
+	if ch := c.Checks; ch.Enabled {
+		if ch.Heartbeat < time.Minute || ch.Heartbeat > 24*time.Hour {
+			add("checks::heartbeat: %v out of range [1m, 24h]", ch.Heartbeat)
+		}
+		if ch.PruneAfter < time.Hour {
+			add("checks::prune_after: %v below 1h", ch.PruneAfter)
+		}
+		if ch.MaxChecks < 1 || ch.MaxChecks > 100000 {
+			add("checks::max_checks: %d out of range [1, 100000]", ch.MaxChecks)
 		}
 	}
 	// A quorum out of range is NodeConditionsConfig's and ReadinessGateConfig's to report.

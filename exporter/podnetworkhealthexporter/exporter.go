@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -22,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -70,6 +72,8 @@ type pnhExporter struct {
 	nodes    cache.SharedIndexInformer
 	nodesF   informers.SharedInformerFactory
 	gated    *gatedPods
+	// checks is nil unless checks.enabled.
+	checks *checkController
 	// droppedSeen: the writer's drop counts already added to the telemetry.
 	droppedSeen [writequeue.NumPriorities]uint64
 
@@ -175,6 +179,9 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	if cfg.RequireAuthenticatedObservers {
 		e.binder = newBinder(set.Logger)
 	}
+	if cfg.Checks.Enabled {
+		e.checks = newCheckController(e, cfg.Checks)
+	}
 	return e, nil
 }
 
@@ -240,6 +247,15 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 	return nil
 }
 
+// consumeLogs takes declared checks' results (pod_probe's check log records); other log
+// records are ignored. Like consume, it never waits for the API.
+func (e *pnhExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
+	if e.checks != nil {
+		e.checks.consumeLogs(ctx, ld)
+	}
+	return nil
+}
+
 // start builds the clients and starts campaigning (or writing, without leader election).
 // It returns at once: nothing here waits for the API server.
 func (e *pnhExporter) start(_ context.Context, host component.Host) error {
@@ -276,6 +292,14 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	if e.gate != nil {
 		e.gated = newGatedPods(e)
 		e.gated.factory.Start(e.stopNodes)
+	}
+	if e.checks != nil {
+		dyn, err := dynamic.NewForConfig(restCfg)
+		if err != nil {
+			cancel()
+			return err
+		}
+		e.checks.start(dyn)
 	}
 
 	lead := func(leadCtx context.Context) {
@@ -352,6 +376,10 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	e.writer.run(workerCtx, e.cfg.Workers)
 	defer stopWorkers()
 
+	if e.checks != nil {
+		e.checks.leading.Store(true)
+		defer e.checks.leading.Store(false)
+	}
 	tick := time.NewTicker(reconcileEvery)
 	defer tick.Stop()
 	lastNodes := time.Time{}
@@ -361,6 +389,9 @@ func (e *pnhExporter) lead(ctx context.Context) {
 			return
 		case now := <-tick.C:
 			targetsChanged := e.reconcile(ctx, now)
+			if e.checks != nil {
+				e.checks.reconcile(ctx, now)
+			}
 			// Node and pod conditions follow a target verdict change at once (the
 			// decision costs O(evidence)), and are re-judged every 5 s otherwise
 			// (min_hold expiry, suppression).
@@ -532,6 +563,9 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 		}
 		if e.gated != nil {
 			e.gated.factory.Shutdown()
+		}
+		if e.checks != nil {
+			e.checks.shutdown()
 		}
 		e.tb.Shutdown()
 	})

@@ -6,6 +6,7 @@ package podnetworkhealthexporter
 import (
 	"context"
 	"os"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -19,8 +20,72 @@ import (
 
 // NewFactory creates the pod_network_health exporter factory.
 func NewFactory() exporter.Factory {
+	f := &factory{exporters: map[*Config]*sharedExporter{}}
 	return exporter.NewFactory(metadata.Type, createDefaultConfig,
-		exporter.WithMetrics(createMetrics, metadata.MetricsStability))
+		exporter.WithMetrics(f.createMetrics, metadata.MetricsStability),
+		exporter.WithLogs(f.createLogs, metadata.LogsStability))
+}
+
+// factory shares one exporter (one writer, one Lease, one budget) between the metrics
+// pipeline (probe observations) and the logs pipeline (declared checks' results) that use
+// the same configuration.
+type factory struct {
+	mu        sync.Mutex
+	exporters map[*Config]*sharedExporter
+}
+
+type sharedExporter struct {
+	e       *pnhExporter
+	refs    int // pipelines created
+	started int // starts minus shutdowns
+}
+
+func (f *factory) get(cfg *Config, set exporter.Settings) (*sharedExporter, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.exporters[cfg]; ok {
+		s.refs++
+		return s, nil
+	}
+	e, err := newExporter(cfg, set)
+	if err != nil {
+		return nil, err
+	}
+	s := &sharedExporter{e: e, refs: 1}
+	f.exporters[cfg] = s
+	return s, nil
+}
+
+func (f *factory) start(cfg *Config, s *sharedExporter) component.StartFunc {
+	return func(ctx context.Context, host component.Host) error {
+		f.mu.Lock()
+		s.started++
+		first := s.started == 1
+		f.mu.Unlock()
+		if !first {
+			return nil
+		}
+		return s.e.start(ctx, host)
+	}
+}
+
+func (f *factory) shutdown(cfg *Config, s *sharedExporter) component.ShutdownFunc {
+	return func(ctx context.Context) error {
+		f.mu.Lock()
+		s.refs--
+		if s.started > 0 {
+			s.started--
+		}
+		last := s.refs <= 0 || s.started == 0
+		if s.refs <= 0 {
+			delete(f.exporters, cfg)
+		}
+		f.mu.Unlock()
+		if !last {
+			return nil
+		}
+		return s.e.shutdown(ctx)
+	}
 }
 
 func createDefaultConfig() component.Config {
@@ -57,17 +122,33 @@ func createDefaultConfig() component.Config {
 		Events:         EventsConfig{Enabled: true, PerMinute: 30},
 		NodeConditions: NodeConditionsConfig{Type: "netpulse.io/PodNetworkProblem", Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute},
 		ReadinessGate:  ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1},
+		Checks:         ChecksConfig{Heartbeat: 10 * time.Minute, PruneAfter: 48 * time.Hour, MaxChecks: 10000},
 	}
 }
 
-func createMetrics(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Metrics, error) {
-	e, err := newExporter(cfg.(*Config), set)
+func (f *factory) createMetrics(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Metrics, error) {
+	c := cfg.(*Config)
+	s, err := f.get(c, set)
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewMetrics(ctx, set, cfg, e.consume,
-		exporterhelper.WithStart(e.start),
-		exporterhelper.WithShutdown(e.shutdown),
+	return exporterhelper.NewMetrics(ctx, set, cfg, s.e.consume,
+		exporterhelper.WithStart(f.start(c, s)),
+		exporterhelper.WithShutdown(f.shutdown(c, s)),
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
+	)
+}
+
+// createLogs: the logs pipeline carries declared checks' results (checks.enabled).
+func (f *factory) createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
+	c := cfg.(*Config)
+	s, err := f.get(c, set)
+	if err != nil {
+		return nil, err
+	}
+	return exporterhelper.NewLogs(ctx, set, cfg, s.e.consumeLogs,
+		exporterhelper.WithStart(f.start(c, s)),
+		exporterhelper.WithShutdown(f.shutdown(c, s)),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 	)
 }

@@ -1,0 +1,755 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package podnetworkhealthexporter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	ocv1alpha1 "github.com/netpulse/netpulse/api/openshift/operatorcontrolplane/v1alpha1"
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
+	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
+	"github.com/netpulse/netpulse/internal/checkstatus"
+	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/ratelog"
+	"github.com/netpulse/netpulse/internal/targetpolicy"
+)
+
+// Skip reasons of check results (otelcol_pod_network_health_datapoints_skipped).
+const (
+	SkipCheckUnknown       = "check_unknown"         // no such check (or not accepted)
+	SkipCheckWrongVantage  = "check_wrong_vantage"   // not the vantage point the check was placed on
+	SkipCheckMalformed     = "check_malformed"       // a record without the contract's attributes
+	SkipCheckUnauthentic   = "check_unauthenticated" // require_authenticated_observers: no or another identity
+	checkResolveBatch      = 20                      // placements resolved per reconcile tick (reads)
+	checkRetryUnaccepted   = 30 * time.Second
+	checkWriteReasonPrefix = "check_"
+)
+
+var (
+	networkCheckGVR = v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.NetworkCheckPlural)
+	pnccGVR         = ocv1alpha1.Resource
+)
+
+type checkKey struct{ kind, namespace, name string }
+
+func (k checkKey) String() string { return k.kind + "/" + k.namespace + "/" + k.name }
+
+// placement is where and at what a check runs, as the gateway resolved it.
+type placement struct {
+	accepted        bool
+	reason, message string
+	mode            v1alpha1.VantageMode
+	sourcePod, node string
+	endpoint        string
+	targetKind      string
+}
+
+// checkState is one check: O(1) per check (at most 10+10 entries and 20 outages), so the
+// gateway holds O(checks) for declared checks.
+type checkState struct {
+	key        checkKey
+	uid        types.UID
+	generation int64
+	interval   time.Duration
+	labels     map[string]string
+	obj        any // the latest typed object (*v1alpha1.NetworkCheck or *ocv1alpha1.PodNetworkConnectivityCheck)
+
+	place, writtenPlace placement
+	placed              bool
+	placeAt, placeSince time.Time
+	wantResolve         bool
+	sourceGoneSince     time.Time
+
+	st, written checkstatus.Status
+	lastWrite   time.Time
+	seenAt      time.Time
+	observerPod string
+	// sourceAddress is the address the newest result left from.
+	sourceAddress, writtenSource string
+	deleting                     bool
+}
+
+// checkController places declared checks, folds their results into their status and writes
+// it through the exporter's writer, under its one write budget.
+type checkController struct {
+	e       *pnhExporter
+	cfg     ChecksConfig
+	policy  targetpolicy.Policy
+	logger  *zap.Logger
+	dyn     dynamic.Interface
+	factory dynamicinformer.DynamicSharedInformerFactory
+	leading atomic.Bool
+	skipLog *ratelog.Logger
+
+	mu     sync.Mutex
+	checks map[checkKey]*checkState
+	stop   chan struct{}
+}
+
+func newCheckController(e *pnhExporter, cfg ChecksConfig) *checkController {
+	return &checkController{e: e, cfg: cfg, logger: e.logger,
+		policy:  targetpolicy.Policy{AllowLoopback: cfg.AllowLoopback, AllowLinkLocal: cfg.AllowLinkLocal},
+		skipLog: ratelog.New(e.logger, 30*time.Second, 2),
+		checks:  map[checkKey]*checkState{}, stop: make(chan struct{})}
+}
+
+// start watches the checks (every replica: a standby keeps the state warm).
+func (c *checkController) start(dyn dynamic.Interface) {
+	c.dyn = dyn
+	c.factory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	c.watch(networkCheckGVR, v1alpha1.NetworkCheckKind)
+	if c.cfg.OpenShift {
+		c.watch(pnccGVR, ocv1alpha1.Kind)
+	}
+	c.factory.Start(c.stop)
+}
+
+func (c *checkController) shutdown() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	if c.factory != nil {
+		c.factory.Shutdown()
+	}
+}
+
+func (c *checkController) watch(gvr schema.GroupVersionResource, kind string) {
+	inf := c.factory.ForResource(gvr).Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { c.upsert(kind, o) },
+		UpdateFunc: func(_, o any) { c.upsert(kind, o) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				c.mu.Lock()
+				delete(c.checks, checkKey{kind, u.GetNamespace(), u.GetName()})
+				c.mu.Unlock()
+			}
+		},
+	})
+}
+
+func (c *checkController) upsert(kind string, o any) {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	key := checkKey{kind, u.GetNamespace(), u.GetName()}
+	var (
+		obj      any
+		st       checkstatus.Status
+		interval = checkstatus.DefaultInterval
+	)
+	switch kind {
+	case ocv1alpha1.Kind:
+		var pc ocv1alpha1.PodNetworkConnectivityCheck
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &pc); err != nil {
+			c.logger.Warn("pod_network_health: malformed PodNetworkConnectivityCheck", zap.String("check", key.String()), zap.Error(err))
+			return
+		}
+		obj, st = &pc, statusOfPNCC(&pc.Status)
+		if v, err := time.ParseDuration(pc.Annotations[v1alpha1.AnnotationCheckInterval]); err == nil && v >= checkstatus.MinInterval {
+			interval = v
+		}
+	default:
+		var nc v1alpha1.NetworkCheck
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &nc); err != nil {
+			c.logger.Warn("pod_network_health: malformed NetworkCheck", zap.String("check", key.String()), zap.Error(err))
+			return
+		}
+		obj, st = &nc, statusOfNC(&nc.Status)
+		if nc.Spec.Interval != nil {
+			interval = nc.Spec.Interval.Duration
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs, known := c.checks[key]
+	if !known || cs.uid != u.GetUID() {
+		if !known && len(c.checks) >= c.cfg.MaxChecks {
+			c.skipLog.Log(zap.WarnLevel, "pod_network_health: more declared checks than checks.max_checks; not serving some", zap.String("check", key.String()))
+			return
+		}
+		// First sight (or a re-created object): resume from what the API holds.
+		cs = &checkState{key: key, uid: u.GetUID(), st: st, written: st.DeepCopy(), wantResolve: true, lastWrite: time.Now()}
+		if nc, ok := obj.(*v1alpha1.NetworkCheck); ok {
+			cs.place, cs.writtenPlace = placementOfNC(&nc.Status), placementOfNC(&nc.Status)
+			cs.placed = cs.place.sourcePod != "" || cs.place.reason != ""
+			if cond := findCondition(nc.Status.Conditions, v1alpha1.ConditionAccepted); cond != nil {
+				cs.placeSince = cond.LastTransitionTime.Time
+			}
+			if nc.Status.Vantage != nil {
+				cs.observerPod, cs.sourceAddress, cs.writtenSource = nc.Status.Vantage.ObserverPod, nc.Status.Vantage.SourceAddress, nc.Status.Vantage.SourceAddress
+			}
+		}
+		c.checks[key] = cs
+	}
+	if g := u.GetGeneration(); g != cs.generation {
+		cs.generation = g
+		cs.wantResolve = true
+	}
+	cs.interval, cs.labels, cs.obj = interval, u.GetLabels(), obj
+}
+
+func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// placementOfNC reads back the placement a previous writer recorded.
+func placementOfNC(s *v1alpha1.NetworkCheckStatus) placement {
+	var p placement
+	if a := findCondition(s.Conditions, v1alpha1.ConditionAccepted); a != nil {
+		p.accepted, p.reason, p.message = a.Status == metav1.ConditionTrue, a.Reason, a.Message
+		if p.accepted {
+			p.reason = ""
+		}
+	}
+	if s.Vantage != nil {
+		p.mode, p.sourcePod, p.node = s.Vantage.Mode, s.Vantage.SourcePod, s.Vantage.Node
+	}
+	if s.Target != nil {
+		p.endpoint, p.targetKind = s.Target.Endpoint, s.Target.Kind
+	}
+	return p
+}
+
+// reconcile runs on the leader every reconcileEvery: resolve placements (a bounded batch of
+// reads), fix labels, write statuses that are due, prune stale OpenShift checks.
+func (c *checkController) reconcile(ctx context.Context, now time.Time) {
+	c.mu.Lock()
+	var toResolve []*checkState
+	for _, cs := range c.checks {
+		silent := !cs.st.LastResultTime.IsZero() && now.Sub(cs.st.LastResultTime) > checkstatus.SilentAfter(cs.interval)
+		switch {
+		case cs.wantResolve, !cs.placed,
+			now.Sub(cs.placeAt) >= c.cfg.Heartbeat,
+			!cs.place.accepted && now.Sub(cs.placeAt) >= checkRetryUnaccepted,
+			silent && now.Sub(cs.placeAt) >= cs.interval:
+			toResolve = append(toResolve, cs)
+		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(toResolve, func(a, b *checkState) int { return a.placeAt.Compare(b.placeAt) })
+	for i, cs := range toResolve {
+		if i >= checkResolveBatch || ctx.Err() != nil {
+			break
+		}
+		c.mu.Lock()
+		obj := cs.obj
+		c.mu.Unlock()
+		p := c.resolve(ctx, cs.key, obj)
+		c.mu.Lock()
+		if p != cs.place || !cs.placed {
+			if p.accepted != cs.place.accepted || p.reason != cs.place.reason || !cs.placed {
+				cs.placeSince = now
+			}
+			if p.mode != cs.place.mode || p.sourcePod != cs.place.sourcePod || p.node != cs.place.node {
+				cs.observerPod = ""
+			}
+			cs.place = p
+		}
+		cs.placed, cs.placeAt, cs.wantResolve = true, now, false
+		if p.reason == v1alpha1.ReasonSourceNotFound {
+			if cs.sourceGoneSince.IsZero() {
+				cs.sourceGoneSince = now
+			}
+		} else {
+			cs.sourceGoneSince = time.Time{}
+		}
+		c.mu.Unlock()
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	policy := checkstatus.Policy{Heartbeat: c.cfg.Heartbeat}
+	for _, cs := range c.checks {
+		if !cs.placed || cs.deleting {
+			continue
+		}
+		if cs.key.kind == ocv1alpha1.Kind && checkstatus.Stale(cs.st.LastResultTime, cs.sourceGoneSince, now, c.cfg.PruneAfter) {
+			cs.deleting = true
+			c.enqueueDelete(cs)
+			continue
+		}
+		c.syncLabels(cs)
+		if cs.place.accepted {
+			since := cs.placeSince
+			if st, changed := checkstatus.Silence(cs.st, now, checkstatus.SilentAfter(cs.interval), since); changed {
+				cs.st = st
+			}
+		}
+		due, why := policy.Due(cs.written, cs.lastWrite, cs.st, now)
+		if cs.key.kind == v1alpha1.NetworkCheckKind {
+			if cs.place != cs.writtenPlace {
+				due, why = true, "placement"
+			} else if !due && cs.sourceAddress != cs.writtenSource && now.Sub(cs.lastWrite) >= c.cfg.Heartbeat {
+				due, why = true, checkstatus.WriteHeartbeat
+			}
+		}
+		if due {
+			c.enqueueStatus(cs, why)
+		}
+	}
+}
+
+// wantLabels are the labels that place cs on its vantage point (none unless accepted).
+func wantLabels(p placement) map[string]string {
+	if !p.accepted {
+		return nil
+	}
+	l := map[string]string{v1alpha1.LabelVantageMode: string(p.mode), v1alpha1.LabelVantageNode: p.node}
+	if p.mode == v1alpha1.VantageSidecar {
+		l[v1alpha1.LabelVantagePod] = p.sourcePod
+	}
+	return l
+}
+
+func (c *checkController) syncLabels(cs *checkState) {
+	want := wantLabels(cs.place)
+	patch := map[string]any{}
+	for _, k := range []string{v1alpha1.LabelVantageMode, v1alpha1.LabelVantageNode, v1alpha1.LabelVantagePod} {
+		cur, has := cs.labels[k]
+		w, wanted := want[k]
+		switch {
+		case wanted && (!has || cur != w):
+			patch[k] = w
+		case !wanted && has:
+			patch[k] = nil
+		}
+	}
+	if len(patch) == 0 {
+		return
+	}
+	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": patch}})
+	gvr, key := c.gvr(cs.key), cs.key
+	c.e.writer.enqueue("checklabels/"+key.String(), writequeue.Verdict, func(ctx context.Context) error {
+		_, err := c.dyn.Resource(gvr).Namespace(key.namespace).Patch(ctx, key.name, types.MergePatchType, data, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}, checkWriteReasonPrefix+"placement")
+}
+
+func (c *checkController) gvr(k checkKey) schema.GroupVersionResource {
+	if k.kind == ocv1alpha1.Kind {
+		return pnccGVR
+	}
+	return networkCheckGVR
+}
+
+// enqueueStatus replaces the check's status (one JSON patch on the status subresource: no
+// resourceVersion, no conflicts). The status is built when the write runs, so a queued
+// write always carries the newest state; what it wrote becomes the written state.
+func (c *checkController) enqueueStatus(cs *checkState, why string) {
+	key := cs.key
+	prio := writequeue.Update
+	switch why {
+	case checkstatus.WriteHeartbeat:
+		prio = writequeue.Heartbeat
+	case checkstatus.WriteCondition, checkstatus.WriteOutage, "placement", checkstatus.WriteCreated:
+		prio = writequeue.Verdict
+	}
+	c.e.writer.enqueue("checkstatus/"+key.String(), prio, func(ctx context.Context) error {
+		c.mu.Lock()
+		cur, ok := c.checks[key]
+		if !ok {
+			c.mu.Unlock()
+			return nil
+		}
+		st, place, src := cur.st.DeepCopy(), cur.place, cur.sourceAddress
+		var status any
+		if key.kind == ocv1alpha1.Kind {
+			status = pnccStatus(st)
+		} else {
+			status = ncStatus(cur)
+		}
+		c.mu.Unlock()
+		data, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": status}})
+		if err != nil {
+			return err
+		}
+		_, err = c.dyn.Resource(c.gvr(key)).Namespace(key.namespace).Patch(ctx, key.name, types.JSONPatchType, data, metav1.PatchOptions{}, "status")
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		if cur, ok := c.checks[key]; ok {
+			cur.written, cur.writtenPlace, cur.writtenSource, cur.lastWrite = st, place, src, time.Now()
+		}
+		c.mu.Unlock()
+		return nil
+	}, checkWriteReasonPrefix+why)
+}
+
+func (c *checkController) enqueueDelete(cs *checkState) {
+	key := cs.key
+	c.logger.Info("pod_network_health: pruning a PodNetworkConnectivityCheck whose source pod is gone",
+		zap.String("check", key.String()), zap.Time("source_gone_since", cs.sourceGoneSince))
+	c.e.writer.enqueue("checkstatus/"+key.String(), writequeue.Cleanup, func(ctx context.Context) error {
+		err := c.dyn.Resource(pnccGVR).Namespace(key.namespace).Delete(ctx, key.name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}, checkWriteReasonPrefix+"prune")
+}
+
+// resolve places one check: its source pod (and so its vantage point) and its target. It
+// reads pods and Services on demand (bounded: checkResolveBatch per second, and each
+// check at most once per heartbeat unless it changes, is refused or falls silent).
+func (c *checkController) resolve(ctx context.Context, key checkKey, obj any) placement {
+	kube := c.e.kube
+	var p placement
+	var sourceName, endpoint, targetKind string
+	var selector *metav1.LabelSelector
+	switch o := obj.(type) {
+	case *ocv1alpha1.PodNetworkConnectivityCheck:
+		sourceName, endpoint, targetKind = o.Spec.SourcePod, o.Spec.TargetEndpoint, "Address"
+	case *v1alpha1.NetworkCheck:
+		sourceName, selector = o.Spec.Source.PodName, o.Spec.Source.PodSelector
+		t := o.Spec.Target
+		probe := o.Spec.Probe
+		switch {
+		case t.Pod != nil:
+			ns := t.Pod.Namespace
+			if ns == "" {
+				ns = key.namespace
+			}
+			pod, err := kube.CoreV1().Pods(ns).Get(ctx, t.Pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return refuse(v1alpha1.ReasonTargetNotFound, fmt.Sprintf("target pod %s/%s: %v", ns, t.Pod.Name, shortErr(err)))
+			}
+			if pod.Status.PodIP == "" {
+				return refuse(v1alpha1.ReasonTargetNotFound, fmt.Sprintf("target pod %s/%s has no IP yet", ns, t.Pod.Name))
+			}
+			endpoint, targetKind = hostPort(pod.Status.PodIP, t.Pod.Port, probe), "Pod"
+		case t.Service != nil:
+			ns := t.Service.Namespace
+			if ns == "" {
+				ns = key.namespace
+			}
+			svc, err := kube.CoreV1().Services(ns).Get(ctx, t.Service.Name, metav1.GetOptions{})
+			if err != nil {
+				return refuse(v1alpha1.ReasonTargetNotFound, fmt.Sprintf("target service %s/%s: %v", ns, t.Service.Name, shortErr(err)))
+			}
+			if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+				return refuse(v1alpha1.ReasonTargetNotFound, fmt.Sprintf("target service %s/%s has no ClusterIP (headless); name a pod instead", ns, t.Service.Name))
+			}
+			if !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == t.Service.Port }) {
+				return refuse(v1alpha1.ReasonTargetNotFound, fmt.Sprintf("target service %s/%s has no port %d", ns, t.Service.Name, t.Service.Port))
+			}
+			endpoint, targetKind = hostPort(svc.Spec.ClusterIP, t.Service.Port, probe), "Service"
+		case t.Address != "":
+			endpoint, targetKind = t.Address, "Address"
+		case t.URL != "":
+			endpoint, targetKind = t.URL, "URL"
+		default:
+			return refuse(v1alpha1.ReasonInvalidCheck, "no target")
+		}
+	default:
+		return refuse(v1alpha1.ReasonInvalidCheck, "unknown check kind")
+	}
+	if err := c.vet(endpoint); err != nil {
+		return refuse(v1alpha1.ReasonTargetRefused, fmt.Sprintf("target %s refused by the target policy, nothing is sent: %v", endpoint, err))
+	}
+	pod, err := c.sourcePod(ctx, key.namespace, sourceName, selector)
+	if err != nil {
+		if apierrors.IsNotFound(err) || err == errNoPodSelected {
+			return refuse(v1alpha1.ReasonSourceNotFound, fmt.Sprintf("source pod %s", describeSource(key.namespace, sourceName, selector, err)))
+		}
+		return refuse(v1alpha1.ReasonSourceNotFound, fmt.Sprintf("source pod %s: %v", describeSource(key.namespace, sourceName, selector, nil), shortErr(err)))
+	}
+	if pod.Status.Phase != corev1.PodRunning || pod.Spec.NodeName == "" {
+		return refuse(v1alpha1.ReasonSourceNotReady, fmt.Sprintf("source pod %s/%s is %s", pod.Namespace, pod.Name, pod.Status.Phase))
+	}
+	p = placement{accepted: true, mode: v1alpha1.VantageAgent, sourcePod: pod.Name, node: pod.Spec.NodeName, endpoint: endpoint, targetKind: targetKind}
+	if pod.Labels[v1alpha1.LabelSidecar] == "true" {
+		p.mode = v1alpha1.VantageSidecar
+		p.message = "probed from the source pod by its netpulse sidecar"
+	} else {
+		p.message = fmt.Sprintf("probed from the netpulse agent on node %s (the source pod has no netpulse sidecar)", pod.Spec.NodeName)
+	}
+	return p
+}
+
+var errNoPodSelected = fmt.Errorf("no running pod matches the selector")
+
+func describeSource(ns, name string, sel *metav1.LabelSelector, err error) string {
+	what := ns + "/" + name
+	if sel != nil {
+		what = ns + " selector " + metav1.FormatLabelSelector(sel)
+	}
+	if err != nil {
+		return what + ": " + shortErr(err)
+	}
+	return what
+}
+
+func (c *checkController) sourcePod(ctx context.Context, ns, name string, sel *metav1.LabelSelector) (*corev1.Pod, error) {
+	if sel == nil {
+		return c.e.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: s.String(), ResourceVersion: "0"})
+	if err != nil {
+		return nil, err
+	}
+	var best *corev1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+			continue
+		}
+		if best == nil || p.CreationTimestamp.Before(&best.CreationTimestamp) ||
+			(p.CreationTimestamp.Equal(&best.CreationTimestamp) && p.Name < best.Name) {
+			best = p
+		}
+	}
+	if best == nil {
+		return nil, errNoPodSelected
+	}
+	return best, nil
+}
+
+func refuse(reason, msg string) placement {
+	return placement{reason: reason, message: v1alpha1.TruncateMessage(msg, v1alpha1.MaxMessageLength)}
+}
+
+func shortErr(err error) string {
+	if apierrors.IsNotFound(err) {
+		return "not found"
+	}
+	return err.Error()
+}
+
+// hostPort is the endpoint of a resolved pod or Service: the address (icmp) or address:port.
+func hostPort(ip string, port int32, probe v1alpha1.ProbeType) string {
+	if probe == v1alpha1.ProbeTypeICMP || port == 0 {
+		return ip
+	}
+	return net.JoinHostPort(ip, strconv.Itoa(int(port)))
+}
+
+// vet applies the target policy to an endpoint whose host is an IP literal (names are
+// vetted where they are resolved, by the runner).
+func (c *checkController) vet(endpoint string) error {
+	host := endpoint
+	if strings.Contains(endpoint, "://") {
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			return err
+		}
+		host = u.Hostname()
+	} else if h, _, err := net.SplitHostPort(endpoint); err == nil {
+		host = h
+	}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return c.policy.Check(a)
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return c.policy.Check(netip.MustParseAddr("127.0.0.1"))
+	}
+	return nil
+}
+
+// consumeLogs folds check results into their checks' status. It never waits for the API.
+func (c *checkController) consumeLogs(ctx context.Context, ld plog.Logs) {
+	var id *identity.Identity
+	if c.e.cfg.RequireAuthenticatedObservers {
+		got, _, ok := identity.FromContext(ctx)
+		if ok {
+			id = &got
+		}
+	}
+	skipped := map[string]int{}
+	var events []checkEvent
+	now := time.Now()
+	c.mu.Lock()
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		ra := rl.Resource().Attributes()
+		str := func(k string) string {
+			if v, ok := ra.Get(k); ok {
+				return v.Str()
+			}
+			return ""
+		}
+		rNs, rPod, rUID, rNode := str(contract.K8sNamespaceName), str(contract.K8sPodName), str(contract.K8sPodUID), str(contract.K8sNodeName)
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				if lr.EventName() != contract.CheckResultEvent {
+					continue
+				}
+				if c.e.cfg.RequireAuthenticatedObservers && (id == nil || id.Namespace != rNs || id.PodName != rPod || id.NodeName != rNode || (rUID != "" && id.PodUID != rUID)) {
+					skipped[SkipCheckUnauthentic]++
+					continue
+				}
+				ev, reason := c.apply(lr, rNs, rPod, rNode, now)
+				if reason != "" {
+					skipped[reason]++
+					continue
+				}
+				events = append(events, ev...)
+			}
+		}
+	}
+	c.mu.Unlock()
+	for reason, n := range skipped {
+		c.e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
+		c.skipLog.Log(zap.WarnLevel, "pod_network_health: check results not used", zap.String("reason", reason), zap.Int("records", n))
+	}
+	if c.leading.Load() {
+		c.emitEvents(events)
+	}
+}
+
+type checkEvent struct {
+	key checkKey
+	uid types.UID
+	ev  checkstatus.Event
+}
+
+// apply folds one record into its check (c.mu held); it returns the Events to emit, or a
+// skip reason.
+func (c *checkController) apply(lr plog.LogRecord, rNs, rPod, rNode string, now time.Time) ([]checkEvent, string) {
+	attr := func(k string) string {
+		if v, ok := lr.Attributes().Get(k); ok {
+			return v.AsString()
+		}
+		return ""
+	}
+	kind, ns, name := attr(contract.CheckKind), attr(contract.CheckNamespace), attr(contract.CheckName)
+	succ, okSucc := lr.Attributes().Get(contract.CheckSuccess)
+	if kind == "" || ns == "" || name == "" || !okSucc || lr.Timestamp() == 0 {
+		return nil, SkipCheckMalformed
+	}
+	cs, ok := c.checks[checkKey{kind, ns, name}]
+	if !ok || !cs.place.accepted || (attr(contract.CheckUID) != "" && types.UID(attr(contract.CheckUID)) != cs.uid) {
+		return nil, SkipCheckUnknown
+	}
+	// Only the vantage point the check was placed on may report for it: its sidecar (the
+	// source pod itself) or the agent of the source pod's node.
+	switch cs.place.mode {
+	case v1alpha1.VantageSidecar:
+		if rNs != ns || rPod != cs.place.sourcePod {
+			return nil, SkipCheckWrongVantage
+		}
+	default:
+		if rNode != cs.place.node {
+			return nil, SkipCheckWrongVantage
+		}
+	}
+	t := lr.Timestamp().AsTime()
+	if t.After(now.Add(time.Minute)) {
+		return nil, SkipCheckMalformed
+	}
+	lat := 0.0
+	if v, ok := lr.Attributes().Get(contract.CheckLatency); ok {
+		lat = v.Double()
+	}
+	if lat < 0 || lat > 3600 {
+		lat = 0
+	}
+	entry := checkstatus.Entry{Time: t, Success: succ.Bool(), Reason: attr(contract.CheckReason), Message: lr.Body().AsString(),
+		Latency: time.Duration(lat * float64(time.Second))}
+	flavour := checkstatus.FlavourNetpulse
+	if kind == ocv1alpha1.Kind {
+		flavour = checkstatus.FlavourOpenShift
+	}
+	var evs []checkstatus.Event
+	cs.st, evs = checkstatus.Apply(cs.st, flavour, entry)
+	cs.seenAt = now
+	cs.observerPod = rNs + "/" + rPod
+	if src := attr(contract.SourceAddress); src != "" {
+		cs.sourceAddress = src
+	}
+	out := make([]checkEvent, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, checkEvent{key: cs.key, uid: cs.uid, ev: ev})
+	}
+	return out, ""
+}
+
+// emitEvents writes ConnectivityOutageDetected / ConnectivityRestored on the check, through
+// the writer (Event priority, the same budget and events.per_minute as the pairs').
+func (c *checkController) emitEvents(evs []checkEvent) {
+	e := c.e
+	if e.eventsRL == nil {
+		return
+	}
+	for _, ce := range evs {
+		if !e.eventsRL.Allow() {
+			e.logger.Info("pod_network_health: event rate limit reached; check event dropped", zap.String("check", ce.key.String()), zap.String("reason", ce.ev.Reason))
+			continue
+		}
+		apiVersion := v1alpha1.SchemeGroupVersion.String()
+		if ce.key.kind == ocv1alpha1.Kind {
+			apiVersion = ocv1alpha1.SchemeGroupVersion.String()
+		}
+		at := metav1.NewTime(ce.ev.Time)
+		ev := &corev1.Event{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ce.key.namespace, Name: fmt.Sprintf("%.220s.%x", ce.key.name, ce.ev.Time.UnixNano())},
+			InvolvedObject: corev1.ObjectReference{APIVersion: apiVersion, Kind: ce.key.kind, Namespace: ce.key.namespace,
+				Name: ce.key.name, UID: ce.uid},
+			Reason: ce.ev.Reason, Message: v1alpha1.TruncateMessage(ce.ev.Message, 1024), Type: ce.ev.Type,
+			Source:         corev1.EventSource{Component: eventComponent},
+			FirstTimestamp: at, LastTimestamp: at, Count: 1,
+			ReportingController: eventComponent, ReportingInstance: e.hostname,
+		}
+		e.writer.enqueue(e.writer.eventKey(), writequeue.Event, func(ctx context.Context) error {
+			_, err := e.kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		}, "event")
+	}
+}
