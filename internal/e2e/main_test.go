@@ -33,6 +33,7 @@ import (
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/internal/helmtest"
+	"github.com/netpulse/netpulse/internal/kubetest"
 	"github.com/netpulse/netpulse/internal/simcluster"
 	"github.com/netpulse/netpulse/internal/simcluster/simclustertest"
 )
@@ -96,6 +97,10 @@ const gatewayViewConfig = `extensions:
   netpulse_view:
     endpoint: ${env:POD_IP}:8089
     auth_type: ${env:NETPULSE_K8S_AUTH:-serviceAccount}
+  # TestDeclaredChecks' sidecar authenticates with its workload's service account, which
+  # users add here (docs/checks.md).
+  k8s_token_auth:
+    service_accounts: [netpulse/netpulse-agent, checks/default]
 service:
   extensions: [health_check, k8s_token_auth, netpulse_view]
 `
@@ -207,6 +212,13 @@ func startEnv() (*env, error) {
 	// The only additions are NETPULSE_TARGET_TTL (see targetTTL) and NETPULSE_NODE_MIN_HOLD
 	// (see nodeMinHold).
 	e.gwEnv = map[string]string{"NETPULSE_TARGET_TTL": targetTTL.String(), "NETPULSE_NODE_MIN_HOLD": nodeMinHold.String()}
+	// OpenShift's PodNetworkConnectivityCheck CRD (written from its published schema) and
+	// the opt-in RBAC, and the gateway and agents serving it (TestDeclaredChecks).
+	if err := cl.ApplyFiles(ctx, filepath.Join(filepath.Dir(kubetest.DeployPath()), "testdata", "crds", "controlplane.operator.openshift.io_podnetworkconnectivitychecks.yaml"),
+		kubetest.DeployPath("rbac", "openshift-checks.yaml")); err != nil {
+		return e, err
+	}
+	e.gwEnv["NETPULSE_OPENSHIFT_CHECKS"] = "true"
 	var agentConfig string
 	if os.Getenv(configEnv) == "chart" {
 		// The Helm chart's rendered configuration (default values) instead of deploy/'s
@@ -245,6 +257,7 @@ func startEnv() (*env, error) {
 		ProbeInterval:   probeInterval,
 		ProbeTimeout:    probeTimeout,
 		PeerGrace:       0,
+		Env:             map[string]string{"NETPULSE_OPENSHIFT_CHECKS": "true"},
 	})
 	return e, err
 }
