@@ -144,4 +144,3 @@ func TestRun(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
