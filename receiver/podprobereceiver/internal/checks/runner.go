@@ -109,13 +109,13 @@ func (r *Runner) watch(gvr schema.GroupVersionResource, ns string, typed runtime
 	sel := r.cfg.Selector().String()
 	res := r.client.Resource(gvr).Namespace(ns)
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
-			return res.List(context.Background(), o)
+			return res.List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = sel
-			return res.Watch(context.Background(), o)
+			return res.Watch(ctx, o)
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
