@@ -734,22 +734,7 @@ func (c *checkController) emitEvents(evs []checkEvent) {
 		if ce.key.kind == ocv1alpha1.Kind {
 			apiVersion = ocv1alpha1.SchemeGroupVersion.String()
 		}
-		at := metav1.NewTime(ce.ev.Time)
-		ev := &corev1.Event{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ce.key.namespace, Name: fmt.Sprintf("%.220s.%x", ce.key.name, ce.ev.Time.UnixNano())},
-			InvolvedObject: corev1.ObjectReference{APIVersion: apiVersion, Kind: ce.key.kind, Namespace: ce.key.namespace,
-				Name: ce.key.name, UID: ce.uid},
-			Reason: ce.ev.Reason, Message: v1alpha1.TruncateMessage(ce.ev.Message, 1024), Type: ce.ev.Type,
-			Source:         corev1.EventSource{Component: eventComponent},
-			FirstTimestamp: at, LastTimestamp: at, Count: 1,
-			ReportingController: eventComponent, ReportingInstance: e.hostname,
-		}
-		e.writer.enqueue(e.writer.eventKey(), writequeue.Event, func(ctx context.Context) error {
-			_, err := e.kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return nil
-			}
-			return err
-		}, "event")
+		e.enqueueEvent(corev1.ObjectReference{APIVersion: apiVersion, Kind: ce.key.kind, Namespace: ce.key.namespace,
+			Name: ce.key.name, UID: ce.uid}, ce.ev.Type, ce.ev.Reason, ce.ev.Message, ce.ev.Time)
 	}
 }

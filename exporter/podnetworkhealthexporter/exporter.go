@@ -35,13 +35,14 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
+	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 )
 
 // Event reasons on verdict transitions.
 const (
-	EventOutageDetected = "ConnectivityOutageDetected"
-	EventRestored       = "ConnectivityRestored"
+	EventOutageDetected = checkstatus.EventOutageDetected // "ConnectivityOutageDetected", as declared checks'
+	EventRestored       = checkstatus.EventRestored       // "ConnectivityRestored"
 )
 
 // reconcileEvery is how often the leader turns summaries into writes. Verdict changes
@@ -499,27 +500,34 @@ func (e *pnhExporter) emitEvents(ts []summary.Transition) {
 		if msg == "" {
 			msg = fmt.Sprintf("%s: %s -> %s", t.Key.String(), t.Old, t.New)
 		}
-		at := metav1.NewTime(t.At)
 		name := nameOf(t.Key)
-		ev := &corev1.Event{
-			ObjectMeta: metav1.ObjectMeta{Namespace: t.Key.SourceNamespace, Name: fmt.Sprintf("%.220s.%x", name, t.At.UnixNano())},
-			InvolvedObject: corev1.ObjectReference{
-				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
-				Namespace: t.Key.SourceNamespace, Name: name,
-			},
-			Reason: reason, Message: v1alpha1.TruncateMessage(msg, 1024), Type: typ,
-			Source:         corev1.EventSource{Component: eventComponent},
-			FirstTimestamp: at, LastTimestamp: at, Count: 1,
-			ReportingController: eventComponent, ReportingInstance: e.hostname,
-		}
-		e.writer.enqueue(e.writer.eventKey(), writequeue.Event, func(ctx context.Context) error {
-			_, err := e.kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return nil // a retry of a request that did reach the API
-			}
-			return err
-		}, "event")
+		e.enqueueEvent(corev1.ObjectReference{
+			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
+			Namespace: t.Key.SourceNamespace, Name: name,
+		}, typ, reason, msg, t.At)
 	}
+}
+
+// enqueueEvent writes one Event about obj through the writer, under the same budget as
+// every other write (Event priority: behind verdict changes, ahead of updates and
+// heartbeats). The caller has taken its events.per_minute token.
+func (e *pnhExporter) enqueueEvent(obj corev1.ObjectReference, typ, reason, msg string, t time.Time) {
+	at := metav1.NewTime(t)
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: obj.Namespace, Name: fmt.Sprintf("%.220s.%x", obj.Name, t.UnixNano())},
+		InvolvedObject: obj,
+		Reason:         reason, Message: v1alpha1.TruncateMessage(msg, 1024), Type: typ,
+		Source:         corev1.EventSource{Component: eventComponent},
+		FirstTimestamp: at, LastTimestamp: at, Count: 1,
+		ReportingController: eventComponent, ReportingInstance: e.hostname,
+	}
+	e.writer.enqueue(e.writer.eventKey(), writequeue.Event, func(ctx context.Context) error {
+		_, err := e.kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil // a retry of a request that did reach the API
+		}
+		return err
+	}, "event")
 }
 
 // shutdownFlush bounds how long a leader spends writing its pending verdicts and Events on

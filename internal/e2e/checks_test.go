@@ -321,7 +321,7 @@ func TestDeclaredChecks(t *testing.T) {
 	}
 	for _, obj := range []string{"svc-from-sidecar", "url-from-agent", "client-1-to-web"} {
 		for _, reason := range []string{checkstatus.EventOutageDetected, checkstatus.EventRestored} {
-			if !hasCheckEvent(ctx, e, obj, reason, start) {
+			if !e.api.hasEventIn(ctx, checksNamespace, obj, reason, start) {
 				t.Errorf("%s: no %s Event", obj, reason)
 			}
 		}
@@ -343,19 +343,4 @@ func getPNCCLabels(t *testing.T, ctx context.Context, dyn dynamic.Interface) map
 		t.Fatal(err)
 	}
 	return u.GetLabels()
-}
-
-func hasCheckEvent(ctx context.Context, e *env, object, reason string, since time.Time) bool {
-	evs, err := e.cl.Client.CoreV1().Events(checksNamespace).List(ctx, metav1.ListOptions{
-		FieldSelector: "involvedObject.name=" + object + ",reason=" + reason,
-	})
-	if err != nil {
-		return false
-	}
-	for _, ev := range evs.Items {
-		if !ev.LastTimestamp.Time.Before(since.Truncate(time.Second)) {
-			return true
-		}
-	}
-	return false
 }

@@ -335,7 +335,12 @@ func (a *apiChecker) check(exp *expectation) (bool, string, error) {
 }
 
 func (a *apiChecker) hasEvent(ctx context.Context, object, reason string, since time.Time) bool {
-	evs, err := a.core.CoreV1().Events(simcluster.Namespace).List(ctx, metav1.ListOptions{
+	return a.hasEventIn(ctx, simcluster.Namespace, object, reason, since)
+}
+
+// hasEventIn is hasEvent for an object in namespace ns.
+func (a *apiChecker) hasEventIn(ctx context.Context, ns, object, reason string, since time.Time) bool {
+	evs, err := a.core.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
 		FieldSelector: "involvedObject.name=" + object + ",reason=" + reason,
 	})
 	if err != nil {

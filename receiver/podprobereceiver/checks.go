@@ -50,13 +50,8 @@ func (r *podProbeReceiver) startChecks() error {
 func (r *podProbeReceiver) emitCheckResult(res checks.Result) {
 	logs := plog.NewLogs()
 	rl := logs.ResourceLogs().AppendEmpty()
-	ra := rl.Resource().Attributes()
-	ra.PutStr(contract.K8sPodName, r.cfg.Source.PodName)
-	if r.cfg.Source.PodUID != "" {
-		ra.PutStr(contract.K8sPodUID, r.cfg.Source.PodUID)
-	}
-	ra.PutStr(contract.K8sNamespaceName, r.cfg.Source.Namespace)
-	ra.PutStr(contract.K8sNodeName, r.cfg.Source.NodeName)
+	// The same Resource as the metrics: the reporter's identity.
+	r.emitter.res.CopyTo(rl.Resource())
 	sl := rl.ScopeLogs().AppendEmpty()
 	sl.Scope().SetName(contract.ProbeScopeName)
 	lr := sl.LogRecords().AppendEmpty()
