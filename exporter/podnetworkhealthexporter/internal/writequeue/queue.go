@@ -15,14 +15,27 @@ import (
 )
 
 // Priority orders writes; lower is more urgent.
+//
+// Declared checks' writes (CheckVerdict, CheckEvent, CheckUpdate) come after the pairs'
+// verdicts and Events, always, and have their own share of the write budget on top: the
+// writer hands out a check write only while the checks' budget has a token (PopFunc), so
+// however many checks flap they take at most their share and never delay a pair verdict
+// or a pair Event.
 type Priority int
 
 const (
 	// Verdict: verdict changes, the objects of newly failing pairs, node and pod condition
 	// status changes. Never evicted by a less urgent write.
 	Verdict Priority = iota
-	// Event: Kubernetes Events.
+	// Event: the pairs' Kubernetes Events.
 	Event
+	// CheckVerdict: a declared check's Reachable condition, outage or placement change.
+	CheckVerdict
+	// CheckEvent: a declared check's Events.
+	CheckEvent
+	// CheckUpdate: a declared check's routine writes (new results, heartbeats, refusals,
+	// prunes).
+	CheckUpdate
 	// Update: first writes of new stable pairs, latency and loss changes.
 	Update
 	// Heartbeat: rewrites of an unchanged state so staleness stays visible.
@@ -34,15 +47,20 @@ const (
 // NumPriorities is the number of priorities; LenByPriority and friends index by Priority.
 const NumPriorities = int(Cleanup) + 1
 
-var priorityNames = [NumPriorities]string{"verdict", "event", "update", "heartbeat", "cleanup"}
+var priorityNames = [NumPriorities]string{"verdict", "event", "check_verdict", "check_event", "check_update", "update", "heartbeat", "cleanup"}
 
-// String is the metric attribute value: "verdict", "event", "update", "heartbeat", "cleanup".
+// String is the metric attribute value: "verdict", "event", "check_verdict",
+// "check_event", "check_update", "update", "heartbeat", "cleanup".
 func (p Priority) String() string {
 	if p < 0 || int(p) >= NumPriorities {
 		return "priority(" + strconv.Itoa(int(p)) + ")"
 	}
 	return priorityNames[p]
 }
+
+// IsCheck reports whether p is one of the declared checks' priorities (their own share of
+// the budget).
+func (p Priority) IsCheck() bool { return p >= CheckVerdict && p <= CheckUpdate }
 
 // clamp maps an out-of-range priority to the nearest valid one.
 func clamp(p Priority) Priority {
@@ -155,13 +173,19 @@ func (q *Queue[V]) Set(key string, p Priority, v V, now time.Time) (Drop[V], boo
 // Pop returns the most urgent ready item (the oldest of its priority) and marks its key in
 // flight until Done or Retry. Items given back with a retry time are not ready before it.
 func (q *Queue[V]) Pop(now time.Time) (key string, p Priority, v V, ok bool) {
+	return q.PopFunc(now, nil)
+}
+
+// PopFunc is Pop restricted to the priorities allow accepts (nil: all): the writer skips
+// the checks' priorities while their share of the budget is spent.
+func (q *Queue[V]) PopFunc(now time.Time, allow func(Priority) bool) (key string, p Priority, v V, ok bool) {
 	for q.delayed.len() > 0 && !q.delayed.peek().retryAt.After(now) {
 		it := q.delayed.pop()
 		it.retryAt = time.Time{}
 		q.ready[it.prio].push(it)
 	}
 	for pr := range NumPriorities {
-		if q.ready[pr].len() == 0 {
+		if q.ready[pr].len() == 0 || (allow != nil && !allow(Priority(pr))) {
 			continue
 		}
 		it := q.ready[pr].pop()
@@ -383,13 +407,28 @@ func (q *Queue[V]) OldestReady(p Priority) (time.Time, bool) {
 // before t. The zero t means an item is ready at once. ok is false when nothing can become
 // ready without a Set, Done or Retry (empty, or only keys whose older value is in flight).
 func (q *Queue[V]) NextReady() (t time.Time, ok bool) {
+	return q.NextReadyFunc(nil)
+}
+
+// NextReadyFunc is NextReady for PopFunc with the same allow: items of priorities allow
+// refuses do not count.
+func (q *Queue[V]) NextReadyFunc(allow func(Priority) bool) (t time.Time, ok bool) {
 	for p := range NumPriorities {
-		if q.ready[p].len() > 0 {
+		if q.ready[p].len() > 0 && (allow == nil || allow(Priority(p))) {
 			return time.Time{}, true
 		}
 	}
-	if it := q.delayed.peek(); it != nil {
-		return it.retryAt, true
+	if allow == nil {
+		if it := q.delayed.peek(); it != nil {
+			return it.retryAt, true
+		}
+		return time.Time{}, false
 	}
-	return time.Time{}, false
+	var best time.Time
+	for _, it := range q.delayed.items {
+		if allow(it.prio) && (best.IsZero() || it.retryAt.Before(best)) {
+			best = it.retryAt
+		}
+	}
+	return best, !best.IsZero()
 }

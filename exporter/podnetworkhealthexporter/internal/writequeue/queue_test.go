@@ -4,6 +4,7 @@
 package writequeue
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -32,12 +33,18 @@ func popAll(q *Queue[int], now time.Time) []popped {
 }
 
 func TestPriorityString(t *testing.T) {
-	want := []string{"verdict", "event", "update", "heartbeat", "cleanup"}
+	want := []string{"verdict", "event", "check_verdict", "check_event", "check_update", "update", "heartbeat", "cleanup"}
 	for p := range NumPriorities {
 		assert.Equal(t, want[p], Priority(p).String())
+		assert.Equal(t, strings.HasPrefix(want[p], "check_"), Priority(p).IsCheck())
 	}
-	assert.Equal(t, "priority(7)", Priority(7).String())
+	assert.Equal(t, "priority(9)", Priority(9).String())
 	assert.Less(t, Verdict, Event)
+	// Declared checks come after the pairs' verdicts and Events, always.
+	assert.Less(t, Event, CheckVerdict)
+	assert.Less(t, CheckVerdict, CheckEvent)
+	assert.Less(t, CheckEvent, CheckUpdate)
+	assert.Less(t, CheckUpdate, Update)
 	assert.Less(t, Event, Update)
 	assert.Less(t, Update, Heartbeat)
 	assert.Less(t, Heartbeat, Cleanup)
@@ -71,7 +78,7 @@ func TestCoalescingKeepsNewestValueAndMostUrgentPriority(t *testing.T) {
 	q.Set("x", Heartbeat, 4, t0.Add(3*time.Second)) // must not demote x
 	q.Set("h", Heartbeat, 5, t0.Add(4*time.Second))
 	require.Equal(t, 3, q.Len())
-	assert.Equal(t, [NumPriorities]int{2, 0, 0, 1, 0}, q.LenByPriority())
+	assert.Equal(t, [NumPriorities]int{2, 0, 0, 0, 0, 0, 1, 0}, q.LenByPriority())
 	// x was enqueued before a, so it leads the Verdict priority; it carries the newest value.
 	assert.Equal(t, []popped{{"x", Verdict, 4}, {"a", Verdict, 2}, {"h", Heartbeat, 5}}, popAll(q, t0))
 }
@@ -85,7 +92,7 @@ func TestKeyInFlightIsNotHandedOutTwice(t *testing.T) {
 	require.Equal(t, 1, v)
 	assert.Equal(t, 0, q.Len())
 	assert.Equal(t, 1, q.InFlight())
-	assert.Equal(t, [NumPriorities]int{0, 0, 1, 0, 0}, q.InFlightByPriority())
+	assert.Equal(t, [NumPriorities]int{0, 0, 0, 0, 0, 1, 0, 0}, q.InFlightByPriority())
 
 	q.Set("x", Update, 2, t0)
 	assert.Equal(t, 1, q.Len())
@@ -175,7 +182,7 @@ func TestBoundEvictsLeastUrgentNewest(t *testing.T) {
 	require.False(t, dropped)
 
 	assert.Equal(t, 3, q.Len())
-	assert.Equal(t, [NumPriorities]uint64{0, 0, 0, 2, 1}, q.DroppedByPriority())
+	assert.Equal(t, [NumPriorities]uint64{0, 0, 0, 0, 0, 0, 2, 1}, q.DroppedByPriority())
 	assert.Equal(t, []popped{{"h1", Verdict, 7}, {"v1", Verdict, 4}, {"u1", Update, 5}}, popAll(q, t0))
 }
 
@@ -188,7 +195,7 @@ func TestBoundNeverEvictsVerdict(t *testing.T) {
 		require.True(t, dropped)
 		assert.Equal(t, "new", d.Key)
 	}
-	assert.Equal(t, [NumPriorities]uint64{1, 1, 1, 1, 1}, q.DroppedByPriority())
+	assert.Equal(t, [NumPriorities]uint64{1, 1, 1, 1, 1, 1, 1, 1}, q.DroppedByPriority())
 	assert.Equal(t, []popped{{"v1", Verdict, 1}, {"v2", Verdict, 2}}, popAll(q, t0))
 }
 
@@ -242,4 +249,34 @@ func TestOutOfRangePriorityIsClamped(t *testing.T) {
 	q.Set("lo", Priority(-3), 1, t0)
 	q.Set("hi", Priority(42), 2, t0)
 	assert.Equal(t, []popped{{"lo", Verdict, 1}, {"hi", Cleanup, 2}}, popAll(q, t0))
+}
+
+// PopFunc skips the priorities allow refuses (the checks' share spent), and NextReadyFunc
+// does not count them: a worker sleeps instead of spinning on a check write it may not take.
+func TestPopFuncSkipsRefusedPriorities(t *testing.T) {
+	q := New[int]()
+	q.Set("cv", CheckVerdict, 1, t0)
+	q.Set("u", Update, 2, t0)
+	q.Set("v", Verdict, 3, t0)
+	noChecks := func(p Priority) bool { return !p.IsCheck() }
+	k, _, _, ok := q.PopFunc(t0, noChecks)
+	require.True(t, ok)
+	assert.Equal(t, "v", k, "pair verdicts first")
+	q.Done(k)
+	k, _, _, _ = q.PopFunc(t0, noChecks)
+	assert.Equal(t, "u", k, "a pair update passes a check write whose share is spent")
+	q.Done(k)
+	_, ok = q.NextReadyFunc(noChecks)
+	assert.False(t, ok, "only a check write is left")
+	_, ok = q.NextReady()
+	assert.True(t, ok)
+	_, _, _, ok = q.PopFunc(t0, noChecks)
+	assert.False(t, ok)
+	q.Retry("cv2", CheckUpdate, 4, t0.Add(time.Minute))
+	next, ok := q.NextReadyFunc(func(p Priority) bool { return p == CheckUpdate })
+	require.True(t, ok)
+	assert.Equal(t, t0.Add(time.Minute), next)
+	k, _, _, ok = q.Pop(t0)
+	require.True(t, ok)
+	assert.Equal(t, "cv", k)
 }
