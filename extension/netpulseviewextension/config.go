@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 )
 
@@ -45,6 +46,10 @@ type Config struct {
 	// MaxMatrixNodes bounds one node x node matrix (default 150): larger clusters open on
 	// the zone x zone view and drill down into zones.
 	MaxMatrixNodes int `mapstructure:"max_matrix_nodes"`
+	// AllowedHosts are the host names (no port; "*.domain" for any name under domain) the
+	// page answers to besides IP literals and localhost: a request naming another Host gets
+	// 421 (the DNS-rebinding defence). Add the name a proxy or an Ingress forwards with.
+	AllowedHosts []string `mapstructure:"allowed_hosts"`
 }
 
 // Validate names every offending field.
@@ -77,6 +82,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxMatrixNodes < 10 || c.MaxMatrixNodes > 1000 {
 		add("max_matrix_nodes: %d out of range [10, 1000]", c.MaxMatrixNodes)
+	}
+	if err := viewserver.ValidateAllowedHosts(c.AllowedHosts); err != nil {
+		add("allowed_hosts::%v", err)
 	}
 	return errors.Join(errs...)
 }

@@ -39,6 +39,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 2*time.Second, cfg.RefreshInterval)
 	assert.Equal(t, 150, cfg.MaxMatrixNodes)
 	assert.Empty(t, cfg.Namespace)
+	assert.Empty(t, cfg.AllowedHosts, "IP literals and localhost only")
 }
 
 func TestEverySetting(t *testing.T) {
@@ -54,6 +55,7 @@ func TestEverySetting(t *testing.T) {
 	assert.Equal(t, "app=agent", cfg.PodSelector)
 	assert.Equal(t, 5*time.Second, cfg.RefreshInterval)
 	assert.Equal(t, 300, cfg.MaxMatrixNodes)
+	assert.Equal(t, []string{"netpulse.example.com", "*.view.example.org"}, cfg.AllowedHosts)
 }
 
 func TestInvalidNamesEveryField(t *testing.T) {
@@ -67,6 +69,7 @@ func TestInvalidNamesEveryField(t *testing.T) {
 		`pod_selector: "a in (b"`,
 		"refresh_interval: 10ms out of range",
 		"max_matrix_nodes: 5 out of range",
+		`allowed_hosts::0: "netpulse.example.com:8089"`,
 	} {
 		assert.ErrorContains(t, err, want)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
+	"github.com/netpulse/netpulse/internal/ratelog"
 )
 
 type view struct {
@@ -50,8 +51,14 @@ func (v *view) Start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return err
 	}
+	misdirected := ratelog.New(v.set.Logger, time.Minute, 1)
 	h, err := viewserver.NewHandler(src, viewserver.HandlerOptions{
 		RefreshInterval: v.cfg.RefreshInterval, MaxMatrixNodes: v.cfg.MaxMatrixNodes,
+		AllowedHosts: v.cfg.AllowedHosts,
+		OnMisdirected: func(host string) {
+			misdirected.Log(zap.WarnLevel, "netpulse_view: request for a Host name not in allowed_hosts answered 421 (a DNS-rebinding page, or a proxy's name to add to allowed_hosts)",
+				zap.String("host", host))
+		},
 	})
 	if err != nil {
 		return err

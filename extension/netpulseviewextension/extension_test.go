@@ -55,6 +55,36 @@ func TestStartsQuicklyWithoutAPIServer(t *testing.T) {
 	assert.Error(t, ext.Start(context.Background(), componenttest.NewNopHost()), "no restart after shutdown")
 }
 
+// A page whose name was re-pointed at the view's address (DNS rebinding) is refused; the
+// same request by address or by an allowed name is served.
+func TestRebindingHostIsRefused(t *testing.T) {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint = freeAddr(t)
+	cfg.AuthType, cfg.Kubeconfig = kubeclient.AuthKubeConfig, "testdata/unreachable.kubeconfig"
+	cfg.AllowedHosts = []string{"netpulse.example.com"}
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
+	_, port, err := net.SplitHostPort(cfg.NetAddr.Endpoint)
+	require.NoError(t, err)
+	status := func(host, path string) int {
+		req, err := http.NewRequest(http.MethodGet, "http://"+cfg.NetAddr.Endpoint+path, nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, path := range []string{"/", "/api/v1/pair?observer=a&target=b"} {
+		assert.Equal(t, http.StatusMisdirectedRequest, status("rebind.attacker.example:"+port, path), path)
+	}
+	assert.Equal(t, http.StatusOK, status("localhost:"+port, "/"))
+	assert.Equal(t, http.StatusOK, status("127.0.0.1:"+port, "/"))
+	assert.Equal(t, http.StatusOK, status("netpulse.example.com", "/"))
+}
+
 func TestShutdownWithoutStart(t *testing.T) {
 	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), NewFactory().CreateDefaultConfig())
 	require.NoError(t, err)

@@ -174,13 +174,16 @@ func (o *options) serveCommand() *cobra.Command {
 	var addr string
 	var refresh time.Duration
 	var maxNodes int
+	var allowedHosts []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "serve the web view on this machine (the netpulse_view page, read with your kubeconfig) until interrupted",
 		Long: `serve runs the same read-only page and JSON API as the gateway's netpulse_view extension, on
 this machine, with your own credentials: informers (one LIST, then WATCH) on PodNetworkHealth
 objects, nodes and the agent pods. It binds loopback by default; it has no authentication of
-its own, so do not bind it to a public address.`,
+its own, so do not bind it to a public address. It answers only to requests that name it by
+IP address, localhost or an --allowed-host name (others get 421): a web page that re-points
+its own name at this address (DNS rebinding) cannot read it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := o.restConfig()
@@ -192,7 +195,8 @@ its own, so do not bind it to a public address.`,
 			if err != nil {
 				return err
 			}
-			h, err := viewserver.NewHandler(src, viewserver.HandlerOptions{RefreshInterval: refresh, MaxMatrixNodes: maxNodes})
+			h, err := viewserver.NewHandler(src, viewserver.HandlerOptions{RefreshInterval: refresh, MaxMatrixNodes: maxNodes,
+				AllowedHosts: allowedHosts})
 			if err != nil {
 				return err
 			}
@@ -224,6 +228,7 @@ its own, so do not bind it to a public address.`,
 	cmd.Flags().StringVar(&addr, "address", "localhost:8089", "host:port to listen on")
 	cmd.Flags().DurationVar(&refresh, "refresh", viewserver.DefaultRefreshInterval, "how often the page polls")
 	cmd.Flags().IntVar(&maxNodes, "max-matrix-nodes", viewserver.DefaultMaxMatrixNodes, "largest node matrix; larger clusters open on the zone view")
+	cmd.Flags().StringSliceVar(&allowedHosts, "allowed-host", nil, `host names (or "*.domain") the page answers to besides IP addresses and localhost; other Host headers get 421 (DNS-rebinding defence)`)
 	return cmd
 }
 

@@ -33,6 +33,13 @@ type HandlerOptions struct {
 	MaxMatrixNodes int
 	// Clock (default time.Now) for "since" texts.
 	Clock func() time.Time
+	// AllowedHosts are the host names (besides IP literals and localhost) the server
+	// answers to; a request with another Host header gets 421 (DNS-rebinding defence,
+	// hosts.go). Entries are names or "*.domain", no port.
+	AllowedHosts []string
+	// OnMisdirected, when set, is called with the Host header of each request refused
+	// for it (to count or log it).
+	OnMisdirected func(host string)
 }
 
 // Defaults of HandlerOptions.
@@ -79,6 +86,9 @@ func NewHandler(src Snapshotter, opts HandlerOptions) (http.Handler, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if err := ValidateAllowedHosts(opts.AllowedHosts); err != nil {
+		return nil, fmt.Errorf("allowed hosts: %w", err)
+	}
 	h := &handler{src: src, opts: opts, mux: http.NewServeMux(), assets: map[string]asset{}}
 	sub, err := fs.Sub(webFS, "web")
 	if err != nil {
@@ -124,6 +134,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
+	if !HostAllowed(r.Host, h.opts.AllowedHosts) {
+		if h.opts.OnMisdirected != nil {
+			h.opts.OnMisdirected(r.Host)
+		}
+		writeError(w, http.StatusMisdirectedRequest, "this server does not answer to that Host name (DNS-rebinding defence): use localhost or an IP address, or add the name to the allowed hosts")
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		hd.Set("Allow", "GET, HEAD")
 		writeError(w, http.StatusMethodNotAllowed, "read-only: GET and HEAD only")
