@@ -99,7 +99,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 			FirstSightMaxAge: cfg.MaxProbeInterval,
 			MaxPerRound:      cfg.MaxEchoesPerRound,
 			MinRoundInterval: cfg.MinProbeInterval,
-			MaxFutureSkew:    time.Minute,
+			MaxFutureSkew:    summary.FutureSkew(cfg.MinProbeInterval),
 		}),
 		engine:    engine.New(engineConfig(cfg)),
 		stopNodes: make(chan struct{}),
