@@ -215,6 +215,7 @@ func engineConfig(cfg *Config) engine.Config {
 		Namespace:            cfg.Namespace,
 		WritesPerSecond:      float64(cfg.QPS),
 		MaxProbeInterval:     cfg.MaxProbeInterval,
+		MaxFutureSkew:        summary.FutureSkew(cfg.MinProbeInterval),
 	}
 }
 

@@ -53,10 +53,11 @@ type Config struct {
 	// FailingPairRetention: the object of a rotating pair that failed is kept this long
 	// after its last failure, so its outage stays readable (default 30m).
 	FailingPairRetention time.Duration
-	// MaxFailingPairs bounds the rotating pairs tracked because they failed while others
-	// reached their target (default: the number of sources seen, at least 16), so that
-	// objects stay <= (M+1)·N plus declared pairs under any fault.
-	MaxFailingPairs int
+	// FailingPairsPerSource bounds the rotating pairs of one source tracked because they
+	// failed while others reached their target (default 1), so that objects stay
+	// <= (M+1)·N plus declared pairs under any fault. The bound is per source, not shared:
+	// what one source reports never takes another's place.
+	FailingPairsPerSource int
 	// Namespace: when set, only sources in it are written (all-in-one mode).
 	Namespace string
 	// WritesPerSecond is the API write budget (default 5); HeartbeatShare of it (default
@@ -67,18 +68,32 @@ type Config struct {
 	// MaxProbeInterval caps the round length an observer is believed to have (default 1m):
 	// an observer is silent after three of its rounds without a report.
 	MaxProbeInterval time.Duration
+	// MaxFutureSkew: observations dated more than this after their arrival are refused
+	// (default DefaultMaxFutureSkew; the decoder refuses them first, counted as
+	// future_timestamp).
+	MaxFutureSkew time.Duration
+	// Voter says which observer node an observation's source votes for in the per-target
+	// judgement (and so in the node quorum built on its evidence), and whether it votes at
+	// all. nil: every source votes for its own node (Source.Node, else its pod).
+	//
+	// Hook for roles (#28 item 3): only agents' nodes count toward a quorum; the identity
+	// package decides who is an agent. A source that does not vote still has its own
+	// pairs summarised.
+	Voter func(src summary.Source) (node string, votes bool)
 }
 
 // Defaults of Config.
 const (
-	DefaultTargetQuorum         = 3
-	DefaultTargetRecovery       = 2
-	DefaultTargetTTL            = 10 * time.Minute
-	DefaultFailingPairRetention = 30 * time.Minute
-	DefaultWritesPerSecond      = 5
-	DefaultHeartbeatShare       = 0.5
-	DefaultMaxProbeInterval     = time.Minute
-	minFailingPairs             = 16
+	DefaultTargetQuorum          = 3
+	DefaultTargetRecovery        = 2
+	DefaultTargetTTL             = 10 * time.Minute
+	DefaultFailingPairRetention  = 30 * time.Minute
+	DefaultWritesPerSecond       = 5
+	DefaultHeartbeatShare        = 0.5
+	DefaultMaxProbeInterval      = time.Minute
+	DefaultFailingPairsPerSource = 1
+	// DefaultMaxFutureSkew is summary.DefaultMaxFutureSkew (see summary.FutureSkew).
+	DefaultMaxFutureSkew = summary.DefaultMaxFutureSkew
 )
 
 func (c Config) withDefaults() Config {
@@ -105,6 +120,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxProbeInterval <= 0 {
 		c.MaxProbeInterval = DefaultMaxProbeInterval
+	}
+	if c.MaxFutureSkew <= 0 {
+		c.MaxFutureSkew = DefaultMaxFutureSkew
+	}
+	if c.FailingPairsPerSource <= 0 {
+		c.FailingPairsPerSource = DefaultFailingPairsPerSource
 	}
 	return c
 }
@@ -166,6 +187,30 @@ type observerState struct {
 	lastArrival           time.Time // when its newest observation arrived
 	interval              time.Duration
 	silent                bool
+	// voter: the key of the node it votes for in the per-target judgement ("" when it
+	// does not vote).
+	voter string
+}
+
+// voterOf is the node src votes for, and whether it votes (Config.Voter).
+func (e *Engine) voterOf(src summary.Source) (node string, votes bool) {
+	if e.cfg.Voter != nil {
+		return e.cfg.Voter(src)
+	}
+	return src.Node, true
+}
+
+// voterNodes counts the distinct observer nodes that vote and are not distrusted: the
+// cluster's observers, which bound how many observer nodes a target can have (caller
+// holds mu). One node's reports add at most one to it and never lower it.
+func (e *Engine) voterNodes() int {
+	seen := make(map[string]struct{}, len(e.observers))
+	for _, ob := range e.observers {
+		if ob.voter != "" && !e.distrusted(ob.node) {
+			seen[ob.voter] = struct{}{}
+		}
+	}
+	return len(seen)
 }
 
 // silentAfter is how long an observer may stay quiet before it reads as silent: three of
@@ -256,8 +301,9 @@ type Engine struct {
 	cfg   Config
 	judge judgeConfig
 
-	mu           sync.Mutex
-	candidates   int // pairs tracked but not stable
+	mu sync.Mutex
+	// candidates: pairs tracked but not stable, per source pod UID.
+	candidates   map[string]int
 	summ         *summary.Summarizer
 	targets      map[TargetKey]*targetState
 	dirtyTargets map[TargetKey]struct{}
@@ -288,6 +334,7 @@ func New(cfg Config) *Engine {
 		cfg:                cfg,
 		judge:              judgeConfig{quorum: cfg.TargetQuorum, recovery: cfg.TargetRecovery},
 		summ:               summary.NewSummarizer(cfg.Summary),
+		candidates:         map[string]int{},
 		targets:            map[TargetKey]*targetState{},
 		dirtyTargets:       map[TargetKey]struct{}{},
 		observers:          map[string]*observerState{},
@@ -306,39 +353,47 @@ func New(cfg Config) *Engine {
 // Config returns the effective configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
-func (e *Engine) maxCandidates() int {
-	if e.cfg.MaxFailingPairs > 0 {
-		return e.cfg.MaxFailingPairs
+// countCandidate adds d to the candidates of the source of k (caller holds mu).
+func (e *Engine) countCandidate(k summary.PairKey, d int) {
+	n := e.candidates[k.SourceUID] + d
+	if n <= 0 {
+		delete(e.candidates, k.SourceUID)
+		return
 	}
-	return max(len(e.observers), minFailingPairs)
+	e.candidates[k.SourceUID] = n
 }
 
 // Observe feeds observations (arrival time now). Every observation feeds the per-target
-// judgement; only stable pairs, and rotating pairs that failed while their target is
-// otherwise reachable (up to MaxFailingPairs), are summarised per pair. It returns how
-// many observations were unusable.
+// judgement as its observer node's vote; only stable pairs, and rotating pairs that failed
+// while their target is otherwise reachable (up to FailingPairsPerSource per source), are
+// summarised per pair. It returns how many observations were unusable: invalid, or dated
+// more than MaxFutureSkew after now.
 func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var tracked []summary.Observation
+	future := now.Add(e.cfg.MaxFutureSkew)
 	for i := range obs {
 		o := &obs[i]
 		key := summary.KeyOf(o)
-		if !key.Valid() || o.Timestamp.IsZero() {
+		if !key.Valid() || o.Timestamp.IsZero() || o.Timestamp.After(future) {
 			ignored++
 			continue
 		}
 		tk := TargetKeyOf(o)
 		ts := e.targets[tk]
-		if ts == nil {
-			ts = &targetState{key: tk, verdict: summary.VerdictUnknown, target: o.Target}
-			e.targets[tk] = ts
+		node, votes := e.voterOf(o.Source)
+		if votes {
+			if ts == nil {
+				ts = &targetState{key: tk, verdict: summary.VerdictUnknown, target: o.Target}
+				e.targets[tk] = ts
+			}
+			if !o.Timestamp.Before(ts.lastSeen) {
+				mergeTarget(&ts.target, &o.Target)
+			}
+			ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: node, ok: o.Success})
+			e.dirtyTargets[tk] = struct{}{}
 		}
-		if !o.Timestamp.Before(ts.lastSeen) {
-			mergeTarget(&ts.target, &o.Target)
-		}
-		ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: o.Source.Node, ok: o.Success})
-		e.dirtyTargets[tk] = struct{}{}
 
 		ob := e.observers[o.Source.UID]
 		if ob == nil {
@@ -348,6 +403,10 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 		ob.namespace, ob.name = o.Source.Namespace, o.Source.Name
 		if o.Source.Node != "" {
 			ob.node = o.Source.Node
+		}
+		ob.voter = ""
+		if votes {
+			ob.voter = voterKey(node, o.Source.UID)
 		}
 		if o.Timestamp.After(ob.lastSeen) {
 			// Its round length, as it reports: a longer gap is taken at once, a shorter one
@@ -371,7 +430,7 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 				p = &pairInfo{}
 				e.pairs[key] = p
 			} else if !p.stable {
-				e.candidates--
+				e.countCandidate(key, -1)
 			}
 			p.stable = true
 			if o.Timestamp.After(p.lastStable) {
@@ -382,14 +441,14 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 			// changed). It is followed on only while it fails; a healthy one's object goes
 			// at the next Reconcile instead of lingering for TargetTTL.
 			p.stable = false
-			e.candidates++
-		case p == nil && !o.Success && ts.verdict != summary.VerdictUnreachable && !e.badNodes[o.Source.Node] &&
-			e.candidates < e.maxCandidates():
+			e.countCandidate(key, +1)
+		case p == nil && !o.Success && (ts == nil || ts.verdict != summary.VerdictUnreachable) && !e.badNodes[o.Source.Node] &&
+			e.candidates[key.SourceUID] < e.cfg.FailingPairsPerSource:
 			// A rotating pair failed while its target is not judged unreachable: a
-			// path-specific failure worth following.
+			// path-specific failure worth following, within its source's share.
 			p = &pairInfo{}
 			e.pairs[key] = p
-			e.candidates++
+			e.countCandidate(key, +1)
 		}
 		if p == nil {
 			continue
@@ -444,8 +503,10 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			judgeKeys[k] = struct{}{}
 		}
 	}
+	judge := e.judge
+	judge.voters = e.voterNodes()
 	for k := range judgeKeys {
-		if t := e.targets[k]; t != nil && t.judge(e.judge, e.distrusted) {
+		if t := e.targets[k]; t != nil && t.judge(judge, e.distrusted) {
 			res.TargetChanges = append(res.TargetChanges, t.status())
 		}
 	}
@@ -473,7 +534,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 				e.summ.Forget(k)
 				delete(e.pairs, k)
 				delete(pairKeys, k)
-				e.candidates--
+				e.countCandidate(k, -1)
 				continue
 			}
 			e.summ.Escalate(k, fmt.Sprintf("%s is unreachable from %d observer nodes", p.target.Family, t.failing))
@@ -520,7 +581,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	drop := func(k summary.PairKey) {
 		e.summ.Forget(k)
 		if p := e.pairs[k]; p != nil && !p.stable {
-			e.candidates--
+			e.countCandidate(k, -1)
 		}
 		delete(e.pairs, k)
 		delete(pairKeys, k)
@@ -554,7 +615,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		switch {
 		case p.stable && now.Sub(p.lastStable) > e.cfg.TargetTTL && !failing:
 			p.stable = false // no longer a stable peer: kept only while failing
-			e.candidates++
+			e.countCandidate(k, +1)
 			if now.Sub(p.lastFailure) > e.cfg.FailingPairRetention {
 				drop(k)
 			}
@@ -759,8 +820,14 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 		// within silentAfter, its objects read ObserverSilent (and stay until its pod is
 		// deleted) instead of vanishing at TargetTTL as if nobody had looked.
 		if _, ok := e.observers[k.SourceUID]; !ok && k.SourceUID != "" {
-			e.observers[k.SourceUID] = &observerState{namespace: k.SourceNamespace, name: k.SourcePod, node: o.Source.Node,
+			ob := &observerState{namespace: k.SourceNamespace, name: k.SourcePod, node: o.Source.Node,
 				lastSeen: o.LastObserved, lastArrival: now, silent: o.SilentObserver}
+			src := o.Source
+			src.Namespace, src.Name, src.UID = k.SourceNamespace, k.SourcePod, k.SourceUID
+			if node, votes := e.voterOf(src); votes {
+				ob.voter = voterKey(node, k.SourceUID)
+			}
+			e.observers[k.SourceUID] = ob
 		}
 		if o.BadObserverNode != "" {
 			e.badNodes[o.BadObserverNode] = true
@@ -807,7 +874,7 @@ func (e *Engine) ObjectGone(k summary.PairKey) {
 	delete(e.writtenSilent, k)
 	e.summ.Forget(k)
 	if p := e.pairs[k]; p != nil && !p.stable {
-		e.candidates--
+		e.countCandidate(k, -1)
 	}
 	delete(e.pairs, k)
 	delete(e.dirty, k)

@@ -49,10 +49,10 @@ func TargetKeyOf(o *summary.Observation) TargetKey {
 	}
 }
 
-// targetRing is how many of a target's newest observations are kept. With K+M observers
-// per round it spans 3-4 rounds: enough to judge the newest run, bounded per target, so
-// the gateway's per-target state is O(N) whatever the cluster's history.
-const targetRing = 16
+// targetVotes bounds the observer nodes whose votes a target keeps. With K+M = 4 observers
+// per round it spans four rounds: enough to judge the newest run, bounded per target, so the
+// gateway's per-target state is O(N) whatever the cluster's history.
+const targetVotes = 16
 
 // tobs is one observer's outcome for a target in one round.
 type tobs struct {
@@ -62,127 +62,197 @@ type tobs struct {
 	ok       bool
 }
 
-func (o tobs) observerNode() string {
-	if o.node != "" {
-		return o.node
+// voterKey is who votes: the observer's node, or its pod when the node is unknown (with
+// require_authenticated_observers every observation names its authenticated node).
+func voterKey(node, observer string) string {
+	if node != "" {
+		return node
 	}
-	return "pod:" + o.observer
+	return "pod:" + observer
 }
+
+// vote is one observer node's newest outcome for a target (several probe types of one
+// round count as one outcome, successful when any succeeded). A node holds exactly one vote
+// per target and family: whatever it sends replaces its own vote and nothing else, so it
+// can neither evict nor outnumber other nodes' evidence.
+type vote struct {
+	at       time.Time
+	observer string // the observing pod's UID (of the newest round)
+	node     string
+	ok       bool
+	// prevFails: the node's consecutive failed rounds before this one.
+	prevFails int
+}
+
+func (v *vote) key() string { return voterKey(v.node, v.observer) }
+
+// fails is the node's run of consecutive failed rounds up to its newest.
+func (v *vote) fails() int {
+	if v.ok {
+		return 0
+	}
+	return v.prevFails + 1
+}
+
+// maxFailRun caps vote.prevFails (only "at least two" matters).
+const maxFailRun = 1 << 10
 
 // targetState is the per-target judgement of one TargetKey.
 type targetState struct {
 	key    TargetKey
 	target summary.Target // newest identity seen (node, zone)
-	ring   [targetRing]tobs
-	n      int // entries used
+	votes  [targetVotes]vote
+	n      int // votes used
 
 	verdict summary.Verdict
 	since   time.Time // when the verdict was reached (zero while Unknown)
 	// outageStart is the first failed observation of the run that made it Unreachable.
 	outageStart time.Time
-	// failing / reaching: distinct observer nodes of the newest run (for messages, metrics).
+	// failing / reaching: distinct observer nodes of the newest runs (for messages, metrics).
 	failing, reaching int
 	lastSeen          time.Time
 }
 
-// add records an observation. Several probe types of one observer in one round count as
-// one outcome, successful when any succeeded; a duplicate (a retried export) changes
-// nothing.
+// add records an observation as its node's vote. A newer round of the node replaces the
+// node's vote; another probe of the same round counts as a success when it succeeded; an
+// older round of the node changes nothing (its newest result stands), nor does a duplicate
+// (a retried export). A node without a vote takes a free slot, else the oldest vote's slot
+// when it is newer than that vote (the oldest vote belongs to the node that has not
+// reported about the target for longest).
 func (t *targetState) add(o tobs) {
+	k := voterKey(o.node, o.observer)
 	for i := 0; i < t.n; i++ {
-		e := &t.ring[i]
-		if e.observer == o.observer && e.at.Equal(o.at) {
-			e.ok = e.ok || o.ok
-			return
+		v := &t.votes[i]
+		if v.key() != k {
+			continue
 		}
+		switch {
+		case o.at.After(v.at):
+			*v = vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok, prevFails: min(v.fails(), maxFailRun)}
+		case o.at.Equal(v.at) && o.ok:
+			v.ok = true // another probe of the round succeeded
+		}
+		t.seen(o.at)
+		return
 	}
-	if t.n == targetRing {
-		// Full: replace the oldest, unless the newcomer is older still (a late round).
+	nv := vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok}
+	if t.n == targetVotes {
 		oldest := 0
 		for i := 1; i < t.n; i++ {
-			if t.ring[i].at.Before(t.ring[oldest].at) {
+			if t.votes[i].at.Before(t.votes[oldest].at) {
 				oldest = i
 			}
 		}
-		if !o.at.After(t.ring[oldest].at) {
-			return
+		if !o.at.After(t.votes[oldest].at) {
+			return // older than every vote: a late round of a node long replaced
 		}
-		t.ring[oldest] = o
+		t.votes[oldest] = nv
 	} else {
-		t.ring[t.n] = o
+		t.votes[t.n] = nv
 		t.n++
 	}
-	if o.at.After(t.lastSeen) {
-		t.lastSeen = o.at
+	t.seen(o.at)
+}
+
+func (t *targetState) seen(at time.Time) {
+	if at.After(t.lastSeen) {
+		t.lastSeen = at
 	}
 }
 
 // judgeConfig holds the per-target rules.
 type judgeConfig struct {
-	// quorum distinct observer nodes whose newest observations failed, with no success
-	// after them, make the target Unreachable; when fewer observers have ever been seen,
-	// all of them must fail on at least two observations.
+	// quorum distinct observer nodes whose votes failed in the newest run make the target
+	// Unreachable. In a cluster with fewer observer nodes (voters-1 of them can observe a
+	// pod), all of those must fail, with at least two failed rounds between them.
 	quorum int
-	// recovery distinct observer nodes whose newest observations succeeded make an
-	// Unreachable target Reachable again.
+	// recovery distinct observer nodes whose votes succeeded in the newest run make an
+	// Unreachable target Reachable again (fewer in a smaller cluster, as for quorum).
 	recovery int
+	// voters: the distinct observer nodes of the cluster that vote and are not distrusted
+	// (Engine.voterNodes). The quorums shrink with the cluster, never with the target's
+	// own observers: a target only one node reports about is judged by a full quorum.
+	voters int
 }
 
-// judge re-evaluates the verdict from the ring. Failures from observers on nodes that
-// distrusted(node) reports are not evidence against the target (the observer's node has
-// the problem); their successes still are evidence for it. It reports whether the verdict
-// changed.
-func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) bool {
-	var buf [targetRing]tobs
-	obs := buf[:t.n]
-	copy(obs, t.ring[:t.n])
-	slices.SortFunc(obs, func(a, b tobs) int { return b.at.Compare(a.at) }) // newest first
+// quorums are the failing and reaching observer nodes a verdict needs.
+func (c judgeConfig) quorums() (q, r int) {
+	possible := max(c.voters-1, 1) // a pod's own node does not observe it
+	return min(c.quorum, possible), max(min(c.recovery, possible), 1)
+}
 
-	var failNodes, okNodes, all [targetRing]string
-	nf, ns, na := 0, 0, 0
-	failCount := 0
-	var failStart, failEnd time.Time
-	addTo := func(set []string, n *int, v string) {
-		if !slices.Contains(set[:*n], v) {
-			set[*n] = v
-			*n++
+// runTolerance is how many votes against a run it tolerates: one, the vote of any single
+// node, so that no one node (a compromised agent, its own token and name) can end or hide
+// a run of the others by keeping its vote the newest (it only needs to report more often,
+// or a little ahead of the clock within the skew).
+const runTolerance = 1
+
+// sortedVotes returns the votes newest first (ties by voter, so the order is
+// deterministic), without the failures of distrusted nodes: the observer's node has the
+// problem, not the target. Their successes still are evidence for it.
+func (t *targetState) sortedVotes(buf *[targetVotes]vote, distrusted func(node string) bool) []vote {
+	vs := buf[:0]
+	for _, v := range t.votes[:t.n] {
+		if !v.ok && distrusted != nil && distrusted(v.node) {
+			continue
+		}
+		vs = append(vs, v)
+	}
+	slices.SortFunc(vs, func(a, b vote) int {
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.key(), b.key())
+	})
+	return vs
+}
+
+// run returns the votes of the newest run of outcome ok, newest first: walking the votes
+// newest first, those with outcome ok until the (runTolerance+1)-th vote against them.
+func run(vs []vote, ok bool, out []vote) []vote {
+	against := 0
+	for _, v := range vs {
+		if v.ok == ok {
+			out = append(out, v)
+			continue
+		}
+		if against++; against > runTolerance {
+			break
 		}
 	}
-	run := true // still inside the newest run
-	for _, o := range obs {
-		node := o.observerNode()
-		if !o.ok && distrusted != nil && distrusted(o.node) {
-			continue
-		}
-		addTo(all[:], &na, node)
-		if !run {
-			continue
-		}
-		switch {
-		case o.ok && nf == 0:
-			addTo(okNodes[:], &ns, node)
-		case !o.ok && ns == 0:
-			addTo(failNodes[:], &nf, node)
-			failCount++
-			if failEnd.IsZero() {
-				failEnd = o.at
-			}
-			failStart = o.at
-		default:
-			run = false
-		}
+	return out
+}
+
+// judge re-evaluates the verdict from the votes, one per observer node. It reports
+// whether the verdict changed.
+//
+// Unreachable: the newest run of failures holds quorum distinct nodes (in a cluster too
+// small for the quorum, every node that can observe it, with two failed rounds at least).
+// Reachable: an Unreachable target needs recovery distinct nodes in the newest run of
+// successes; any other target the first success. A run tolerates one vote against it, so
+// no single node changes a verdict that at least quorum (recovery) other nodes agree on,
+// and the quorums count the cluster's observer nodes, so no node lowers them by being a
+// target's only observer.
+func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) bool {
+	var buf, fbuf, sbuf [targetVotes]vote
+	vs := t.sortedVotes(&buf, distrusted)
+	fails := run(vs, false, fbuf[:0])
+	oks := run(vs, true, sbuf[:0])
+	nf, ns := len(fails), len(oks)
+	failCount := 0
+	for _, v := range fails {
+		failCount += v.fails()
 	}
 	t.failing, t.reaching = nf, ns
 
-	q := min(cfg.quorum, na)
-	r := max(min(cfg.recovery, na), 1)
+	q, r := cfg.quorums()
 	next := t.verdict
 	switch {
 	case q > 0 && nf >= q && (q == cfg.quorum || failCount >= 2):
 		next = summary.VerdictUnreachable
-	case ns > 0 && t.verdict != summary.VerdictUnreachable:
-		next = summary.VerdictReachable
 	case ns >= r:
+		next = summary.VerdictReachable
+	case ns > 0 && t.verdict != summary.VerdictUnreachable:
 		next = summary.VerdictReachable
 	}
 	if next == t.verdict {
@@ -191,44 +261,34 @@ func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) 
 	t.verdict = next
 	switch next {
 	case summary.VerdictUnreachable:
-		t.since, t.outageStart = failEnd, failStart
+		t.since, t.outageStart = fails[0].at, fails[len(fails)-1].at
 	default:
-		t.since = obs[0].at
+		t.since = vs[0].at
 		t.outageStart = time.Time{}
 	}
 	return true
 }
 
-// evidence returns the observations behind the current verdict, one per observer, newest
-// first: for a Reachable target its observers' newest successes (a failure the verdict
-// does not share is not evidence about the target), for an Unreachable one the failures
-// of the newest run, for Unknown nothing.
-func (t *targetState) evidence() []tobs {
-	if t.verdict == summary.VerdictUnknown {
-		return nil
-	}
-	all := make([]tobs, t.n)
-	copy(all, t.ring[:t.n])
-	slices.SortFunc(all, func(a, b tobs) int {
-		if c := b.at.Compare(a.at); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.observer, b.observer)
-	})
-	unreachable := t.verdict == summary.VerdictUnreachable
-	out := all[:0]
-	for _, o := range all {
-		if o.ok == unreachable {
-			if unreachable {
-				break // the failing run ends at the newest success
+// evidence returns the votes behind the current verdict, newest first: for a Reachable
+// target its observer nodes' successes (a failure the verdict does not share is not
+// evidence about the target), for an Unreachable one the failures of its newest run, for
+// Unknown nothing.
+func (t *targetState) evidence() []vote {
+	var buf [targetVotes]vote
+	switch t.verdict {
+	case summary.VerdictReachable:
+		var out []vote
+		for _, v := range t.sortedVotes(&buf, nil) {
+			if v.ok {
+				out = append(out, v)
 			}
-			continue
 		}
-		if !slices.ContainsFunc(out, func(x tobs) bool { return x.observer == o.observer }) {
-			out = append(out, o)
-		}
+		return out
+	case summary.VerdictUnreachable:
+		vs := t.sortedVotes(&buf, nil)
+		return run(vs, false, make([]vote, 0, len(vs)))
 	}
-	return out
+	return nil
 }
 
 // TargetStatus is the per-target judgement of one target and family.
