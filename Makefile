@@ -52,6 +52,65 @@ $(KUBE_BINS) &: tools/kube/go.mod tools/kube/go.sum
 	cd tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 	@touch $(KUBE_BINS)
 
+## ---- real nodes --------------------------------------------------------------------
+# What the real-node test cluster (internal/realcluster) runs on each node, all built here
+# from pinned sources, nothing downloaded as a binary: kubelet, kube-proxy and
+# kube-scheduler (tools/kube, Kubernetes v1.36.3), containerd v2 with its runc shim and ctr,
+# the CNI plugins (tools/node), CoreDNS with the DNS addon's plugins (tools/coredns), and
+# Kubernetes' own pause.c compiled static. The pause and CoreDNS images are assembled by
+# tools/image. runc is Debian's (make deps).
+REALNODE_BIN   := $(BIN)/realnode
+REALNODE_KUBE  := $(REALNODE_BIN)/kubelet $(REALNODE_BIN)/kube-proxy $(REALNODE_BIN)/kube-scheduler
+REALNODE_CTRD  := $(REALNODE_BIN)/containerd $(REALNODE_BIN)/containerd-shim-runc-v2 $(REALNODE_BIN)/ctr
+REALNODE_CNI   := $(addprefix $(REALNODE_BIN)/cni/,bridge host-local loopback portmap)
+REALNODE_IMAGES := $(REALNODE_BIN)/images/pause.tar $(REALNODE_BIN)/images/coredns.tar
+REALNODE_ARCH  := $(shell $(GO) env GOARCH)
+# The netpulse image for this machine's platform only, as the nodes import it (make image
+# builds both platforms for users).
+REALNODE_NETPULSE_IMAGE := $(REALNODE_BIN)/images/otelcol-netpulse.tar
+
+.PHONY: node-bins
+node-bins: $(REALNODE_KUBE) $(REALNODE_CTRD) $(REALNODE_CNI) $(REALNODE_IMAGES) ## build what real nodes run (kubelet, kube-proxy, kube-scheduler, containerd, CNI plugins, CoreDNS, pause) into bin/realnode
+
+$(REALNODE_KUBE) &: tools/kube/go.mod tools/kube/go.sum
+	@mkdir -p $(REALNODE_BIN)
+	cd tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $(REALNODE_BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kube-scheduler
+	@touch $(REALNODE_KUBE)
+
+# No btrfs/devmapper/zfs snapshotters (they need C headers; the nodes use overlayfs).
+$(REALNODE_CTRD) &: tools/node/go.mod tools/node/go.sum
+	@mkdir -p $(REALNODE_BIN)
+	cd tools/node && $(GO) build -trimpath -tags 'no_btrfs no_devmapper no_zfs' -o $(REALNODE_BIN)/ github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr
+	@touch $(REALNODE_CTRD)
+
+$(REALNODE_CNI) &: tools/node/go.mod tools/node/go.sum
+	@mkdir -p $(REALNODE_BIN)/cni
+	cd tools/node && CGO_ENABLED=0 $(GO) build -trimpath -o $(REALNODE_BIN)/cni/ github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/main/loopback github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/meta/portmap
+	@touch $(REALNODE_CNI)
+
+$(REALNODE_BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
+	@mkdir -p $(REALNODE_BIN)
+	cd tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath -o $(REALNODE_BIN)/coredns .
+
+# Kubernetes' pause (build/pause/linux/pause.c of the pinned k8s.io/kubernetes module),
+# static, as its own Makefile builds it.
+$(REALNODE_BIN)/pause: tools/kube/go.mod
+	@mkdir -p $(REALNODE_BIN)
+	src=$$(cd tools/kube && $(GO) list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause/linux/pause.c && \
+	  gcc -Os -Wall -Werror -static -DVERSION=v3.10.2-netpulse -o $@ $$src
+
+$(REALNODE_BIN)/images/pause.tar: $(REALNODE_BIN)/pause tools/image/helper.go
+	cd tools/image && GO=$(GO) $(GO) run . helper -bin $(REALNODE_BIN)/pause -ref registry.k8s.io/pause:3.10.2 -entrypoint /pause -user 65535 -platform linux/$(REALNODE_ARCH) -o $@
+
+# CoreDNS runs as root in its image so that it can bind port 53 (the upstream image gives
+# the binary a file capability instead; this image builder writes no extended attributes).
+$(REALNODE_BIN)/images/coredns.tar: $(REALNODE_BIN)/coredns tools/image/helper.go
+	cd tools/image && GO=$(GO) $(GO) run . helper -bin $(REALNODE_BIN)/coredns -ref registry.k8s.io/coredns/coredns:v1.15.0 -entrypoint /coredns -user 0 -platform linux/$(REALNODE_ARCH) -o $@
+
+.PHONY: node-image
+node-image: ## the netpulse image for this machine's platform, as real nodes import it (bin/realnode/images/otelcol-netpulse.tar)
+	cd tools/image && GO=$(GO) $(GO) run . build -root $(ROOT) -platforms linux/$(REALNODE_ARCH) -o $(REALNODE_NETPULSE_IMAGE)
+
 ## ---- helm --------------------------------------------------------------------------
 # Helm, pinned in tools/helm/go.mod (its own module, like tools/kube) and built from source;
 # the version is stamped so `bin/helm version` reports it. The chart is deploy/helm/netpulse

@@ -5,9 +5,11 @@
 # server and promtool, 2.42 on bookworm) for the Prometheus compatibility and alert-rule
 # tests (internal/monitoringtest); unshare and mount (util-linux, mount) for the image test,
 # which runs the image's entrypoint on a read-only root (tools/image); chromium (headless)
-# opens the netpulse_view page like a user would (internal/viewtest, make demo's screenshot).
+# opens the netpulse_view page like a user would (internal/viewtest, make demo's screenshot);
+# runc is the OCI runtime under the real nodes' containerd (internal/realcluster), gcc
+# compiles Kubernetes' pause.c for their sandbox image.
 set -euo pipefail
-pkgs=(etcd-server iproute2 nftables iputils-ping prometheus util-linux mount chromium)
+pkgs=(etcd-server iproute2 nftables iputils-ping prometheus util-linux mount chromium runc gcc libc6-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0

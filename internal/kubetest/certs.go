@@ -22,6 +22,9 @@ import (
 // pki is the throw-away PKI of one control plane: a CA that signs the API server's serving
 // certificate and the admin client certificate, and the service-account signing key.
 type pki struct {
+	caCert       *x509.Certificate
+	caKey        *ecdsa.PrivateKey
+	serial       int64
 	caCertPEM    []byte
 	adminCertPEM []byte
 	adminKeyPEM  []byte
@@ -59,42 +62,15 @@ func newPKI(dir string, serveIPs []net.IP) (*pki, error) {
 		return nil, err
 	}
 
-	issue := func(serial int64, cn string, orgs []string, usage x509.ExtKeyUsage, ips []net.IP, dns []string) (certPEM, keyPEM []byte, err error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: cn, Organization: orgs},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(7 * 24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-			IPAddresses:  ips,
-			DNSNames:     dns,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			return nil, nil, err
-		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			return nil, nil, err
-		}
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
-	}
-
-	p := &pki{caCertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})}
+	p := &pki{caCert: caCert, caKey: caKey, serial: 1, caCertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})}
 	ips := append([]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, serveIPs...)
-	servingCert, servingKey, err := issue(2, "kube-apiserver", nil, x509.ExtKeyUsageServerAuth, ips,
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"})
+	servingCert, servingKey, err := p.issue("kube-apiserver", nil, x509.ExtKeyUsageServerAuth, ips,
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
 	if err != nil {
 		return nil, err
 	}
 	// system:masters is the built-in superuser group: the admin identity bypasses RBAC.
-	p.adminCertPEM, p.adminKeyPEM, err = issue(3, "netpulse-admin", []string{"system:masters"}, x509.ExtKeyUsageClientAuth, nil, nil)
+	p.adminCertPEM, p.adminKeyPEM, err = p.issue("netpulse-admin", []string{"system:masters"}, x509.ExtKeyUsageClientAuth, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -130,4 +106,35 @@ func newPKI(dir string, serveIPs []net.IP) (*pki, error) {
 		}
 	}
 	return p, nil
+}
+
+// issue signs a certificate for cn (organisations orgs) with the CA; serials are unique
+// per PKI. Not safe for concurrent use (ControlPlane.IssueClientCert holds the lock).
+func (p *pki) issue(cn string, orgs []string, usage x509.ExtKeyUsage, ips []net.IP, dns []string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.serial++
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(p.serial),
+		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		IPAddresses:  ips,
+		DNSNames:     dns,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,9 +46,24 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logf receives lifecycle lines (default: discarded).
 	Logf func(format string, args ...any)
-	// ExtraAPIServerFlags are appended to kube-apiserver's command line.
+	// ExtraAPIServerFlags are appended to kube-apiserver's command line (a repeated flag
+	// overrides the default: the last value wins).
 	ExtraAPIServerFlags []string
+	// ExtraServingIPs are added to the API server's serving certificate (e.g. the
+	// ClusterIP of the kubernetes Service, for pods on real nodes).
+	ExtraServingIPs []net.IP
+	// Controllers is kube-controller-manager's --controllers list; nil: only what the
+	// simulated cluster relies on (no node lifecycle, no workload controllers), since no
+	// kubelet runs there. Real nodes set "*".
+	Controllers []string
+	// ExtraControllerManagerFlags are appended to kube-controller-manager's command line.
+	ExtraControllerManagerFlags []string
 }
+
+// defaultControllers are the controllers tests without kubelets rely on: no node-lifecycle
+// controller, which would taint and evict pods of simulated nodes that have no kubelet
+// heartbeat.
+var defaultControllers = []string{"garbage-collector-controller", "serviceaccount-controller", "namespace-controller", "root-ca-certificate-publisher-controller"}
 
 // ControlPlane is a running etcd + kube-apiserver (+ kube-controller-manager).
 type ControlPlane struct {
@@ -112,7 +128,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		}
 	}()
 
-	if cp.pki, err = newPKI(cp.Dir, []net.IP{opts.BindAddress}); err != nil {
+	if cp.pki, err = newPKI(cp.Dir, append([]net.IP{opts.BindAddress}, opts.ExtraServingIPs...)); err != nil {
 		return nil, fmt.Errorf("kubetest: pki: %w", err)
 	}
 	if err = cp.startEtcd(ctx); err != nil {
@@ -236,19 +252,22 @@ func (cp *ControlPlane) StopAPIServer() error {
 }
 
 func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
+	controllers := cp.opts.Controllers
+	if controllers == nil {
+		controllers = defaultControllers
+	}
 	args := []string{
 		"--kubeconfig=" + cp.Kubeconfig,
 		"--authentication-kubeconfig=" + cp.Kubeconfig,
 		"--authorization-kubeconfig=" + cp.Kubeconfig,
-		// Only what tests rely on: no node-lifecycle controller, which would taint and evict
-		// pods of simulated nodes that have no kubelet heartbeat.
-		"--controllers=garbage-collector-controller,serviceaccount-controller,namespace-controller,root-ca-certificate-publisher-controller",
+		"--controllers=" + strings.Join(controllers, ","),
 		"--root-ca-file=" + cp.pki.caCertFile,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=5",
 		"--namespace-sync-period=10s",
 	}
+	args = append(args, cp.opts.ExtraControllerManagerFlags...)
 	p, err := childproc.Start(childproc.Options{Name: "kube-controller-manager", Harness: "kubetest", Argv: append([]string{cp.Binaries.ControllerManager}, args...), LogPath: filepath.Join(cp.Dir, "kube-controller-manager.log")})
 	if err != nil {
 		return err
@@ -312,6 +331,27 @@ func (cp *ControlPlane) Logs(lines int) string {
 		}
 	}
 	return out
+}
+
+// IssueClientCert signs a client certificate with the control plane's CA: the API server
+// authenticates it as user cn in groups orgs (a kubelet: "system:node:<name>" in
+// "system:nodes"; kube-proxy: "system:kube-proxy").
+func (cp *ControlPlane) IssueClientCert(cn string, orgs ...string) (certPEM, keyPEM []byte, err error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.pki.issue(cn, orgs, x509.ExtKeyUsageClientAuth, nil, nil)
+}
+
+// CACertPEM is the control plane's CA certificate (it signs the API server's serving
+// certificate and every client certificate).
+func (cp *ControlPlane) CACertPEM() []byte { return cp.pki.caCertPEM }
+
+// CACertFile is the path of the CA certificate.
+func (cp *ControlPlane) CACertFile() string { return cp.pki.caCertFile }
+
+// AdminCertFiles are the paths of the admin (system:masters) client certificate and key.
+func (cp *ControlPlane) AdminCertFiles() (cert, key string) {
+	return cp.pki.adminCertFile, cp.pki.adminKeyFile
 }
 
 // Clientset returns an admin clientset.

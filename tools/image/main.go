@@ -10,6 +10,7 @@
 //	image build  [-root DIR] [-platforms linux/amd64,linux/arm64] [-o FILE]   (make image)
 //	image rootfs [-root DIR] -platform linux/ARCH -o DIR                     (the Dockerfile)
 //	image version [-root DIR]
+//	image helper -bin FILE -ref NAME:TAG -entrypoint /PATH -o FILE   (the real-node cluster's pause and CoreDNS)
 //
 // The image is reproducible: its digest depends only on the binaries (static, built with
 // fixed flags), on builder-config.yaml's dist section and on $SOURCE_DATE_EPOCH (the
@@ -98,6 +99,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		return os.Chmod(bin, 0o755)
+	case "helper":
+		bin := fs.String("bin", "", "a static binary built elsewhere")
+		ref := fs.String("ref", "", "the image's name, e.g. registry.k8s.io/pause:3.10.2")
+		ep := fs.String("entrypoint", "", "where the binary goes in the image (absolute)")
+		user := fs.String("user", "65532", "the user the image runs as")
+		platform := fs.String("platform", "linux/amd64", "the binary's platform")
+		out := fs.String("o", "", "the archive to write")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return helperImage(*bin, *ref, *ep, *user, *platform, *out, fs.Args())
 	case "version":
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -109,7 +121,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, d.Version)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q: want build, rootfs or version", args[0])
+	return fmt.Errorf("unknown command %q: want build, rootfs, helper or version", args[0])
 }
 
 // sourceDateEpoch is the image's time: $SOURCE_DATE_EPOCH (reproducible-builds.org), or

@@ -1,0 +1,79 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package realcluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// faultTable is the harness's nft table in a node's namespace (kube-proxy's are
+// "kube-proxy" in the ip and ip6 families).
+const faultTable = "netpulse_real_fault"
+
+// Partition cuts node off from every other node: nft in the node's namespace drops all
+// traffic between it (its address and its pods) and the other nodes and their pods, IPv4
+// and IPv6, before kube-proxy's Service rules can matter (priority -300, ahead of DNAT on
+// the way in, and filter on forward and output). The API server on the host side of the
+// bridge stays reachable, so the node's kubelet keeps the node Ready, as in a real
+// partition of the pod network that spares the control plane.
+func (c *Cluster) Partition(node string) error {
+	n, err := c.Node(node)
+	if err != nil {
+		return err
+	}
+	var peers4, peers6 []string
+	for _, p := range c.Nodes {
+		if p == n {
+			continue
+		}
+		peers4 = append(peers4, p.IPv4.String(), p.PodCIDR4.String())
+		peers6 = append(peers6, p.IPv6.String(), p.PodCIDR6.String())
+	}
+	rules := fmt.Sprintf(`table inet %[1]s {
+  set peers4 { type ipv4_addr; flags interval; elements = { %[2]s } }
+  set peers6 { type ipv6_addr; flags interval; elements = { %[3]s } }
+  chain prerouting { type filter hook prerouting priority -300; ip saddr @peers4 drop; ip6 saddr @peers6 drop; }
+  chain forward { type filter hook forward priority -300; ip daddr @peers4 drop; ip6 daddr @peers6 drop; }
+  chain output { type filter hook output priority -300; ip daddr @peers4 drop; ip6 daddr @peers6 drop; }
+}
+`, faultTable, strings.Join(peers4, ", "), strings.Join(peers6, ", "))
+	if err := c.nft(n, []byte(dropTable+rules)); err != nil {
+		return err
+	}
+	c.logf("realcluster: %s partitioned", node)
+	return nil
+}
+
+// Heal removes what Partition injected.
+func (c *Cluster) Heal(node string) error {
+	n, err := c.Node(node)
+	if err != nil {
+		return err
+	}
+	if err := c.nft(n, []byte(dropTable)); err != nil {
+		return err
+	}
+	c.logf("realcluster: %s healed", node)
+	return nil
+}
+
+// dropTable removes the fault table whether or not it exists (nft 1.0.6, Debian 12's,
+// has no "destroy"): declaring it first makes the delete always valid.
+var dropTable = "table inet " + faultTable + " {}\ndelete table inet " + faultTable + "\n"
+
+func (c *Cluster) nft(n *Node, rules []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", n.Netns, c.Bins.Nft, "-f", "-")
+	cmd.Stdin = bytes.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("realcluster: nft on %s: %w: %s", n.Name, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
