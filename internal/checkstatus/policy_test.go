@@ -215,3 +215,23 @@ func TestStale(t *testing.T) {
 		})
 	}
 }
+
+func TestValidReason(t *testing.T) {
+	for _, ok := range []string{"", "TCPConnect", "a", "Some_reason,with:colons_1", ReasonTCPConnectError} {
+		if !ValidReason(ok) {
+			t.Errorf("ValidReason(%q) = false", ok)
+		}
+	}
+	for _, bad := range []string{"1abc", "has space", "Trailing:", "Trailing,", "ünïcode", "bad\nline", "x-y", string(make([]byte, 65))} {
+		if ValidReason(bad) {
+			t.Errorf("ValidReason(%q) = true", bad)
+		}
+	}
+	long := "A"
+	for len(long) < MaxReasonLength+1 {
+		long += "b"
+	}
+	if ValidReason(long) || !ValidReason(long[:MaxReasonLength]) {
+		t.Error("length bound")
+	}
+}

@@ -254,3 +254,30 @@ func cutRunes(s string, n int) string {
 	}
 	return s
 }
+
+// ValidReason reports whether s may be a reason as a sender reports it: empty, or at most
+// MaxReasonLength characters matching the pattern the API enforces on a condition's
+// reason (^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$), since a failure's reason becomes the
+// Reachable condition's. Anything else would make every status write of the check fail
+// with 422, so the gateway refuses the result instead (docs/security.md).
+func ValidReason(s string) bool {
+	if s == "" {
+		return true
+	}
+	if len(s) > MaxReasonLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+		switch {
+		case i == 0 && !letter:
+			return false
+		case letter, c >= '0' && c <= '9', c == '_':
+		case (c == ',' || c == ':') && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
