@@ -369,14 +369,20 @@ const (
 	ConditionAccepted = "Accepted"
 
 	// Reasons of the Accepted condition.
-	ReasonCheckAccepted   = "Accepted"
-	ReasonSourceNotFound  = "SourceNotFound"
-	ReasonSourceNotReady  = "SourceNotRunning"
-	ReasonTargetNotFound  = "TargetNotFound"
-	ReasonTargetRefused   = "TargetRefused"
-	ReasonNoVantagePoint  = "NoVantagePoint"
-	ReasonInvalidCheck    = "InvalidCheck"
-	ReasonCheckProbeAgent = "ProbedByAgent"
+	ReasonCheckAccepted  = "Accepted"
+	ReasonSourceNotFound = "SourceNotFound"
+	ReasonSourceNotReady = "SourceNotRunning"
+	ReasonTargetNotFound = "TargetNotFound"
+	ReasonTargetRefused  = "TargetRefused"
+	ReasonNoVantagePoint = "NoVantagePoint"
+	ReasonInvalidCheck   = "InvalidCheck"
+	// ReasonTargetOutsideNamespace: the target pod or Service is in another namespace and
+	// the gateway's checks.allow_cross_namespace_targets is off; nothing was looked up.
+	ReasonTargetOutsideNamespace = "TargetOutsideNamespace"
+	// ReasonNamespaceQuotaExceeded: the namespace has more checks than the gateway's
+	// checks.max_checks_per_namespace; the oldest are served, this one is not.
+	ReasonNamespaceQuotaExceeded = "NamespaceQuotaExceeded"
+	ReasonCheckProbeAgent        = "ProbedByAgent"
 
 	// Labels the gateway puts on a check (NetworkCheck and PodNetworkConnectivityCheck) so
 	// that only its vantage point lists and watches it: the agent of that node
