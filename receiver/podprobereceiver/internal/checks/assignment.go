@@ -82,6 +82,28 @@ func FromNetworkCheck(nc *v1alpha1.NetworkCheck) (Assignment, error) {
 	return a, a.validate()
 }
 
+// PlacedHere reports (nil) whether the gateway placed nc on this vantage point, as it
+// recorded in the status it writes through the status subresource (status.vantage), which
+// namespace editors cannot write: the vantage labels a runner selects on are only a filter,
+// since whoever may edit the check may edit them too.
+func (c Config) PlacedHere(nc *v1alpha1.NetworkCheck) error {
+	v := nc.Status.Vantage
+	if v == nil {
+		return fmt.Errorf("no vantage recorded by the gateway")
+	}
+	switch c.Vantage {
+	case VantageSidecar:
+		if v.Mode != v1alpha1.VantageSidecar || v.SourcePod != c.Pod || nc.Namespace != c.Namespace {
+			return fmt.Errorf("placed by the gateway on %s %s/%s, not on this sidecar", v.Mode, nc.Namespace, v.SourcePod)
+		}
+	default:
+		if v.Mode != v1alpha1.VantageAgent || v.Node != c.Node {
+			return fmt.Errorf("placed by the gateway on %s of node %q, not on this agent", v.Mode, v.Node)
+		}
+	}
+	return nil
+}
+
 // FromPNCC is what a PodNetworkConnectivityCheck asks to run: a TCP connect to its
 // targetEndpoint (after a DNS lookup for a name), every 60s or the interval of its
 // netpulse.io/check-interval annotation.
