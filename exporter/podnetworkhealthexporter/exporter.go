@@ -49,6 +49,11 @@ const (
 // reach the API within one probe interval plus this.
 const reconcileEvery = time.Second
 
+// expireEvery is how often every replica, leader or standby, forgets the decoder's idle
+// streams and the readiness gate's old reaches: a standby decodes what agents send it
+// (they can reach it by pod IP) and must free it without waiting for a Lease.
+const expireEvery = time.Second
+
 // pnhExporter summarises observations on every replica (so a new leader starts warm) and,
 // on the replica holding the Lease, writes them to the API within the write budget.
 type pnhExporter struct {
@@ -279,6 +284,16 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
+	expiring := make(chan struct{})
+	go func() {
+		defer close(expiring)
+		tick := time.NewTicker(expireEvery)
+		defer tick.Stop()
+		e.expireLoop(ctx, tick.C)
+	}()
+	e.mu.Lock()
+	e.done = append(e.done, expiring)
+	e.mu.Unlock()
 	if e.cfg.Events.Enabled {
 		e.hostname, _ = os.Hostname()
 		e.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Events.PerMinute)/60), e.cfg.Events.PerMinute)
@@ -335,6 +350,25 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	e.done = append(e.done, done)
 	e.mu.Unlock()
 	return nil
+}
+
+// expireLoop runs on every replica from start to shutdown: at each tick it forgets the
+// decoder's streams not seen for their TTL and the readiness gate's reaches older than its
+// memory, whether or not this replica leads.
+func (e *pnhExporter) expireLoop(ctx context.Context, tick <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick:
+			e.decoder.Expire(now)
+			if e.gate != nil {
+				e.mu.Lock()
+				e.gate.Expire(now)
+				e.mu.Unlock()
+			}
+		}
+	}
 }
 
 // errLeaseLost is the fatal error a replica reports when its writer Lease was not renewed.
@@ -409,7 +443,6 @@ func (e *pnhExporter) lead(ctx context.Context) {
 // reconcile applies what the engine decided: objects (most urgent first) and Events.
 // It reports whether any per-target verdict changed.
 func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
-	e.decoder.Expire(now)
 	res := e.engine.Reconcile(now)
 	for _, w := range res.Objects {
 		if w.Delete {

@@ -50,6 +50,16 @@ const (
 	// point's increments are discarded and its value becomes the stream's new baseline;
 	// the rest of the point (its status) is still used.
 	SkipImplausibleIncrement SkipReason = "implausible_increment"
+	// SkipStreamLimit: a cumulative point that would start a new stream of a source
+	// already holding DecoderConfig.MaxStreamsPerSource streams. Its increment is not used
+	// (nothing is remembered for it); the rest of its round (its status) still is.
+	SkipStreamLimit SkipReason = "stream_limit"
+	// SkipRotatingWithoutStart: a cumulative point of a rotating pair (no
+	// netpulse.pair.stable) without a StartTimestamp within FirstSightMaxAge of its
+	// Timestamp. The receiver restarts a rotating pair's series every round, so a real
+	// agent never sends one; no stream is remembered for it (the gateway keeps cumulative
+	// state for stable pairs only) and its increment is not used; its status still is.
+	SkipRotatingWithoutStart SkipReason = "rotating_without_start"
 )
 
 // DecoderConfig configures a Decoder. Zero fields take the defaults.
@@ -84,10 +94,28 @@ type DecoderConfig struct {
 	// MaxFutureSkew, when > 0, skips points dated more than this after their arrival
 	// (SkipFutureTimestamp).
 	MaxFutureSkew time.Duration
+	// MaxStreamsPerSource bounds the cumulative streams remembered per source pod (default
+	// DefaultMaxStreamsPerSource, of which at most 16 duration histograms; < 0:
+	// unbounded). A point that would start one more is refused and counted
+	// (SkipStreamLimit); streams already remembered are never evicted for it, so a source
+	// flooding new streams keeps (and only keeps) its own first ones.
+	MaxStreamsPerSource int
 }
 
 // DefaultStreamTTL is the default DecoderConfig.StreamTTL.
 const DefaultStreamTTL = 2 * time.Hour
+
+// DefaultMaxStreamsPerSource is what a source may need at the admission's default limit of
+// 16 stable targets (k8s_net_attributes max_stable_targets_per_source; a stable target is
+// an address, port and probe type): per target, sent, lost and the duration histogram,
+// and an errors stream for each of the 8 error types.
+const DefaultMaxStreamsPerSource = 16 * (3 + 8)
+
+// maxHistogramStreamsPerSource bounds the duration-histogram streams among them: one per
+// stable target at the admission's default limit. A histogram stream holds up to
+// maxAcceptedBuckets buckets, a counter stream one value, so this keeps the worst case per
+// source near what a real source at the limit holds.
+const maxHistogramStreamsPerSource = 16
 
 // Bounds of FutureSkew, and its value for the default min_probe_interval (1 s).
 const (
@@ -121,6 +149,9 @@ func (c DecoderConfig) withDefaults() DecoderConfig {
 	if c.MaxBurstRounds <= 0 {
 		c.MaxBurstRounds = 4
 	}
+	if c.MaxStreamsPerSource == 0 {
+		c.MaxStreamsPerSource = DefaultMaxStreamsPerSource
+	}
 	return c
 }
 
@@ -143,9 +174,19 @@ type Decoder struct {
 	cfg     DecoderConfig
 	mu      sync.Mutex
 	streams map[string]*stream
+	// sources: the streams remembered per source pod.
+	sources map[string]*sourceStreams
+}
+
+// sourceStreams counts one source's remembered streams.
+type sourceStreams struct {
+	key     string
+	n, hist int // streams, of which duration histograms
 }
 
 type stream struct {
+	owner     *sourceStreams
+	isHist    bool
 	start, ts pcommon.Timestamp
 	value     float64
 	hist      Histogram
@@ -156,7 +197,14 @@ type stream struct {
 
 // NewDecoder returns a Decoder.
 func NewDecoder(cfg DecoderConfig) *Decoder {
-	return &Decoder{cfg: cfg.withDefaults(), streams: map[string]*stream{}}
+	return &Decoder{cfg: cfg.withDefaults(), streams: map[string]*stream{}, sources: map[string]*sourceStreams{}}
+}
+
+// Sources is the number of source pods with remembered streams.
+func (d *Decoder) Sources() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.sources)
 }
 
 // Streams is the number of cumulative streams remembered.
@@ -167,6 +215,7 @@ func (d *Decoder) Streams() int {
 }
 
 // Expire forgets streams not seen (by Decode's now) for StreamTTL; it returns how many.
+// The exporter runs it on every replica (a standby decodes what agents send it too).
 func (d *Decoder) Expire(now time.Time) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -174,6 +223,7 @@ func (d *Decoder) Expire(now time.Time) int {
 	for k, s := range d.streams {
 		if now.Sub(s.seen) > d.cfg.StreamTTL {
 			delete(d.streams, k)
+			d.release(s)
 			n++
 		}
 	}
@@ -469,8 +519,9 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src Source, re
 	return pts
 }
 
-// maxAcceptedBuckets rejects absurd histograms (the receiver sends at most 160 buckets).
-const maxAcceptedBuckets = 4096
+// maxAcceptedBuckets rejects larger histograms: the receiver's go-expohisto never holds more
+// than 160 buckets (receiver/podprobereceiver maxHistogramBuckets).
+const maxAcceptedBuckets = 160
 
 // histFromPdata converts the positive range of an exponential histogram point.
 func histFromPdata(dp pmetric.ExponentialHistogramDataPoint) (Histogram, bool) {
@@ -525,6 +576,44 @@ func histFromPdata(dp pmetric.ExponentialHistogramDataPoint) (Histogram, bool) {
 	return h, true
 }
 
+// release forgets one stream of its source (caller holds d.mu).
+func (d *Decoder) release(s *stream) {
+	if o := s.owner; o != nil {
+		if s.isHist {
+			o.hist--
+		}
+		if o.n--; o.n <= 0 {
+			delete(d.sources, o.key)
+		}
+	}
+}
+
+// sourceKey identifies a source pod (as streamKey does).
+func sourceKey(src *Source) string {
+	return strconv.Itoa(len(src.Namespace)) + ":" + src.Namespace + strconv.Itoa(len(src.Name)) + ":" + src.Name + src.UID
+}
+
+// admitStream returns the source's stream count if it may remember one more stream (a
+// duration histogram when hist), else false (caller holds d.mu).
+func (d *Decoder) admitStream(src *Source, hist bool) (*sourceStreams, bool) {
+	k := sourceKey(src)
+	o := d.sources[k]
+	if o == nil {
+		o = &sourceStreams{key: k}
+	}
+	if d.cfg.MaxStreamsPerSource > 0 && (o.n >= d.cfg.MaxStreamsPerSource || hist && o.hist >= maxHistogramStreamsPerSource) {
+		return nil, false
+	}
+	if o.n == 0 {
+		d.sources[k] = o
+	}
+	o.n++
+	if hist {
+		o.hist++
+	}
+	return o, true
+}
+
 // diff turns cumulative points into increments, in stream and time order, and updates the
 // remembered streams. Caller holds d.mu.
 func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
@@ -552,8 +641,21 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 			continue
 		}
 		s := d.streams[p.stream]
+		if s == nil && d.cfg.FirstSightMaxAge > 0 && !p.stable {
+			// Not its round's own series: no real agent sends one for a rotating pair,
+			// and remembering it would make the state O(pairs ever probed).
+			p.discard()
+			res.Skipped[SkipRotatingWithoutStart]++
+			continue
+		}
 		if s == nil {
-			s = &stream{}
+			owner, ok := d.admitStream(&p.src, p.kind == mDuration)
+			if !ok {
+				p.dropped = true
+				res.Skipped[SkipStreamLimit]++
+				continue
+			}
+			s = &stream{owner: owner, isHist: p.kind == mDuration}
 			d.streams[p.stream] = s
 			// A history longer than FirstSightMaxAge, or than the credit a stream can hold,
 			// only sets the baseline: after a gateway restart an agent's lifetime counts
