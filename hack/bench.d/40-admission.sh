@@ -4,5 +4,7 @@
 set -euo pipefail
 NETPULSE_BENCH=1 go test -count=1 -run TestAdmissionBench -v ./processor/k8snetattributesprocessor/internal/admission/
 # The decoder's memory per source at the admission's stable-target limit (the ceiling in
-# docs/security.md), against one source's unadmitted flood of 20,000 stable targets.
+# docs/security.md), against one source's unadmitted flood of 20,000 stable targets; and
+# (TestDecoderMemoryBenchHostile) one source's memory under #28 item 2's flood of streams,
+# against the same flood before the per-source bound and a real source at the limit.
 NETPULSE_BENCH=1 go test -count=1 -run TestDecoderMemoryBench -v ./exporter/podnetworkhealthexporter/internal/summary/
