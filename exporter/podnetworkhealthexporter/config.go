@@ -56,8 +56,9 @@ type Config struct {
 	// since its previous point (two rounds per MinProbeInterval, at most four saved up, each
 	// of MaxEchoesPerRound echoes, replies or errors) is discarded and counted
 	// (implausible_increment), so that no single point, forged or replayed, outweighs the
-	// real rounds of the window. Points dated more than a minute ahead of their arrival are
-	// skipped (future_timestamp).
+	// real rounds of the window. Points dated more than summary.FutureSkew(MinProbeInterval)
+	// (2 x MinProbeInterval, at least 1s, at most 2s) after their arrival are refused
+	// (future_timestamp).
 	MinProbeInterval  time.Duration `mapstructure:"min_probe_interval"`
 	MaxEchoesPerRound int           `mapstructure:"max_echoes_per_round"`
 	// Workers write objects in parallel (the client's qps/burst bound the rate).
