@@ -46,8 +46,8 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logf receives lifecycle lines (default: discarded).
 	Logf func(format string, args ...any)
-	// ExtraAPIServerFlags are appended to kube-apiserver's command line (a repeated flag
-	// overrides the default: the last value wins).
+	// ExtraAPIServerFlags are added to kube-apiserver's command line; a flag given here
+	// replaces the default of the same name (list flags would otherwise append).
 	ExtraAPIServerFlags []string
 	// ExtraServingIPs are added to the API server's serving certificate (e.g. the
 	// ClusterIP of the kubernetes Service, for pods on real nodes).
@@ -122,9 +122,11 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		}
 		cp.ownDir = true
 	}
+	// The deferred Stop holds the control plane itself: `return nil, err` clears cp.
+	started := cp
 	defer func() {
 		if err != nil {
-			_ = cp.Stop()
+			_ = started.Stop()
 		}
 	}()
 
@@ -221,7 +223,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		"--profiling=false",
 		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
 	}
-	args = append(args, cp.opts.ExtraAPIServerFlags...)
+	args = overrideFlags(args, cp.opts.ExtraAPIServerFlags)
 	p, err := childproc.Start(childproc.Options{Name: "kube-apiserver", Harness: "kubetest", Argv: append([]string{cp.Binaries.APIServer}, args...), LogPath: filepath.Join(cp.Dir, "kube-apiserver.log")})
 	if err != nil {
 		return err
@@ -267,7 +269,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 		"--concurrent-gc-syncs=5",
 		"--namespace-sync-period=10s",
 	}
-	args = append(args, cp.opts.ExtraControllerManagerFlags...)
+	args = overrideFlags(args, cp.opts.ExtraControllerManagerFlags)
 	p, err := childproc.Start(childproc.Options{Name: "kube-controller-manager", Harness: "kubetest", Argv: append([]string{cp.Binaries.ControllerManager}, args...), LogPath: filepath.Join(cp.Dir, "kube-controller-manager.log")})
 	if err != nil {
 		return err
@@ -331,6 +333,22 @@ func (cp *ControlPlane) Logs(lines int) string {
 		}
 	}
 	return out
+}
+
+// overrideFlags returns defaults without the flags extra names, followed by extra.
+func overrideFlags(defaults, extra []string) []string {
+	name := func(f string) string { n, _, _ := strings.Cut(f, "="); return n }
+	given := map[string]bool{}
+	for _, f := range extra {
+		given[name(f)] = true
+	}
+	out := make([]string, 0, len(defaults)+len(extra))
+	for _, f := range defaults {
+		if !given[name(f)] {
+			out = append(out, f)
+		}
+	}
+	return append(out, extra...)
 }
 
 // IssueClientCert signs a client certificate with the control plane's CA: the API server

@@ -247,6 +247,10 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.bt
     sandbox = %[5]q
 
 [plugins."io.containerd.cri.v1.runtime"]
+  # This machine's root lacks CAP_SYS_RESOURCE, so no process may lower its OOM score
+  # (the sandbox's -998, a Guaranteed pod's -997): containerd keeps it at or above its own,
+  # as it does in kind's rootless nodes.
+  restrict_oom_score_adj = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
