@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -48,9 +50,14 @@ const (
 	SkipCheckWrongVantage  = "check_wrong_vantage"   // not the vantage point the check was placed on
 	SkipCheckMalformed     = "check_malformed"       // a record without the contract's attributes
 	SkipCheckUnauthentic   = "check_unauthenticated" // require_authenticated_observers: no or another identity
+	SkipCheckInvalid       = "check_invalid"         // a reason, source address or reporter name the API schema would refuse
 	checkResolveBatch      = 20                      // placements resolved per reconcile tick (reads)
 	checkRetryUnaccepted   = 30 * time.Second
 	checkWriteReasonPrefix = "check_"
+	// defaultMaxChecksPerNamespace is checks.max_checks_per_namespace's default.
+	defaultMaxChecksPerNamespace = 100
+	// maxSourceAddressLength is the schema's bound of status.vantage.sourceAddress.
+	maxSourceAddressLength = 64
 )
 
 var (
@@ -77,10 +84,14 @@ type placement struct {
 type checkState struct {
 	key        checkKey
 	uid        types.UID
+	created    time.Time // creationTimestamp: the oldest checks of a namespace are served first
 	generation int64
-	interval   time.Duration
-	labels     map[string]string
-	obj        any // the latest typed object (*v1alpha1.NetworkCheck or *ocv1alpha1.PodNetworkConnectivityCheck)
+	// overQuota: beyond its namespace's checks.max_checks_per_namespace; not served (no
+	// reads, no results), its status says NamespaceQuotaExceeded.
+	overQuota bool
+	interval  time.Duration
+	labels    map[string]string
+	obj       any // the latest typed object (*v1alpha1.NetworkCheck or *ocv1alpha1.PodNetworkConnectivityCheck)
 
 	place, writtenPlace placement
 	placed              bool
@@ -95,6 +106,17 @@ type checkState struct {
 	// sourceAddress is the address the newest result left from.
 	sourceAddress, writtenSource string
 	deleting                     bool
+	// rejected: the API refused (4xx) the status write of this state; it is not queued
+	// again until the state changes (rejectedLabels: the same for the labels patch).
+	rejected       *rejectedWrite
+	rejectedLabels string
+}
+
+// rejectedWrite is a check status the API refused, so it is not written again.
+type rejectedWrite struct {
+	st     checkstatus.Status
+	place  placement
+	source string
 }
 
 // checkController places declared checks, folds their results into their status and writes
@@ -108,17 +130,28 @@ type checkController struct {
 	factory dynamicinformer.DynamicSharedInformerFactory
 	leading atomic.Bool
 	skipLog *ratelog.Logger
+	// eventsRL is the checks' own Event limiter (checks.events_per_minute); nil without
+	// Events.
+	eventsRL *rate.Limiter
 
 	mu     sync.Mutex
 	checks map[checkKey]*checkState
-	stop   chan struct{}
+	// resumed: this leadership term has re-read every check's status from the API (a
+	// quorum read at takeover); until then nothing of the checks is written or emitted.
+	resumed bool
+	// served, nsServed and overQuota count the checks by quota state (max_checks bounds
+	// served and overQuota each; max_checks_per_namespace bounds nsServed).
+	served, overQuota int
+	nsServed          map[string]int
+	reasonsSeen       map[string]bool // accepted_reason values recorded so far
+	stop              chan struct{}
 }
 
 func newCheckController(e *pnhExporter, cfg ChecksConfig) *checkController {
 	return &checkController{e: e, cfg: cfg, logger: e.logger,
 		policy:  targetpolicy.Policy{AllowLoopback: cfg.AllowLoopback, AllowLinkLocal: cfg.AllowLinkLocal},
 		skipLog: ratelog.New(e.logger, 30*time.Second, 2),
-		checks:  map[checkKey]*checkState{}, stop: make(chan struct{})}
+		checks:  map[checkKey]*checkState{}, nsServed: map[string]int{}, stop: make(chan struct{})}
 }
 
 // start watches the checks (every replica: a standby keeps the state warm).
@@ -154,7 +187,7 @@ func (c *checkController) watch(gvr schema.GroupVersionResource, kind string) {
 			}
 			if u, ok := o.(*unstructured.Unstructured); ok {
 				c.mu.Lock()
-				delete(c.checks, checkKey{kind, u.GetNamespace(), u.GetName()})
+				c.forgetLocked(checkKey{kind, u.GetNamespace(), u.GetName()})
 				c.mu.Unlock()
 			}
 		},
@@ -166,11 +199,20 @@ func (c *checkController) upsert(kind string, o any) {
 	if !ok {
 		return
 	}
+	c.upsertObject(kind, u, false)
+}
+
+// upsertObject tracks the check u. Its status is read into the check's state at first
+// sight, on every update while this replica is not the leader (a standby mirrors the API,
+// it does not keep a copy from its start), and with fromAPI (the leader's re-read at
+// takeover); a leader otherwise ignores the status it reads back (its own writes).
+func (c *checkController) upsertObject(kind string, u *unstructured.Unstructured, fromAPI bool) {
 	key := checkKey{kind, u.GetNamespace(), u.GetName()}
 	var (
 		obj      any
 		st       checkstatus.Status
 		interval = checkstatus.DefaultInterval
+		flavour  = checkstatus.FlavourNetpulse
 	)
 	switch kind {
 	case ocv1alpha1.Kind:
@@ -179,7 +221,7 @@ func (c *checkController) upsert(kind string, o any) {
 			c.logger.Warn("pod_network_health: malformed PodNetworkConnectivityCheck", zap.String("check", key.String()), zap.Error(err))
 			return
 		}
-		obj, st = &pc, statusOfPNCC(&pc.Status)
+		obj, st, flavour = &pc, statusOfPNCC(&pc.Status), checkstatus.FlavourOpenShift
 		if v, err := time.ParseDuration(pc.Annotations[v1alpha1.AnnotationCheckInterval]); err == nil && v >= checkstatus.MinInterval {
 			interval = v
 		}
@@ -197,30 +239,160 @@ func (c *checkController) upsert(kind string, o any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cs, known := c.checks[key]
-	if !known || cs.uid != u.GetUID() {
-		if !known && len(c.checks) >= c.cfg.MaxChecks {
+	switch {
+	case !known:
+		over := c.nsServed[key.namespace] >= c.cfg.MaxChecksPerNamespace
+		if (over && c.overQuota >= c.cfg.MaxChecks) || (!over && c.served >= c.cfg.MaxChecks) {
 			c.skipLog.Log(zap.WarnLevel, "pod_network_health: more declared checks than checks.max_checks; not serving some", zap.String("check", key.String()))
 			return
 		}
-		// First sight (or a re-created object): resume from what the API holds.
-		cs = &checkState{key: key, uid: u.GetUID(), st: st, written: st.DeepCopy(), wantResolve: true, lastWrite: time.Now()}
-		if nc, ok := obj.(*v1alpha1.NetworkCheck); ok {
-			cs.place, cs.writtenPlace = placementOfNC(&nc.Status), placementOfNC(&nc.Status)
-			cs.placed = cs.place.sourcePod != "" || cs.place.reason != ""
-			if cond := findCondition(nc.Status.Conditions, v1alpha1.ConditionAccepted); cond != nil {
-				cs.placeSince = cond.LastTransitionTime.Time
-			}
-			if nc.Status.Vantage != nil {
-				cs.observerPod, cs.sourceAddress, cs.writtenSource = nc.Status.Vantage.ObserverPod, nc.Status.Vantage.SourceAddress, nc.Status.Vantage.SourceAddress
-			}
+		if over {
+			c.overQuota++
+			c.skipLog.Log(zap.WarnLevel, "pod_network_health: a namespace has more declared checks than checks.max_checks_per_namespace; its newest are not served",
+				zap.String("check", key.String()), zap.Int("max_checks_per_namespace", c.cfg.MaxChecksPerNamespace))
+		} else {
+			c.served++
+			c.nsServed[key.namespace]++
 		}
+		cs = &checkState{key: key, overQuota: over}
 		c.checks[key] = cs
+		c.adoptLocked(cs, u, obj, st, flavour)
+	case cs.uid != u.GetUID():
+		// A re-created object: start from what the API holds.
+		*cs = checkState{key: key, overQuota: cs.overQuota}
+		c.adoptLocked(cs, u, obj, st, flavour)
+	case fromAPI || !c.leading.Load():
+		c.adoptLocked(cs, u, obj, st, flavour)
 	}
+	cs.created = u.GetCreationTimestamp().Time
 	if g := u.GetGeneration(); g != cs.generation {
 		cs.generation = g
 		cs.wantResolve = true
 	}
 	cs.interval, cs.labels, cs.obj = interval, u.GetLabels(), obj
+}
+
+// adoptLocked resumes cs from what the API holds (st, the placement recorded in a
+// NetworkCheck's status): that is what was written. Results this replica folded in that
+// are newer than the API's are kept, folded onto it again (without Events: whoever held
+// the Lease when they came emitted them).
+func (c *checkController) adoptLocked(cs *checkState, u *unstructured.Unstructured, obj any, st checkstatus.Status, flavour checkstatus.Flavour) {
+	var newer []checkstatus.Entry
+	for _, es := range [][]checkstatus.Entry{cs.st.Successes, cs.st.Failures} {
+		for _, e := range es {
+			if e.Time.After(st.LastResultTime) {
+				newer = append(newer, e)
+			}
+		}
+	}
+	cs.uid = u.GetUID()
+	cs.written = st.DeepCopy()
+	cs.st, _ = checkstatus.Apply(st, flavour, newer...)
+	cs.lastWrite = time.Now()
+	cs.rejected, cs.rejectedLabels = nil, ""
+	if nc, ok := obj.(*v1alpha1.NetworkCheck); ok {
+		cs.place, cs.writtenPlace = placementOfNC(&nc.Status), placementOfNC(&nc.Status)
+		cs.placed = cs.place.sourcePod != "" || cs.place.reason != ""
+		if cond := findCondition(nc.Status.Conditions, v1alpha1.ConditionAccepted); cond != nil {
+			cs.placeSince = cond.LastTransitionTime.Time
+		}
+		cs.observerPod, cs.writtenSource = "", ""
+		if nc.Status.Vantage != nil {
+			cs.observerPod, cs.writtenSource = nc.Status.Vantage.ObserverPod, nc.Status.Vantage.SourceAddress
+		}
+		if len(newer) == 0 || cs.sourceAddress == "" {
+			cs.sourceAddress = cs.writtenSource
+		}
+	}
+	if !cs.placed {
+		cs.wantResolve = true
+	}
+}
+
+// forgetLocked drops a deleted check; a check of its namespace waiting for quota takes its
+// place (the oldest first).
+func (c *checkController) forgetLocked(key checkKey) {
+	cs, ok := c.checks[key]
+	if !ok {
+		return
+	}
+	delete(c.checks, key)
+	if cs.overQuota {
+		c.overQuota--
+		return
+	}
+	c.served--
+	if c.nsServed[key.namespace]--; c.nsServed[key.namespace] <= 0 {
+		delete(c.nsServed, key.namespace)
+	}
+	var next *checkState
+	for _, o := range c.checks {
+		if o.overQuota && o.key.namespace == key.namespace &&
+			(next == nil || o.created.Before(next.created) || (o.created.Equal(next.created) && o.key.name < next.key.name)) {
+			next = o
+		}
+	}
+	if next != nil {
+		next.overQuota = false
+		next.wantResolve = true
+		c.overQuota--
+		c.served++
+		c.nsServed[key.namespace]++
+	}
+}
+
+// resume re-reads every check from the API (a quorum read, paginated) at the start of a
+// leadership term, so the new leader continues from what the previous one wrote — its
+// successes, failures, outages and conditions — whatever this replica held before: a
+// takeover neither rolls a status back nor emits an Event again.
+func (c *checkController) resume(ctx context.Context) error {
+	kinds := []struct {
+		gvr  schema.GroupVersionResource
+		kind string
+	}{{networkCheckGVR, v1alpha1.NetworkCheckKind}}
+	if c.cfg.OpenShift {
+		kinds = append(kinds, struct {
+			gvr  schema.GroupVersionResource
+			kind string
+		}{pnccGVR, ocv1alpha1.Kind})
+	}
+	var items []struct {
+		kind string
+		u    *unstructured.Unstructured
+	}
+	for _, k := range kinds {
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			list, err := c.dyn.Resource(k.gvr).List(ctx, opts)
+			if err != nil {
+				return fmt.Errorf("list %s: %w", k.gvr.Resource, err)
+			}
+			for i := range list.Items {
+				items = append(items, struct {
+					kind string
+					u    *unstructured.Unstructured
+				}{k.kind, &list.Items[i]})
+			}
+			if opts.Continue = list.GetContinue(); opts.Continue == "" {
+				break
+			}
+		}
+	}
+	for _, it := range items {
+		c.upsertObject(it.kind, it.u, true)
+	}
+	c.mu.Lock()
+	c.resumed = true
+	c.mu.Unlock()
+	return nil
+}
+
+// endTerm: the next leadership term resumes from the API again.
+func (c *checkController) endTerm() {
+	c.mu.Lock()
+	c.resumed = false
+	c.leading.Store(false)
+	c.mu.Unlock()
 }
 
 func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
@@ -254,8 +426,27 @@ func placementOfNC(s *v1alpha1.NetworkCheckStatus) placement {
 // reads), fix labels, write statuses that are due, prune stale OpenShift checks.
 func (c *checkController) reconcile(ctx context.Context, now time.Time) {
 	c.mu.Lock()
+	resumed := c.resumed
+	c.mu.Unlock()
+	if !resumed {
+		if err := c.resume(ctx); err != nil {
+			c.skipLog.Log(zap.WarnLevel, "pod_network_health: cannot re-read the declared checks at takeover; not writing them until it succeeds", zap.Error(err))
+			return
+		}
+	}
+	c.mu.Lock()
 	var toResolve []*checkState
 	for _, cs := range c.checks {
+		if cs.overQuota {
+			// No reads for a check beyond its namespace's quota: it is refused as it is.
+			if p := c.quotaRefusal(); p != cs.place || !cs.placed {
+				if p.reason != cs.place.reason || !cs.placed {
+					cs.placeSince = now
+				}
+				cs.place, cs.placed, cs.placeAt, cs.wantResolve, cs.observerPod = p, true, now, false, ""
+			}
+			continue
+		}
 		silent := !cs.st.LastResultTime.IsZero() && now.Sub(cs.st.LastResultTime) > checkstatus.SilentAfter(cs.interval)
 		switch {
 		case cs.wantResolve, !cs.placed,
@@ -272,8 +463,11 @@ func (c *checkController) reconcile(ctx context.Context, now time.Time) {
 			break
 		}
 		c.mu.Lock()
-		obj := cs.obj
+		obj, over := cs.obj, cs.overQuota
 		c.mu.Unlock()
+		if over {
+			continue
+		}
 		p := c.resolve(ctx, cs.key, obj)
 		c.mu.Lock()
 		if p != cs.place || !cs.placed {
@@ -299,9 +493,15 @@ func (c *checkController) reconcile(ctx context.Context, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	policy := checkstatus.Policy{Heartbeat: c.cfg.Heartbeat}
+	byReason := map[string]int64{}
 	for _, cs := range c.checks {
 		if !cs.placed || cs.deleting {
 			continue
+		}
+		if cs.place.accepted {
+			byReason[v1alpha1.ReasonCheckAccepted]++
+		} else {
+			byReason[cs.place.reason]++
 		}
 		if cs.key.kind == ocv1alpha1.Kind && checkstatus.Stale(cs.st.LastResultTime, cs.sourceGoneSince, now, c.cfg.PruneAfter) {
 			cs.deleting = true
@@ -323,10 +523,35 @@ func (c *checkController) reconcile(ctx context.Context, now time.Time) {
 				due, why = true, checkstatus.WriteHeartbeat
 			}
 		}
+		if r := cs.rejected; due && r != nil && r.place == cs.place && r.source == cs.sourceAddress && r.st.Equal(cs.st) {
+			due = false // refused by the API as it is: written again once it changes
+		}
 		if due {
 			c.enqueueStatus(cs, why)
 		}
 	}
+	c.recordChecks(ctx, byReason)
+}
+
+// recordChecks sets otelcol_pod_network_health_checks{accepted_reason} (c.mu held): a
+// reason that no check has any more reads 0.
+func (c *checkController) recordChecks(ctx context.Context, byReason map[string]int64) {
+	if c.reasonsSeen == nil {
+		c.reasonsSeen = map[string]bool{}
+	}
+	for r := range byReason {
+		c.reasonsSeen[r] = true
+	}
+	for r := range c.reasonsSeen {
+		c.e.tb.PodNetworkHealthChecks.Record(ctx, byReason[r], metric.WithAttributes(attribute.String("accepted_reason", r)))
+	}
+}
+
+// quotaRefusal is the placement of a check beyond its namespace's quota.
+func (c *checkController) quotaRefusal() placement {
+	return refuse(v1alpha1.ReasonNamespaceQuotaExceeded, fmt.Sprintf(
+		"not served: this namespace has more checks than the gateway serves per namespace (checks.max_checks_per_namespace: %d); the oldest are served first",
+		c.cfg.MaxChecksPerNamespace))
 }
 
 // wantLabels are the labels that place cs on its vantage point (none unless accepted).
@@ -358,11 +583,21 @@ func (c *checkController) syncLabels(cs *checkState) {
 		return
 	}
 	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": patch}})
+	if cs.rejectedLabels == string(data) {
+		return // refused by the API as it is
+	}
 	gvr, key := c.gvr(cs.key), cs.key
-	c.e.writer.enqueue("checklabels/"+key.String(), writequeue.Verdict, func(ctx context.Context) error {
+	c.e.writer.enqueue("checklabels/"+key.String(), writequeue.CheckVerdict, func(ctx context.Context) error {
 		_, err := c.dyn.Resource(gvr).Namespace(key.namespace).Patch(ctx, key.name, types.MergePatchType, data, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
+		}
+		if rejected(err) {
+			c.mu.Lock()
+			if cur, ok := c.checks[key]; ok {
+				cur.rejectedLabels = string(data)
+			}
+			c.mu.Unlock()
 		}
 		return err
 	}, checkWriteReasonPrefix+"placement")
@@ -380,12 +615,15 @@ func (c *checkController) gvr(k checkKey) schema.GroupVersionResource {
 // write always carries the newest state; what it wrote becomes the written state.
 func (c *checkController) enqueueStatus(cs *checkState, why string) {
 	key := cs.key
-	prio := writequeue.Update
+	// A check's significant changes (after the pairs' verdicts and Events), then its
+	// routine writes, all within the checks' share of the budget. A check beyond its
+	// namespace's quota is routine whatever changed.
+	prio := writequeue.CheckUpdate
 	switch why {
-	case checkstatus.WriteHeartbeat:
-		prio = writequeue.Heartbeat
 	case checkstatus.WriteCondition, checkstatus.WriteOutage, "placement", checkstatus.WriteCreated:
-		prio = writequeue.Verdict
+		if !cs.overQuota {
+			prio = writequeue.CheckVerdict
+		}
 	}
 	c.e.writer.enqueue("checkstatus/"+key.String(), prio, func(ctx context.Context) error {
 		c.mu.Lock()
@@ -410,12 +648,21 @@ func (c *checkController) enqueueStatus(cs *checkState, why string) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
+		if rejected(err) {
+			// Marked: not queued again until the state changes (the writer counts it
+			// and logs it once).
+			c.mu.Lock()
+			if cur, ok := c.checks[key]; ok {
+				cur.rejected = &rejectedWrite{st: st, place: place, source: src}
+			}
+			c.mu.Unlock()
+		}
 		if err != nil {
 			return err
 		}
 		c.mu.Lock()
 		if cur, ok := c.checks[key]; ok {
-			cur.written, cur.writtenPlace, cur.writtenSource, cur.lastWrite = st, place, src, time.Now()
+			cur.written, cur.writtenPlace, cur.writtenSource, cur.lastWrite, cur.rejected = st, place, src, time.Now(), nil
 		}
 		c.mu.Unlock()
 		return nil
@@ -426,7 +673,7 @@ func (c *checkController) enqueueDelete(cs *checkState) {
 	key := cs.key
 	c.logger.Info("pod_network_health: pruning a PodNetworkConnectivityCheck whose source pod is gone",
 		zap.String("check", key.String()), zap.Time("source_gone_since", cs.sourceGoneSince))
-	c.e.writer.enqueue("checkstatus/"+key.String(), writequeue.Cleanup, func(ctx context.Context) error {
+	c.e.writer.enqueue("checkstatus/"+key.String(), writequeue.CheckUpdate, func(ctx context.Context) error {
 		err := c.dyn.Resource(pnccGVR).Namespace(key.namespace).Delete(ctx, key.name, metav1.DeleteOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -443,6 +690,7 @@ func (c *checkController) resolve(ctx context.Context, key checkKey, obj any) pl
 	var p placement
 	var sourceName, endpoint, targetKind string
 	var selector *metav1.LabelSelector
+	cross := false // the target is another namespace's pod or Service (opted in)
 	switch o := obj.(type) {
 	case *ocv1alpha1.PodNetworkConnectivityCheck:
 		sourceName, endpoint, targetKind = o.Spec.SourcePod, o.Spec.TargetEndpoint, "Address"
@@ -456,6 +704,19 @@ func (c *checkController) resolve(ctx context.Context, key checkKey, obj any) pl
 			if ns == "" {
 				ns = key.namespace
 			}
+			if ns != key.namespace {
+				if !c.cfg.AllowCrossNamespaceTargets {
+					return refuseOutsideNamespace("pod")
+				}
+				// Opted in: one message whatever the reason, so a namespace editor learns
+				// nothing of other namespaces' pods from a refusal.
+				pod, err := kube.CoreV1().Pods(ns).Get(ctx, t.Pod.Name, metav1.GetOptions{})
+				if err != nil || pod.Status.PodIP == "" {
+					return refuse(v1alpha1.ReasonTargetNotFound, fmt.Sprintf("target pod %s/%s: not found, not readable or without an IP yet", ns, t.Pod.Name))
+				}
+				endpoint, targetKind, cross = hostPort(pod.Status.PodIP, t.Pod.Port, probe), "Pod", true
+				break
+			}
 			pod, err := kube.CoreV1().Pods(ns).Get(ctx, t.Pod.Name, metav1.GetOptions{})
 			if err != nil {
 				return refuse(v1alpha1.ReasonTargetNotFound, fmt.Sprintf("target pod %s/%s: %v", ns, t.Pod.Name, shortErr(err)))
@@ -468,6 +729,18 @@ func (c *checkController) resolve(ctx context.Context, key checkKey, obj any) pl
 			ns := t.Service.Namespace
 			if ns == "" {
 				ns = key.namespace
+			}
+			if ns != key.namespace {
+				if !c.cfg.AllowCrossNamespaceTargets {
+					return refuseOutsideNamespace("service")
+				}
+				svc, err := kube.CoreV1().Services(ns).Get(ctx, t.Service.Name, metav1.GetOptions{})
+				if err != nil || svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone ||
+					!slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool { return sp.Port == t.Service.Port }) {
+					return refuse(v1alpha1.ReasonTargetNotFound, fmt.Sprintf("target service %s/%s port %d: not found, not readable, headless or without that port", ns, t.Service.Name, t.Service.Port))
+				}
+				endpoint, targetKind, cross = hostPort(svc.Spec.ClusterIP, t.Service.Port, probe), "Service", true
+				break
 			}
 			svc, err := kube.CoreV1().Services(ns).Get(ctx, t.Service.Name, metav1.GetOptions{})
 			if err != nil {
@@ -491,6 +764,9 @@ func (c *checkController) resolve(ctx context.Context, key checkKey, obj any) pl
 		return refuse(v1alpha1.ReasonInvalidCheck, "unknown check kind")
 	}
 	if err := c.vet(endpoint); err != nil {
+		if cross {
+			return refuse(v1alpha1.ReasonTargetRefused, "target refused by the target policy, nothing is sent")
+		}
 		return refuse(v1alpha1.ReasonTargetRefused, fmt.Sprintf("target %s refused by the target policy, nothing is sent: %v", endpoint, err))
 	}
 	pod, err := c.sourcePod(ctx, key.namespace, sourceName, selector)
@@ -511,6 +787,13 @@ func (c *checkController) resolve(ctx context.Context, key checkKey, obj any) pl
 		p.message = fmt.Sprintf("probed from the netpulse agent on node %s (the source pod has no netpulse sidecar)", pod.Spec.NodeName)
 	}
 	return p
+}
+
+// refuseOutsideNamespace refuses a pod or Service target in another namespace without
+// looking it up: the message is the same whether it exists or not.
+func refuseOutsideNamespace(what string) placement {
+	return refuse(v1alpha1.ReasonTargetOutsideNamespace, fmt.Sprintf(
+		"the target %s is in another namespace: a check may only target pods and Services of its own namespace (the cluster admin can allow others with the gateway's checks.allow_cross_namespace_targets); nothing was looked up", what))
 }
 
 var errNoPodSelected = fmt.Errorf("no running pod matches the selector")
@@ -641,14 +924,44 @@ func (c *checkController) consumeLogs(ctx context.Context, ld plog.Logs) {
 			}
 		}
 	}
+	// Events only from a leader that has resumed from the API (decided under c.mu, so
+	// they were derived from the resumed state).
+	emit := c.leading.Load() && c.resumed
 	c.mu.Unlock()
 	for reason, n := range skipped {
 		c.e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
 		c.skipLog.Log(zap.WarnLevel, "pod_network_health: check results not used", zap.String("reason", reason), zap.Int("records", n))
 	}
-	if c.leading.Load() {
+	if emit {
 		c.emitEvents(events)
 	}
+}
+
+// validResult checks what a sender reports against the API schema of the status it ends
+// up in, before anything is queued: the reason (the Reachable condition's reason pattern,
+// at most 64 characters), the source address (an IP address, at most 64 characters) and
+// the reporter's namespace and pod name (status.vantage.observerPod, at most 317). One
+// record that the API would refuse would otherwise make every status write of its check
+// fail with 422. Messages need no check: they are cut to the schema's length.
+func validResult(reason, src, rNs, rPod string) bool {
+	if !checkstatus.ValidReason(reason) {
+		return false
+	}
+	if src != "" {
+		if len(src) > maxSourceAddressLength {
+			return false
+		}
+		if _, err := netip.ParseAddr(src); err != nil {
+			return false
+		}
+	}
+	if rNs != "" && len(validation.IsDNS1123Label(rNs)) > 0 {
+		return false
+	}
+	if rPod != "" && len(validation.IsDNS1123Subdomain(rPod)) > 0 {
+		return false
+	}
+	return true
 }
 
 type checkEvent struct {
@@ -691,14 +1004,18 @@ func (c *checkController) apply(lr plog.LogRecord, rNs, rPod, rNode string, now 
 	if t.After(now.Add(time.Minute)) {
 		return nil, SkipCheckMalformed
 	}
+	reason, src := attr(contract.CheckReason), attr(contract.SourceAddress)
+	if !validResult(reason, src, rNs, rPod) {
+		return nil, SkipCheckInvalid
+	}
 	lat := 0.0
 	if v, ok := lr.Attributes().Get(contract.CheckLatency); ok {
 		lat = v.Double()
 	}
-	if lat < 0 || lat > 3600 {
+	if !(lat >= 0 && lat <= 3600) { // NaN too
 		lat = 0
 	}
-	entry := checkstatus.Entry{Time: t, Success: succ.Bool(), Reason: attr(contract.CheckReason), Message: lr.Body().AsString(),
+	entry := checkstatus.Entry{Time: t, Success: succ.Bool(), Reason: reason, Message: lr.Body().AsString(),
 		Latency: time.Duration(lat * float64(time.Second))}
 	flavour := checkstatus.FlavourNetpulse
 	if kind == ocv1alpha1.Kind {
@@ -708,7 +1025,7 @@ func (c *checkController) apply(lr plog.LogRecord, rNs, rPod, rNode string, now 
 	cs.st, evs = checkstatus.Apply(cs.st, flavour, entry)
 	cs.seenAt = now
 	cs.observerPod = rNs + "/" + rPod
-	if src := attr(contract.SourceAddress); src != "" {
+	if src != "" {
 		cs.sourceAddress = src
 	}
 	out := make([]checkEvent, 0, len(evs))
@@ -719,14 +1036,17 @@ func (c *checkController) apply(lr plog.LogRecord, rNs, rPod, rNode string, now 
 }
 
 // emitEvents writes ConnectivityOutageDetected / ConnectivityRestored on the check, through
-// the writer (Event priority, the same budget and events.per_minute as the pairs').
+// the writer: CheckEvent priority (after the pairs' verdicts and Events, within the checks'
+// share of the budget) and the checks' own limiter (checks.events_per_minute), so flapping
+// checks never drop or delay a pair's Event.
 func (c *checkController) emitEvents(evs []checkEvent) {
 	e := c.e
-	if e.eventsRL == nil {
+	if c.eventsRL == nil {
 		return
 	}
 	for _, ce := range evs {
-		if !e.eventsRL.Allow() {
+		if !c.eventsRL.Allow() {
+			e.tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("priority", writequeue.CheckEvent.String())))
 			e.logger.Info("pod_network_health: event rate limit reached; check event dropped", zap.String("check", ce.key.String()), zap.String("reason", ce.ev.Reason))
 			continue
 		}
@@ -735,6 +1055,6 @@ func (c *checkController) emitEvents(evs []checkEvent) {
 			apiVersion = ocv1alpha1.SchemeGroupVersion.String()
 		}
 		e.enqueueEvent(corev1.ObjectReference{APIVersion: apiVersion, Kind: ce.key.kind, Namespace: ce.key.namespace,
-			Name: ce.key.name, UID: ce.uid}, ce.ev.Type, ce.ev.Reason, ce.ev.Message, ce.ev.Time)
+			Name: ce.key.name, UID: ce.uid}, ce.ev.Type, ce.ev.Reason, ce.ev.Message, ce.ev.Time, writequeue.CheckEvent)
 	}
 }

@@ -102,6 +102,20 @@ type ChecksConfig struct {
 	PruneAfter time.Duration `mapstructure:"prune_after"`
 	// MaxChecks bounds the checks served (state O(checks)).
 	MaxChecks int `mapstructure:"max_checks"`
+	// MaxChecksPerNamespace is each namespace's share of max_checks: a namespace's checks
+	// beyond it (the newest) are not served and read Accepted=False/NamespaceQuotaExceeded.
+	MaxChecksPerNamespace int `mapstructure:"max_checks_per_namespace"`
+	// AllowCrossNamespaceTargets lets a check target a pod or Service of another namespace
+	// (target.pod.namespace, target.service.namespace). Off by default: a namespace editor
+	// would learn other namespaces' pod IPs, Services and ports. Cluster admins opt in.
+	AllowCrossNamespaceTargets bool `mapstructure:"allow_cross_namespace_targets"`
+	// WriteShare is the share of the write budget (qps, burst) declared checks may use, on
+	// top of coming after the pairs' verdicts and Events: many flapping checks never delay
+	// a pair's verdict.
+	WriteShare float64 `mapstructure:"write_share"`
+	// EventsPerMinute bounds declared checks' Events (their own limiter, apart from
+	// events.per_minute, which is the pairs').
+	EventsPerMinute int `mapstructure:"events_per_minute"`
 	// The target policy of declared checks' literal addresses (the agents apply theirs to
 	// every resolved address as well).
 	AllowLoopback  bool `mapstructure:"allow_loopback"`
@@ -240,6 +254,15 @@ func (c *Config) Validate() error {
 		}
 		if ch.MaxChecks < 1 || ch.MaxChecks > 100000 {
 			add("checks::max_checks: %d out of range [1, 100000]", ch.MaxChecks)
+		}
+		if ch.MaxChecksPerNamespace < 1 || ch.MaxChecksPerNamespace > ch.MaxChecks {
+			add("checks::max_checks_per_namespace: %d out of range [1, max_checks]", ch.MaxChecksPerNamespace)
+		}
+		if !(ch.WriteShare >= 0.05 && ch.WriteShare <= 0.5) {
+			add("checks::write_share: %v out of range [0.05, 0.5]", ch.WriteShare)
+		}
+		if ch.EventsPerMinute < 1 || ch.EventsPerMinute > 600 {
+			add("checks::events_per_minute: %d out of range [1, 600]", ch.EventsPerMinute)
 		}
 	}
 	// A quorum out of range is NodeConditionsConfig's and ReadinessGateConfig's to report.

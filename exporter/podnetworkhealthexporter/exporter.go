@@ -80,6 +80,10 @@ type pnhExporter struct {
 	gated    *gatedPods
 	// checks is nil unless checks.enabled.
 	checks *checkController
+	// rejectedKeys: keys whose last write the API refused (logged once each); rejectLog
+	// paces the log beyond maxRejectedKeys. Guarded by mu.
+	rejectedKeys map[string]struct{}
+	rejectLog    *rate.Limiter
 	// droppedSeen: the writer's drop counts already added to the telemetry.
 	droppedSeen [writequeue.NumPriorities]uint64
 
@@ -108,6 +112,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		}),
 		engine:    engine.New(engineConfig(cfg)),
 		stopNodes: make(chan struct{}),
+		rejectLog: rate.NewLimiter(rate.Every(30*time.Second), 1),
 	}
 	// The per-target verdicts, one series per target and family (O(N)): what the gateway
 	// exports instead of a series per pair.
@@ -279,7 +284,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	if e.pnh, err = kubeclient.PodNetworkHealthClient(restCfg); err != nil {
 		return err
 	}
-	e.writer = newWriter(e.pnh, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)
+	e.initWriter(e.pnh)
 	e.writer.onDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(keyOfObject(o)) })
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -294,10 +299,6 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	e.mu.Lock()
 	e.done = append(e.done, expiring)
 	e.mu.Unlock()
-	if e.cfg.Events.Enabled {
-		e.hostname, _ = os.Hostname()
-		e.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Events.PerMinute)/60), e.cfg.Events.PerMinute)
-	}
 	if e.cfg.NodeConditions.Enabled {
 		e.nodesF = informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithTransform(stripNodeToCondition(e.cfg.NodeConditions.Type)))
 		nodes := e.nodesF.Core().V1().Nodes().Informer()
@@ -350,6 +351,24 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	e.done = append(e.done, done)
 	e.mu.Unlock()
 	return nil
+}
+
+// initWriter builds the writer over client with the write budget (qps, burst; the
+// declared checks' share of it) and the Event limiters: the pairs' (events.per_minute) and
+// the declared checks' own (checks.events_per_minute), so flapping checks never use up the
+// pairs' Events.
+func (e *pnhExporter) initWriter(client versioned.Interface) {
+	e.writer = newWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)
+	if e.checks != nil {
+		e.writer.setCheckShare(e.cfg.Checks.WriteShare)
+	}
+	if e.cfg.Events.Enabled {
+		e.hostname, _ = os.Hostname()
+		e.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Events.PerMinute)/60), e.cfg.Events.PerMinute)
+		if e.checks != nil {
+			e.checks.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Checks.EventsPerMinute)/60), e.cfg.Checks.EventsPerMinute)
+		}
+	}
 }
 
 // expireLoop runs on every replica from start to shutdown: at each tick it forgets the
@@ -413,8 +432,10 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	defer stopWorkers()
 
 	if e.checks != nil {
+		// The checks resume from the API at their first reconcile of the term (a quorum
+		// read); until then nothing of them is written or emitted.
 		e.checks.leading.Store(true)
-		defer e.checks.leading.Store(false)
+		defer e.checks.endTerm()
 	}
 	tick := time.NewTicker(reconcileEvery)
 	defer tick.Stop()
@@ -497,12 +518,45 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 
 func (e *pnhExporter) onWritten(r writeResult) {
 	outcome := "success"
-	if r.err != nil {
+	switch {
+	case r.rejected:
+		outcome = "rejected"
+		if e.firstRejection(r.key) {
+			e.logger.Warn("pod_network_health: the API refused a write; not retrying it (a newer state is written when it comes)",
+				zap.String("object", r.key), zap.String("write_reason", r.reason), zap.Error(r.err))
+		}
+	case r.err != nil:
 		outcome = "error"
 		e.logger.Debug("pod_network_health: write failed; retrying with back-off", zap.String("object", r.key), zap.Error(r.err))
+	default:
+		e.mu.Lock()
+		delete(e.rejectedKeys, r.key)
+		e.mu.Unlock()
 	}
 	e.tb.PodNetworkHealthAPIWrites.Add(context.Background(), 1, metric.WithAttributes(
 		attribute.String("write_reason", r.reason), attribute.String("outcome", outcome)))
+}
+
+// maxRejectedKeys bounds the keys remembered so that a refused write is logged once per
+// object; beyond it refusals are logged at most every 30 s.
+const maxRejectedKeys = 10_000
+
+// firstRejection reports whether key's write is refused for the first time since it last
+// succeeded (then it is logged).
+func (e *pnhExporter) firstRejection(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, seen := e.rejectedKeys[key]; seen {
+		return false
+	}
+	if len(e.rejectedKeys) >= maxRejectedKeys {
+		return e.rejectLog.Allow()
+	}
+	if e.rejectedKeys == nil {
+		e.rejectedKeys = map[string]struct{}{}
+	}
+	e.rejectedKeys[key] = struct{}{}
+	return true
 }
 
 // eventComponent is the Events' source component and reporting controller.
@@ -527,6 +581,7 @@ func (e *pnhExporter) emitEvents(ts []summary.Transition) {
 			continue
 		}
 		if !e.eventsRL.Allow() {
+			e.tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("priority", writequeue.Event.String())))
 			e.logger.Info("pod_network_health: event rate limit reached; event dropped", zap.String("pair", t.Key.String()), zap.String("reason", reason))
 			continue
 		}
@@ -538,14 +593,15 @@ func (e *pnhExporter) emitEvents(ts []summary.Transition) {
 		e.enqueueEvent(corev1.ObjectReference{
 			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
 			Namespace: t.Key.SourceNamespace, Name: name,
-		}, typ, reason, msg, t.At)
+		}, typ, reason, msg, t.At, writequeue.Event)
 	}
 }
 
 // enqueueEvent writes one Event about obj through the writer, under the same budget as
-// every other write (Event priority: behind verdict changes, ahead of updates and
-// heartbeats). The caller has taken its events.per_minute token.
-func (e *pnhExporter) enqueueEvent(obj corev1.ObjectReference, typ, reason, msg string, t time.Time) {
+// every other write, at priority p: writequeue.Event for the pairs' (behind verdict
+// changes, ahead of everything else), writequeue.CheckEvent for declared checks' (behind
+// the pairs', within the checks' share). The caller has taken its limiter's token.
+func (e *pnhExporter) enqueueEvent(obj corev1.ObjectReference, typ, reason, msg string, t time.Time, p writequeue.Priority) {
 	at := metav1.NewTime(t)
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: obj.Namespace, Name: fmt.Sprintf("%.220s.%x", obj.Name, t.UnixNano())},
@@ -555,7 +611,7 @@ func (e *pnhExporter) enqueueEvent(obj corev1.ObjectReference, typ, reason, msg 
 		FirstTimestamp: at, LastTimestamp: at, Count: 1,
 		ReportingController: eventComponent, ReportingInstance: e.hostname,
 	}
-	e.writer.enqueue(e.writer.eventKey(), writequeue.Event, func(ctx context.Context) error {
+	e.writer.enqueue(e.writer.eventKey(), p, func(ctx context.Context) error {
 		_, err := e.kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil // a retry of a request that did reach the API
@@ -578,11 +634,13 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 			// A leader hands over its verdicts and Events before it releases the Lease
 			// (bounded: the collector's shutdown budget, at most shutdownFlush).
 			fctx, cancel := context.WithTimeout(ctx, shutdownFlush)
-			if !e.writer.flush(fctx, writequeue.Event) {
+			// Declared checks' verdicts and Events too, after the pairs'.
+			if !e.writer.flush(fctx, writequeue.CheckEvent) {
 				p := e.writer.pendingByPriority()
-				if p[writequeue.Verdict]+p[writequeue.Event] > 0 {
+				if p[writequeue.Verdict]+p[writequeue.Event]+p[writequeue.CheckVerdict]+p[writequeue.CheckEvent] > 0 {
 					e.logger.Warn("pod_network_health: shutting down with verdict writes or Events not yet in the API; the next leader re-derives them",
-						zap.Int("verdicts", p[writequeue.Verdict]), zap.Int("events", p[writequeue.Event]))
+						zap.Int("verdicts", p[writequeue.Verdict]), zap.Int("events", p[writequeue.Event]),
+						zap.Int("check_verdicts", p[writequeue.CheckVerdict]), zap.Int("check_events", p[writequeue.CheckEvent]))
 				}
 			}
 			cancel()

@@ -122,7 +122,10 @@ func createDefaultConfig() component.Config {
 		Events:         EventsConfig{Enabled: true, PerMinute: 30},
 		NodeConditions: NodeConditionsConfig{Type: "netpulse.io/PodNetworkProblem", Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute},
 		ReadinessGate:  ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1},
-		Checks:         ChecksConfig{Heartbeat: 10 * time.Minute, PruneAfter: 48 * time.Hour, MaxChecks: 10000},
+		Checks: ChecksConfig{
+			Heartbeat: 10 * time.Minute, PruneAfter: 48 * time.Hour, MaxChecks: 10000,
+			MaxChecksPerNamespace: defaultMaxChecksPerNamespace, WriteShare: defaultCheckShare, EventsPerMinute: 30,
+		},
 	}
 }
 

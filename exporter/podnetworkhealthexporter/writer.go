@@ -5,7 +5,9 @@ package podnetworkhealthexporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -51,6 +53,8 @@ type writeResult struct {
 	reason   string
 	priority writequeue.Priority
 	err      error
+	// rejected: the API answered 4xx (other than 401, 408, 409, 429): not retried.
+	rejected bool
 }
 
 // writeItem is one pending write: an object's desired state, or one API request built by
@@ -77,6 +81,8 @@ const (
 	retryMax  = 5 * time.Second
 	// heartbeatShare of the budget is what heartbeats may use (heartbeatInterval).
 	heartbeatShare = 0.5
+	// defaultCheckShare of the budget is what declared checks may use (checks.write_share).
+	defaultCheckShare = 0.2
 )
 
 // priorityOf is the priority of an object write by its reason (summary.Decide's reasons).
@@ -106,10 +112,14 @@ type writer struct {
 	informer cache.SharedIndexInformer
 	lister   pnhlisters.PodNetworkHealthLister
 	budget   *writequeue.Budget
-	logger   *zap.Logger
-	done     func(writeResult)
-	now      func() time.Time
-	popped   func(key string) // tests: the order the queue hands items out
+	// checkBudget is the declared checks' own share of budget: a check write takes a token
+	// from both, and is handed out only while this one has a token, so checks never take
+	// more than their share and never pass a pair verdict or Event.
+	checkBudget *writequeue.Budget
+	logger      *zap.Logger
+	done        func(writeResult)
+	now         func() time.Time
+	popped      func(key string) // tests: the order the queue hands items out
 
 	mu       sync.Mutex
 	queue    *writequeue.Queue[*writeItem] // survives leadership terms
@@ -139,22 +149,36 @@ func newWriter(client versioned.Interface, namespace string, qps float64, burst 
 	inf := factory.Netpulse().V1alpha1().PodNetworkHealths()
 	life, kill := context.WithCancel(context.Background())
 	return &writer{
-		client:   client,
-		factory:  factory,
-		informer: inf.Informer(),
-		lister:   inf.Lister(),
-		budget:   writequeue.NewBudget(qps, burst),
-		logger:   logger,
-		done:     done,
-		now:      time.Now,
-		queue:    writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites)),
-		failures: map[string]int{},
-		stale:    map[string]bool{},
-		changed:  make(chan struct{}),
-		life:     life,
-		kill:     kill,
-		stopCh:   make(chan struct{}),
+		client:      client,
+		factory:     factory,
+		informer:    inf.Informer(),
+		lister:      inf.Lister(),
+		budget:      writequeue.NewBudget(qps, burst),
+		checkBudget: checkShareBudget(qps, burst, defaultCheckShare),
+		logger:      logger,
+		done:        done,
+		now:         time.Now,
+		queue:       writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites)),
+		failures:    map[string]int{},
+		stale:       map[string]bool{},
+		changed:     make(chan struct{}),
+		life:        life,
+		kill:        kill,
+		stopCh:      make(chan struct{}),
 	}
+}
+
+// checkShareBudget is share of a budget of qps requests per second and burst.
+func checkShareBudget(qps float64, burst int, share float64) *writequeue.Budget {
+	if qps <= 0 {
+		return writequeue.NewBudget(0, 1) // unlimited, as the whole budget
+	}
+	return writequeue.NewBudget(qps*share, max(1, int(float64(burst)*share)))
+}
+
+// setCheckShare sets the declared checks' share of the write budget (before run).
+func (w *writer) setCheckShare(share float64) {
+	w.checkBudget = checkShareBudget(w.budget.Rate(), w.budget.Burst(), share)
 }
 
 // onDeleted calls fn for every object that disappears from the API (garbage-collected with
@@ -331,10 +355,13 @@ func (w *writer) stop() {
 }
 
 // work: wait for a ready item, wait for the budget, take the most urgent item, write it.
+// A declared check's write is handed out only while the checks' share has a token; until
+// then the pairs' writes pass it.
 func (w *writer) work(ctx context.Context) {
 	for w.waitReady(ctx) && w.sleep(ctx, w.budget.Delay(w.now())) {
 		w.mu.Lock()
-		key, p, it, ok := w.queue.Pop(w.now())
+		now := w.now()
+		key, p, it, ok := w.queue.PopFunc(now, w.allow(now))
 		if ok && w.popped != nil {
 			w.popped(key)
 		}
@@ -345,13 +372,33 @@ func (w *writer) work(ctx context.Context) {
 	}
 }
 
-// waitReady sleeps until an item is ready (a retry time passes or the queue changes).
+// allow is the filter of the priorities a worker may take now: all but the checks' while
+// their share has no token.
+func (w *writer) allow(now time.Time) func(writequeue.Priority) bool {
+	if w.checkBudget.Delay(now) == 0 {
+		return nil
+	}
+	return func(p writequeue.Priority) bool { return !p.IsCheck() }
+}
+
+// waitReady sleeps until an item a worker may take is ready (a retry time passes, the
+// queue changes, or the checks' share refills while only check writes are ready).
 func (w *writer) waitReady(ctx context.Context) bool {
 	for {
 		w.mu.Lock()
-		next, ok := w.queue.NextReady()
-		changed := w.changed
 		now := w.now()
+		allow := w.allow(now)
+		next, ok := w.queue.NextReadyFunc(allow)
+		if allow != nil {
+			// Check writes wait for their share: wake when it refills.
+			if _, any := w.queue.NextReady(); any {
+				refill := now.Add(w.checkBudget.Delay(now))
+				if !ok || refill.Before(next) {
+					next, ok = refill, true
+				}
+			}
+		}
+		changed := w.changed
 		w.mu.Unlock()
 		if ok && !next.After(now) {
 			return true
@@ -391,6 +438,42 @@ func (w *writer) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// rejected reports whether err is an API answer that a retry of the same request cannot
+// change: every 4xx except 401 (a credential being rotated), 408 (a timeout), 409 (a
+// conflict: the retry re-reads the object) and 429 (the server asks to retry).
+func rejected(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	code := int(st.Status().Code)
+	if code < 400 || code >= 500 {
+		return false
+	}
+	switch code {
+	case http.StatusUnauthorized, http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		return false
+	}
+	return true
+}
+
+// takeFor takes the tokens of one request of priority p: the checks' share first for a
+// check write, then the budget.
+func (w *writer) takeFor(ctx context.Context, p writequeue.Priority) error {
+	if p.IsCheck() {
+		for {
+			ok, wait := w.checkBudget.Take(w.now())
+			if ok {
+				break
+			}
+			if !w.sleep(ctx, wait) {
+				return ctx.Err()
+			}
+		}
+	}
+	return w.take(ctx)
+}
+
 // take blocks until the budget gives a token for one API request.
 func (w *writer) take(ctx context.Context) error {
 	for {
@@ -409,7 +492,7 @@ func (w *writer) process(ctx context.Context, key string, p writequeue.Priority,
 	var err error
 	if it.obj != nil {
 		status, err = w.apply(ctx, it.obj)
-	} else if err = w.take(ctx); err == nil {
+	} else if err = w.takeFor(ctx, p); err == nil {
 		err = it.apply(ctx)
 	}
 	if err != nil && ctx.Err() != nil {
@@ -420,6 +503,19 @@ func (w *writer) process(ctx context.Context, key string, p writequeue.Priority,
 		}
 		w.notifyLocked()
 		w.mu.Unlock()
+		return
+	}
+	if err != nil && rejected(err) {
+		// The API refused this request for what it is (invalid, forbidden, too large...):
+		// the same request would be refused again, so it is not retried; a newer state of
+		// the key is written when it comes.
+		w.mu.Lock()
+		delete(w.failures, key)
+		delete(w.stale, key)
+		w.queue.Done(key)
+		w.notifyLocked()
+		w.mu.Unlock()
+		w.done(writeResult{key: key, reason: it.reason, priority: p, err: err, rejected: true})
 		return
 	}
 	if err != nil {

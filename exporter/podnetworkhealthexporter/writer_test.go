@@ -445,8 +445,12 @@ func TestWriterBoundCountsDrops(t *testing.T) {
 	w.enqueue(nodeKey("n"), writequeue.Verdict, noop, "node_condition")
 	w.set(&desired{obj: testPNH("b", "n"), reason: "verdict"}) // evicts the heartbeat
 	w.enqueue(w.eventKey(), writequeue.Event, noop, "event")   // refused: only verdicts left
-	assert.Equal(t, [writequeue.NumPriorities]uint64{0, 1, 0, 1, 0}, w.droppedByPriority())
-	assert.Equal(t, [writequeue.NumPriorities]int{2, 0, 0, 0, 0}, w.pendingByPriority())
+	var dropped [writequeue.NumPriorities]uint64
+	dropped[writequeue.Event], dropped[writequeue.Heartbeat] = 1, 1
+	assert.Equal(t, dropped, w.droppedByPriority())
+	var pending [writequeue.NumPriorities]int
+	pending[writequeue.Verdict] = 2
+	assert.Equal(t, pending, w.pendingByPriority())
 }
 
 func TestWriterHeartbeatInterval(t *testing.T) {

@@ -29,6 +29,7 @@ type TelemetryBuilder struct {
 	mu                                     sync.Mutex
 	registrations                          []metric.Registration
 	PodNetworkHealthAPIWrites              metric.Int64Counter
+	PodNetworkHealthChecks                 metric.Int64Gauge
 	PodNetworkHealthDatapointsSkipped      metric.Int64Counter
 	PodNetworkHealthIsLeader               metric.Int64Gauge
 	PodNetworkHealthNodeProblem            metric.Int64ObservableGauge
@@ -149,6 +150,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{write}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthChecks, err = builder.meter.Int64Gauge(
+		"otelcol_pod_network_health_checks",
+		metric.WithDescription("Declared checks the leader tracks, by the reason of their Accepted condition: the refusals (TargetOutsideNamespace, NamespaceQuotaExceeded, ...) counted by reason. [Alpha]"),
+		metric.WithUnit("{check}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.PodNetworkHealthDatapointsSkipped, err = builder.meter.Int64Counter(
 		"otelcol_pod_network_health_datapoints_skipped",
 		metric.WithDescription("Data points that could not be attributed to a (source pod, target) pair, by reason. They are counted, never silently dropped. [Alpha]"),
@@ -217,7 +224,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.PodNetworkHealthWritesDropped, err = builder.meter.Int64Counter(
 		"otelcol_pod_network_health_writes_dropped",
-		metric.WithDescription("Queued API writes dropped because the queue was full, by priority (verdicts are never dropped for a less urgent write). [Alpha]"),
+		metric.WithDescription("API writes dropped, by priority - because the queue was full (verdicts are never dropped for a less urgent write), or Events beyond their limiter (event: events.per_minute; check_event: checks.events_per_minute). [Alpha]"),
 		metric.WithUnit("{write}"),
 	)
 	errs = errors.Join(errs, err)

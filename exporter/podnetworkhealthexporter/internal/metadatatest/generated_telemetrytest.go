@@ -37,6 +37,20 @@ func AssertEqualPodNetworkHealthAPIWrites(t *testing.T, tt *componenttest.Teleme
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualPodNetworkHealthChecks(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_checks",
+		Description: "Declared checks the leader tracks, by the reason of their Accepted condition: the refusals (TargetOutsideNamespace, NamespaceQuotaExceeded, ...) counted by reason. [Alpha]",
+		Unit:        "{check}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_checks")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualPodNetworkHealthDatapointsSkipped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_pod_network_health_datapoints_skipped",
@@ -198,7 +212,7 @@ func AssertEqualPodNetworkHealthTargetReachable(t *testing.T, tt *componenttest.
 func AssertEqualPodNetworkHealthWritesDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_pod_network_health_writes_dropped",
-		Description: "Queued API writes dropped because the queue was full, by priority (verdicts are never dropped for a less urgent write). [Alpha]",
+		Description: "API writes dropped, by priority - because the queue was full (verdicts are never dropped for a less urgent write), or Events beyond their limiter (event: events.per_minute; check_event: checks.events_per_minute). [Alpha]",
 		Unit:        "{write}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -37,6 +37,7 @@ func TestSetupTelemetry(t *testing.T) {
 		return nil
 	}))
 	tb.PodNetworkHealthAPIWrites.Add(context.Background(), 1)
+	tb.PodNetworkHealthChecks.Record(context.Background(), 1)
 	tb.PodNetworkHealthDatapointsSkipped.Add(context.Background(), 1)
 	tb.PodNetworkHealthIsLeader.Record(context.Background(), 1)
 	tb.PodNetworkHealthObjects.Record(context.Background(), 1)
@@ -47,6 +48,9 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1)
 	tb.PodNetworkHealthWritesPending.Record(context.Background(), 1)
 	AssertEqualPodNetworkHealthAPIWrites(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthChecks(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthDatapointsSkipped(t, testTel,
