@@ -144,6 +144,9 @@ type checkController struct {
 	served, overQuota int
 	nsServed          map[string]int
 	reasonsSeen       map[string]bool // accepted_reason values recorded so far
+	// quotaDirty: namespaces with checks waiting for quota whose served set may not be
+	// their oldest (checks arrive in the informer's order, not by age).
+	quotaDirty map[string]bool
 	stop              chan struct{}
 }
 
@@ -151,7 +154,7 @@ func newCheckController(e *pnhExporter, cfg ChecksConfig) *checkController {
 	return &checkController{e: e, cfg: cfg, logger: e.logger,
 		policy:  targetpolicy.Policy{AllowLoopback: cfg.AllowLoopback, AllowLinkLocal: cfg.AllowLinkLocal},
 		skipLog: ratelog.New(e.logger, 30*time.Second, 2),
-		checks:  map[checkKey]*checkState{}, nsServed: map[string]int{}, stop: make(chan struct{})}
+		checks:  map[checkKey]*checkState{}, nsServed: map[string]int{}, quotaDirty: map[string]bool{}, stop: make(chan struct{})}
 }
 
 // start watches the checks (every replica: a standby keeps the state warm).
@@ -248,6 +251,7 @@ func (c *checkController) upsertObject(kind string, u *unstructured.Unstructured
 		}
 		if over {
 			c.overQuota++
+			c.quotaDirty[key.namespace] = true
 			c.skipLog.Log(zap.WarnLevel, "pod_network_health: a namespace has more declared checks than checks.max_checks_per_namespace; its newest are not served",
 				zap.String("check", key.String()), zap.Int("max_checks_per_namespace", c.cfg.MaxChecksPerNamespace))
 		} else {
@@ -338,6 +342,42 @@ func (c *checkController) forgetLocked(key checkKey) {
 		c.overQuota--
 		c.served++
 		c.nsServed[key.namespace]++
+	}
+}
+
+// rebalanceLocked makes each namespace whose quota is in question serve its oldest checks
+// (creation time, then name), whatever order the checks arrived in; a check that loses
+// its slot is refused as NamespaceQuotaExceeded at once, one that gains one is placed.
+// One pass over the checks.
+func (c *checkController) rebalanceLocked() {
+	if len(c.quotaDirty) == 0 {
+		return
+	}
+	byNS := map[string][]*checkState{}
+	for _, cs := range c.checks {
+		if c.quotaDirty[cs.key.namespace] {
+			byNS[cs.key.namespace] = append(byNS[cs.key.namespace], cs)
+		}
+	}
+	clear(c.quotaDirty)
+	for ns, list := range byNS {
+		slices.SortFunc(list, func(a, b *checkState) int {
+			if n := a.created.Compare(b.created); n != 0 {
+				return n
+			}
+			return strings.Compare(a.key.String(), b.key.String())
+		})
+		served := min(len(list), c.nsServed[ns]) // the namespace keeps its number of slots
+		for i, cs := range list {
+			over := i >= served
+			if over == cs.overQuota {
+				continue
+			}
+			cs.overQuota = over
+			if !over {
+				cs.wantResolve = true
+			}
+		}
 	}
 }
 
@@ -435,6 +475,7 @@ func (c *checkController) reconcile(ctx context.Context, now time.Time) {
 		}
 	}
 	c.mu.Lock()
+	c.rebalanceLocked()
 	var toResolve []*checkState
 	for _, cs := range c.checks {
 		if cs.overQuota {

@@ -296,7 +296,7 @@ func TestChecksPerNamespaceQuota(t *testing.T) {
 	cfg.Checks.Enabled = true
 	cfg.Checks.MaxChecksPerNamespace = 2
 	e, tt, _ := checkTestExporterWithTelemetry(t, cfg)
-	kube := kubefake.NewSimpleClientset(runningPod("busy", "web-0", "node-a", "10.0.0.1"), runningPod("calm", "web-0", "node-a", "10.0.1.1"))
+	kube := kubefake.NewSimpleClientset(runningPod("busy", "web-0", "node-a", "10.0.0.1"), runningPod("calm", "web-0", "node-a", "10.0.1.1"), runningPod("rev", "web-0", "node-a", "10.0.2.1"))
 	e.kube = kube
 	c := e.checks
 	t0 := time.Now().Add(-time.Hour)
@@ -314,6 +314,11 @@ func TestChecksPerNamespaceQuota(t *testing.T) {
 		add("busy", fmt.Sprintf("c%d", i), time.Duration(i)*time.Minute)
 	}
 	add("calm", "c0", 0)
+	// Checks arrive in the informer's order (by name), not by age: the oldest are served
+	// all the same.
+	add("rev", "a-newest", 10*time.Minute)
+	add("rev", "b-middle", 5*time.Minute)
+	add("rev", "c-oldest", 0)
 	now := time.Now()
 	c.reconcile(context.Background(), now)
 	refused := map[string]string{}
@@ -327,8 +332,8 @@ func TestChecksPerNamespaceQuota(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]string{"busy/c2": v1alpha1.ReasonNamespaceQuotaExceeded, "busy/c3": v1alpha1.ReasonNamespaceQuotaExceeded,
-		"busy/c4": v1alpha1.ReasonNamespaceQuotaExceeded}, refused, "the newest of the busy namespace")
-	assert.Equal(t, 3, served, "the calm namespace is served whatever the busy one does")
+		"busy/c4": v1alpha1.ReasonNamespaceQuotaExceeded, "rev/a-newest": v1alpha1.ReasonNamespaceQuotaExceeded}, refused, "the newest of each namespace")
+	assert.Equal(t, 5, served, "the calm namespace is served whatever the busy one does")
 	for _, a := range kube.Actions() {
 		if a.GetNamespace() == "busy" {
 			assert.NotContains(t, []string{"c2", "c3", "c4"}, a.(clienttesting.GetAction).GetName())
@@ -348,7 +353,7 @@ func TestChecksPerNamespaceQuota(t *testing.T) {
 		v, _ := dp.Attributes.Value(attribute.Key("accepted_reason"))
 		checks[v.AsString()] = dp.Value
 	}
-	assert.Equal(t, map[string]int64{v1alpha1.ReasonCheckAccepted: 3, v1alpha1.ReasonNamespaceQuotaExceeded: 3}, checks)
+	assert.Equal(t, map[string]int64{v1alpha1.ReasonCheckAccepted: 5, v1alpha1.ReasonNamespaceQuotaExceeded: 4}, checks)
 
 	// Deleting a served check frees a slot for the oldest waiting one.
 	c.mu.Lock()
