@@ -7,11 +7,12 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
+	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/ratelog"
 )
 
@@ -20,10 +21,15 @@ const (
 	// SkipUnauthenticatedSource: the request carried no authenticated agent identity (a
 	// receiver without the k8s_token_auth authenticator, or a batch processor between it
 	// and this exporter without the identity in its metadata_keys).
-	SkipUnauthenticatedSource = "unauthenticated_source"
+	SkipUnauthenticatedSource = string(identity.RefusedUnauthenticated)
 	// SkipSourceMismatch: the Resource names another pod (namespace, name, UID) or node
 	// than the agent that sent it. Nothing is decided from such data points.
-	SkipSourceMismatch = "source_identity_mismatch"
+	SkipSourceMismatch = string(identity.RefusedMismatch)
+	// SkipSourceNotAgent: the caller is authenticated and names its own pod, but it is not
+	// an agent (a sidecar: a workload service account). Only agents observe pairs, count
+	// toward quorums and get pair objects; a sidecar's results count for its own pod's
+	// declared checks only.
+	SkipSourceNotAgent = string(identity.RefusedNotAgent)
 )
 
 // bindLogEvery bounds the binding's log lines (a misconfigured or compromised agent sends
@@ -31,7 +37,8 @@ const (
 const bindLogEvery = 30 * time.Second
 
 // binder keeps, with require_authenticated_observers, only the observations an agent made
-// itself: the Resource's source pod and node must be the authenticated caller's.
+// itself: the Resource's source pod and node must be the authenticated caller's
+// (identity.Match), and the caller an agent.
 type binder struct {
 	log *ratelog.Logger // at most one line per bindLogEvery (burst 2)
 }
@@ -46,8 +53,8 @@ func newBinder(logger *zap.Logger) *binder {
 // complete source (namespace, name, UID) are kept: Decode counts them as missing_source.
 func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, map[string]int) {
 	rms := md.ResourceMetrics()
-	id, via, ok := identity.FromContext(ctx)
-	if !ok {
+	info := client.FromContext(ctx)
+	if _, _, ok := identity.FromClientInfo(info); !ok {
 		n := 0
 		for i := 0; i < rms.Len(); i++ {
 			n += summary.ProbeDataPoints(rms.At(i))
@@ -60,11 +67,17 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 		return pmetric.NewMetrics(), map[string]int{SkipUnauthenticatedSource: n}
 	}
 	var keep []int
-	skipped := 0
+	skipped := map[string]int{}
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
 		src, complete := summary.SourceOf(rm.Resource().Attributes())
-		if !complete || (src.Namespace == id.Namespace && src.Name == id.PodName && src.UID == id.PodUID && src.Node == id.NodeName) {
+		if !complete {
+			keep = append(keep, i) // Decode counts it as missing_source
+			continue
+		}
+		bd := identity.Match(info, identity.Source{Namespace: src.Namespace, PodName: src.Name, PodUID: src.UID, NodeName: src.Node})
+		refusal, ok := bd.Agent()
+		if ok {
 			keep = append(keep, i)
 			continue
 		}
@@ -72,17 +85,22 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 		if n == 0 {
 			continue // nothing of ours in it
 		}
-		skipped += n
-		b.log.Log(zap.WarnLevel, "pod_network_health: an agent sent observations in another pod's or node's name; they are not used",
-			zap.Stringer("authenticated", id), zap.String("via", string(via)),
-			zap.String("claimed", src.Namespace+"/"+src.Name+"("+src.UID+")@"+src.Node), zap.Int("data_points", n))
+		skipped[string(refusal)] += n
+		msg := "pod_network_health: an agent sent observations in another pod's or node's name; they are not used"
+		if refusal == identity.RefusedNotAgent {
+			msg = "pod_network_health: a caller that is not an agent (a sidecar's service account) sent observations; only agents observe pairs, they are not used"
+		}
+		b.log.Log(zap.WarnLevel, msg,
+			zap.Stringer("authenticated", bd.Identity), zap.String("role", string(bd.Identity.Role)), zap.String("via", string(bd.Via)),
+			zap.Stringer("claimed", identity.Source{Namespace: src.Namespace, PodName: src.Name, PodUID: src.UID, NodeName: src.Node}),
+			zap.Int("data_points", n))
 	}
-	if skipped == 0 {
+	if len(skipped) == 0 {
 		return md, nil
 	}
 	out := pmetric.NewMetrics()
 	for _, i := range keep {
 		rms.At(i).CopyTo(out.ResourceMetrics().AppendEmpty())
 	}
-	return out, map[string]int{SkipSourceMismatch: skipped}
+	return out, skipped
 }

@@ -21,14 +21,14 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
+	"github.com/netpulse/netpulse/internal/identity"
 )
 
 // pointsPerTarget is what probetest renders per target and round: status, loss, sent,
 // lost, duration.
 const pointsPerTarget = 5
 
-var agentA = identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "agent-a", PodUID: "uid-a", NodeName: "node-a"}
+var agentA = identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "agent-a", PodUID: "uid-a", NodeName: "node-a", Role: identity.RoleAgent}
 
 var peers = []probetest.Target{
 	{NS: "netpulse", Pod: "agent-b", UID: "uid-b", Node: "node-b", IP: "10.0.0.2"},

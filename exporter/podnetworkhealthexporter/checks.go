@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -37,9 +38,9 @@ import (
 	ocv1alpha1 "github.com/netpulse/netpulse/api/openshift/operatorcontrolplane/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
 	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/ratelog"
 	"github.com/netpulse/netpulse/internal/targetpolicy"
 )
@@ -922,13 +923,7 @@ func (c *checkController) vet(endpoint string) error {
 
 // consumeLogs folds check results into their checks' status. It never waits for the API.
 func (c *checkController) consumeLogs(ctx context.Context, ld plog.Logs) {
-	var id *identity.Identity
-	if c.e.cfg.RequireAuthenticatedObservers {
-		got, _, ok := identity.FromContext(ctx)
-		if ok {
-			id = &got
-		}
-	}
+	info := client.FromContext(ctx)
 	skipped := map[string]int{}
 	var events []checkEvent
 	now := time.Now()
@@ -944,6 +939,11 @@ func (c *checkController) consumeLogs(ctx context.Context, ld plog.Logs) {
 			return ""
 		}
 		rNs, rPod, rUID, rNode := str(contract.K8sNamespaceName), str(contract.K8sPodName), str(contract.K8sPodUID), str(contract.K8sNodeName)
+		var bd *identity.Binding // nil: no binding required
+		if c.e.cfg.RequireAuthenticatedObservers {
+			b := identity.Match(info, identity.Source{Namespace: rNs, PodName: rPod, PodUID: rUID, NodeName: rNode})
+			bd = &b
+		}
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
@@ -952,11 +952,11 @@ func (c *checkController) consumeLogs(ctx context.Context, ld plog.Logs) {
 				if lr.EventName() != contract.CheckResultEvent {
 					continue
 				}
-				if c.e.cfg.RequireAuthenticatedObservers && (id == nil || id.Namespace != rNs || id.PodName != rPod || id.NodeName != rNode || (rUID != "" && id.PodUID != rUID)) {
+				if bd != nil && bd.Refused != "" {
 					skipped[SkipCheckUnauthentic]++
 					continue
 				}
-				ev, reason := c.apply(lr, rNs, rPod, rNode, now)
+				ev, reason := c.apply(lr, rNs, rPod, rNode, bd, now)
 				if reason != "" {
 					skipped[reason]++
 					continue
@@ -1012,8 +1012,8 @@ type checkEvent struct {
 }
 
 // apply folds one record into its check (c.mu held); it returns the Events to emit, or a
-// skip reason.
-func (c *checkController) apply(lr plog.LogRecord, rNs, rPod, rNode string, now time.Time) ([]checkEvent, string) {
+// skip reason. bd is the reporter's binding (nil without require_authenticated_observers).
+func (c *checkController) apply(lr plog.LogRecord, rNs, rPod, rNode string, bd *identity.Binding, now time.Time) ([]checkEvent, string) {
 	attr := func(k string) string {
 		if v, ok := lr.Attributes().Get(k); ok {
 			return v.AsString()
@@ -1039,6 +1039,13 @@ func (c *checkController) apply(lr plog.LogRecord, rNs, rPod, rNode string, now 
 	default:
 		if rNode != cs.place.node {
 			return nil, SkipCheckWrongVantage
+		}
+	}
+	// A check placed on a node's agent takes results from an agent only: a sidecar vouches
+	// for its own pod's checks, never for agent-mode checks placed on its node.
+	if bd != nil && cs.place.mode != v1alpha1.VantageSidecar {
+		if refusal, ok := bd.Agent(); !ok {
+			return nil, string(refusal)
 		}
 	}
 	t := lr.Timestamp().AsTime()

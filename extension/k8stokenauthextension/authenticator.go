@@ -27,8 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/internal/metadata"
+	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/ratelog"
 )
 
@@ -84,14 +84,14 @@ type reviewer interface {
 
 // authenticator is the k8s_token_auth extension.
 type authenticator struct {
-	cfg     *Config
-	logger  *zap.Logger
-	tb      *metadata.TelemetryBuilder
-	allowed map[string]bool // "namespace/name"
-	cache   *tokenCache
-	sem     chan struct{} // bounds reviews in flight
-	flight  singleflight.Group
-	now     func() time.Time
+	cfg      *Config
+	logger   *zap.Logger
+	tb       *metadata.TelemetryBuilder
+	accounts identity.Accounts
+	cache    *tokenCache
+	sem      chan struct{} // bounds reviews in flight
+	flight   singleflight.Group
+	now      func() time.Time
 	// Rejections and review errors are logged at most once per logEvery (burst 3), with
 	// the number suppressed since.
 	log *ratelog.Logger
@@ -118,19 +118,16 @@ func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, erro
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &authenticator{
-		cfg:     cfg,
-		logger:  set.Logger,
-		tb:      tb,
-		allowed: map[string]bool{},
-		cache:   newTokenCache(cfg.Cache.MaxEntries),
-		sem:     make(chan struct{}, cfg.MaxConcurrentReviews),
-		now:     time.Now,
-		log:     ratelog.New(set.Logger, logEvery, 3),
-		ctx:     ctx,
-		cancel:  cancel,
-	}
-	for _, sa := range cfg.ServiceAccounts {
-		a.allowed[sa] = true
+		cfg:      cfg,
+		logger:   set.Logger,
+		tb:       tb,
+		accounts: identity.NewAccounts(cfg.ServiceAccounts, cfg.agentAccounts()),
+		cache:    newTokenCache(cfg.Cache.MaxEntries),
+		sem:      make(chan struct{}, cfg.MaxConcurrentReviews),
+		now:      time.Now,
+		log:      ratelog.New(set.Logger, logEvery, 3),
+		ctx:      ctx,
+		cancel:   cancel,
 	}
 	if err := tb.RegisterK8sTokenAuthCacheEntriesCallback(func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(int64(a.cache.len()))
@@ -295,7 +292,7 @@ func (a *authenticator) review(rv reviewer, token string, key tokenKey, exp time
 		a.log.Log(zap.WarnLevel, "k8s_token_auth: TokenReview failed; answering Unavailable (check the API server and the RBAC grant: create on authentication.k8s.io tokenreviews)", zap.Error(err))
 		return nil, err
 	}
-	o := judge(tr.Status, a.cfg.Audience, a.allowed)
+	o := judge(tr.Status, a.cfg.Audience, a.accounts)
 	result := outcomeAuthenticated
 	if !tr.Status.Authenticated {
 		result = outcomeUnauthenticated
@@ -349,9 +346,9 @@ func bearerToken(headers map[string][]string) (token, reason, detail string) {
 }
 
 // judge turns a TokenReview status into an outcome: the API must have authenticated the
-// token for audience (status.audiences), as a service account in allowed, bound to a pod
-// on a node (status.user.extra).
-func judge(st authv1.TokenReviewStatus, audience string, allowed map[string]bool) outcome {
+// token for audience (status.audiences), as an allowed service account (whose role the
+// identity then carries), bound to a pod on a node (status.user.extra).
+func judge(st authv1.TokenReviewStatus, audience string, accounts identity.Accounts) outcome {
 	if !st.Authenticated {
 		detail := "the API server did not authenticate the token for the audience"
 		if st.Error != "" {
@@ -367,7 +364,8 @@ func judge(st authv1.TokenReviewStatus, audience string, allowed map[string]bool
 	if !ok || !ok2 || ns == "" || name == "" {
 		return outcome{reason: reasonServiceAccount, detail: fmt.Sprintf("user %q is not a service account", st.User.Username)}
 	}
-	if !allowed[ns+"/"+name] {
+	role := accounts.RoleOf(ns, name)
+	if role == identity.RoleNone {
 		return outcome{reason: reasonServiceAccount, detail: fmt.Sprintf("service account %s/%s is not allowed", ns, name)}
 	}
 	one := func(k string) string {
@@ -382,6 +380,7 @@ func judge(st authv1.TokenReviewStatus, audience string, allowed map[string]bool
 		NodeName: one(extraNodeName), NodeUID: one(extraNodeUID),
 		CredentialID: one(extraCredentialID),
 		Groups:       append([]string(nil), st.User.Groups...),
+		Role:         role,
 	}
 	if !id.Complete() {
 		return outcome{reason: reasonNotBoundToPod, detail: fmt.Sprintf(

@@ -27,8 +27,8 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/internal/metadata"
+	"github.com/netpulse/netpulse/internal/identity"
 )
 
 const audience = "netpulse-gateway"
@@ -219,7 +219,7 @@ func TestTokenExpiry(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	allowed := map[string]bool{"netpulse/netpulse-agent": true}
+	allowed := identity.NewAccounts([]string{"netpulse/netpulse-agent"}, []string{"netpulse/netpulse-agent"})
 	good := podStatus("netpulse", "netpulse-agent", "agent-1", "uid-1", "node-1")
 	o := judge(good, audience, allowed)
 	require.Empty(t, o.reason, o.detail)
@@ -227,6 +227,7 @@ func TestJudge(t *testing.T) {
 		Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "agent-1", PodUID: "uid-1",
 		NodeName: "node-1", NodeUID: "node-uid-node-1", CredentialID: "JTI=agent-1",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:netpulse", "system:authenticated"},
+		Role:   identity.RoleAgent,
 	}, o.id)
 
 	mut := func(f func(*authv1.TokenReviewStatus)) authv1.TokenReviewStatus {
@@ -261,6 +262,48 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// Roles: the agents' DaemonSet account is an agent; any other allowed account (a
+// workload's, for its sidecar) is a sidecar, whatever it claims; others are rejected.
+func TestJudgeRoles(t *testing.T) {
+	accounts := identity.NewAccounts([]string{"netpulse/netpulse-agent", "shop/web", "netpulse/default"}, []string{"netpulse/netpulse-agent"})
+	for _, tc := range []struct {
+		ns, sa string
+		role   identity.Role
+	}{
+		{"netpulse", "netpulse-agent", identity.RoleAgent},
+		{"shop", "web", identity.RoleSidecar},
+		{"netpulse", "default", identity.RoleSidecar},
+	} {
+		o := judge(podStatus(tc.ns, tc.sa, "p", "uid-p", "node-1"), audience, accounts)
+		require.Empty(t, o.reason, o.detail)
+		assert.Equal(t, tc.role, o.id.Role, "%s/%s", tc.ns, tc.sa)
+	}
+	o := judge(podStatus("shop", "db", "p", "uid-p", "node-1"), audience, accounts)
+	assert.Equal(t, reasonServiceAccount, o.reason)
+	assert.Equal(t, identity.RoleNone, accounts.RoleOf("shop", "db"))
+}
+
+// A workload service account added to service_accounts is a sidecar end to end: the
+// identity on the request says so, and it never becomes an agent.
+func TestAuthenticateWorkloadAccountIsASidecar(t *testing.T) {
+	f := newFixture(t, func(c *Config) {
+		c.ServiceAccounts = []string{"netpulse/netpulse-agent", "shop/web"}
+		c.AgentServiceAccounts = []string{"netpulse/netpulse-agent"}
+	})
+	tok := f.token(t, "web", time.Hour, podStatus("shop", "web", "web-1", "uid-w", "node-1"))
+	ctx, err := f.a.Authenticate(context.Background(), bearer(tok))
+	require.NoError(t, err)
+	id, _, ok := identity.FromContext(ctx)
+	require.True(t, ok)
+	assert.Equal(t, identity.RoleSidecar, id.Role)
+	b := identity.MatchContext(ctx, identity.Source{Namespace: "shop", PodName: "web-1", PodUID: "uid-w", NodeName: "node-1"})
+	refusal, isAgent := b.Agent()
+	assert.False(t, isAgent)
+	assert.Equal(t, identity.RefusedNotAgent, refusal)
+	_, own := b.Own()
+	assert.True(t, own)
+}
+
 // An accepted token puts the identity on the client info: Auth (the extension's own type)
 // and the reserved metadata keys, replacing any incoming key with the reserved prefix and
 // keeping the other metadata.
@@ -289,6 +332,7 @@ func TestAuthenticateSetsClientInfo(t *testing.T) {
 	assert.Equal(t, "node-1", info.Auth.GetAttribute(identity.AttrNodeName))
 	assert.Equal(t, "netpulse", info.Auth.GetAttribute(identity.AttrNamespace))
 	assert.Equal(t, "JTI=agent-1", info.Auth.GetAttribute(identity.AttrCredentialID))
+	assert.Equal(t, "agent", info.Auth.GetAttribute(identity.AttrRole))
 	assert.Nil(t, info.Auth.GetAttribute("raw"), "the token itself is never exposed")
 	for _, n := range info.Auth.GetAttributeNames() {
 		assert.NotNil(t, info.Auth.GetAttribute(n), n)
@@ -300,6 +344,7 @@ func TestAuthenticateSetsClientInfo(t *testing.T) {
 	assert.Equal(t, []string{"node-1"}, info.Metadata.Get(identity.MetadataNodeName))
 	assert.Equal(t, []string{"netpulse"}, info.Metadata.Get(identity.MetadataNamespace))
 	assert.Equal(t, []string{"netpulse-agent"}, info.Metadata.Get(identity.MetadataServiceAccount))
+	assert.Equal(t, []string{"agent"}, info.Metadata.Get(identity.MetadataRole))
 	assert.Nil(t, info.Metadata.Get("auth.netpulse.io/other"), "incoming keys with the reserved prefix are dropped")
 
 	id, via, ok := identity.FromContext(ctx)

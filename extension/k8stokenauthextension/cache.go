@@ -8,7 +8,7 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
+	"github.com/netpulse/netpulse/internal/identity"
 )
 
 // tokenKey is the SHA-256 of a token: the cache never holds a token itself.

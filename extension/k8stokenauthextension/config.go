@@ -23,9 +23,16 @@ type Config struct {
 	// as the TokenReview's spec.audiences, so the API server checks it, and must come back
 	// in status.audiences. Dedicate it to the gateway: never the API server's own audience.
 	Audience string `mapstructure:"audience"`
-	// ServiceAccounts allowed to authenticate, as "namespace/name" (the agents' service
-	// account). A token of any other service account is rejected.
+	// ServiceAccounts allowed to authenticate, as "namespace/name": the agents' service
+	// account, and the workload service accounts of pods running the netpulse sidecar. A
+	// token of any other service account is rejected.
 	ServiceAccounts []string `mapstructure:"service_accounts"`
+	// AgentServiceAccounts are those of ServiceAccounts that the agents' DaemonSet runs
+	// under: their pods are agents (observe pairs, count toward quorums). Every other
+	// allowed account is a sidecar, which may vouch only for its own pod's declared checks
+	// (internal/identity). Default: ServiceAccounts when it names exactly one account;
+	// required when it names more.
+	AgentServiceAccounts []string `mapstructure:"agent_service_accounts"`
 
 	Cache CacheConfig `mapstructure:"cache"`
 	// MaxConcurrentReviews bounds the TokenReview calls in flight; requests beyond it wait
@@ -33,6 +40,14 @@ type Config struct {
 	MaxConcurrentReviews int `mapstructure:"max_concurrent_reviews"`
 	// ReviewTimeout bounds one TokenReview call.
 	ReviewTimeout time.Duration `mapstructure:"review_timeout"`
+}
+
+// agentAccounts are AgentServiceAccounts, defaulted.
+func (c *Config) agentAccounts() []string {
+	if len(c.AgentServiceAccounts) == 0 && len(c.ServiceAccounts) == 1 {
+		return c.ServiceAccounts
+	}
+	return c.AgentServiceAccounts
 }
 
 // CacheConfig bounds the cache of review outcomes, keyed by the SHA-256 of the token.
@@ -79,6 +94,18 @@ func (c *Config) Validate() error {
 		}
 		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 			add("service_accounts::%d: name %q: %s", i, name, strings.Join(msgs, "; "))
+		}
+	}
+	allowed := map[string]bool{}
+	for _, sa := range c.ServiceAccounts {
+		allowed[sa] = true
+	}
+	if len(c.AgentServiceAccounts) == 0 && len(c.ServiceAccounts) > 1 {
+		add("agent_service_accounts: required when service_accounts names more than one account: which of %q is the agents' DaemonSet's (the others are sidecars, docs/security.md)", c.ServiceAccounts)
+	}
+	for i, sa := range c.AgentServiceAccounts {
+		if !allowed[sa] {
+			add("agent_service_accounts::%d: %q is not in service_accounts", i, sa)
 		}
 	}
 	if c.MaxConcurrentReviews < 1 || c.MaxConcurrentReviews > 64 {

@@ -46,11 +46,13 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, &Config{
 		Config:               kubeclient.Config{AuthType: kubeclient.AuthKubeConfig, Kubeconfig: "/etc/netpulse/kubeconfig", QPS: 50, Burst: 100},
 		Audience:             "netpulse-gateway",
-		ServiceAccounts:      []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent"},
+		ServiceAccounts:      []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent", "shop/web"},
+		AgentServiceAccounts: []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent"},
 		Cache:                CacheConfig{MaxEntries: 100, MaxTTL: time.Minute, NegativeTTL: 0},
 		MaxConcurrentReviews: 2,
 		ReviewTimeout:        2 * time.Second,
 	}, custom)
+	assert.Equal(t, []string{"netpulse/netpulse-agent"}, def.agentAccounts(), "one account: the agents'")
 }
 
 func TestValidateNamesEveryField(t *testing.T) {
@@ -59,6 +61,7 @@ func TestValidateNamesEveryField(t *testing.T) {
 	requireProblems(t, err,
 		`auth_type: "bogus"`, `audience: "net pulse" contains white space`,
 		`service_accounts::0: "no-slash": want "namespace/name"`, `service_accounts::1: namespace "Bad_NS"`, `service_accounts::2: name ""`,
+		`agent_service_accounts::0: "netpulse/netpulse-agent" is not in service_accounts`,
 		"cache: max_entries: 0 out of range [1, 1000000]", "cache: max_ttl: 2h0m0s out of range [1s, 1h]",
 		"cache: negative_ttl: -1s out of range [0, 5m]", "cache: stale_if_error: 2h0m0s out of range [0, 1h]",
 		"max_concurrent_reviews: 0 out of range [1, 64]", "review_timeout: 10ms out of range [100ms, 1m]",
@@ -66,6 +69,9 @@ func TestValidateNamesEveryField(t *testing.T) {
 	// Each error once, under its own name (not again under a "config::" path).
 	assert.Equal(t, 1, strings.Count(err.Error(), `auth_type: "bogus"`), err.Error())
 	assert.NotContains(t, err.Error(), "config::")
+
+	_, err = loadConfig(t, "ambiguous")
+	requireProblems(t, err, `agent_service_accounts: required when service_accounts names more than one account`)
 
 	_, err = loadConfig(t, "empty")
 	requireProblems(t, err, "audience: required", "service_accounts: required")

@@ -101,6 +101,7 @@ const gatewayViewConfig = `extensions:
   # users add here (docs/checks.md).
   k8s_token_auth:
     service_accounts: [netpulse/netpulse-agent, checks/default]
+    agent_service_accounts: [netpulse/netpulse-agent]
 service:
   extensions: [health_check, k8s_token_auth, netpulse_view]
 `

@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/pdatautil"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/admission"
 )
@@ -28,9 +28,11 @@ import (
 const (
 	// refusedMissingSource: a pod_probe metric on a Resource without k8s.pod.uid.
 	refusedMissingSource admission.Reason = "missing_source"
-	// refusedUnauthenticated / refusedSourceMismatch: require_authenticated_source.
-	refusedUnauthenticated admission.Reason = "unauthenticated_source"
-	refusedSourceMismatch  admission.Reason = "source_identity_mismatch"
+	// require_authenticated_source (identity.Match): no identity, another pod's or node's
+	// name, or a caller that is not an agent (a sidecar holds no admission slot).
+	refusedUnauthenticated admission.Reason = admission.Reason(identity.RefusedUnauthenticated)
+	refusedSourceMismatch  admission.Reason = admission.Reason(identity.RefusedMismatch)
+	refusedNotAgent        admission.Reason = admission.Reason(identity.RefusedNotAgent)
 	// refusedRequestLimit: data points of one source beyond max_data_points_per_request.
 	refusedRequestLimit admission.Reason = "request_data_point_limit"
 	// refusedRoundLimit: distinct targets of one source and round beyond max_targets_per_round.
@@ -181,13 +183,10 @@ func (p *netAttributesProcessor) admitResource(ctx context.Context, res *resolve
 	case uid == "":
 		why = refusedMissingSource
 	case a.cfg.RequireAuthenticatedSource:
-		id, _, ok := identity.FromContext(ctx)
-		switch {
-		case !ok:
-			why = refusedUnauthenticated
-		case id.PodUID != uid || id.Namespace != strAttr(ra, contract.K8sNamespaceName) ||
-			id.PodName != strAttr(ra, contract.K8sPodName) || id.NodeName != strAttr(ra, contract.K8sNodeName):
-			why = refusedSourceMismatch
+		b := identity.MatchContext(ctx, identity.Source{Namespace: strAttr(ra, contract.K8sNamespaceName),
+			PodName: strAttr(ra, contract.K8sPodName), PodUID: uid, NodeName: strAttr(ra, contract.K8sNodeName)})
+		if refusal, ok := b.Agent(); !ok {
+			why = admission.Reason(refusal)
 		}
 	}
 	sms := rm.ScopeMetrics()

@@ -20,8 +20,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/k8sindex"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/metadatatest"
 )
@@ -292,7 +292,7 @@ func TestAdmissionDeclaredExternals(t *testing.T) {
 
 func TestAdmissionRequireAuthenticatedSource(t *testing.T) {
 	p := newTestProcessor(t, admissionConfig(func(a *AdmissionConfig) { a.RequireAuthenticatedSource = true }), testIndex(t))
-	agent := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "netpulse-agent-x7k2p", PodUID: "uid-agent", NodeName: "node-a"}
+	agent := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "netpulse-agent-x7k2p", PodUID: "uid-agent", NodeName: "node-a", Role: identity.RoleAgent}
 	ctxAs := func(id identity.Identity) context.Context {
 		return client.NewContext(context.Background(), client.Info{Auth: identity.NewAuthData(id)})
 	}
@@ -303,13 +303,37 @@ func TestAdmissionRequireAuthenticatedSource(t *testing.T) {
 	}{
 		{"own identity", ctxAs(agent), 1},
 		{"no identity", context.Background(), 0},
-		{"another pod's token", ctxAs(identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "other", PodUID: "uid-other", NodeName: "node-b"}), 0},
+		{"another pod's token", ctxAs(identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "other", PodUID: "uid-other", NodeName: "node-b", Role: identity.RoleAgent}), 0},
 	} {
 		md := statusBatch(agentResource(), point{addr: targetIP4})
 		_, err := p.processMetrics(c.ctx, md)
 		require.NoError(t, err)
 		assert.Len(t, statusPoints(md), c.want, c.name)
 	}
+}
+
+// A sidecar (or any workload service account allowed beside the agents') is authenticated
+// and names its own pod, but it is not an agent: its pod_probe data points are refused as
+// source_not_agent and it holds no admission slot.
+func TestAdmissionRefusesNonAgents(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	p := startTestProcessor(t, admissionConfig(func(a *AdmissionConfig) { a.RequireAuthenticatedSource = true }), testIndex(t), metadatatest.NewSettings(tt))
+	sidecar := identity.Identity{Namespace: "netpulse", ServiceAccount: "web", PodName: "netpulse-agent-x7k2p", PodUID: "uid-agent", NodeName: "node-a", Role: identity.RoleSidecar}
+	ctx := client.NewContext(context.Background(), client.Info{Auth: identity.NewAuthData(sidecar)})
+	md := statusBatch(agentResource(), point{addr: targetIP4, stable: true}, point{addr: podAddr(1).String(), stable: true})
+	_, err := p.processMetrics(ctx, md)
+	require.NoError(t, err)
+	assert.Empty(t, statusPoints(md))
+	assert.Equal(t, 0, p.admitter.table.Stats().Sources, "no admission slot")
+	m, err := tt.GetMetric("otelcol.k8s_net_attributes.admission.refused")
+	require.NoError(t, err)
+	byReason := map[string]int64{}
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		r, _ := dp.Attributes.Value("reason")
+		byReason[r.AsString()] += dp.Value
+	}
+	assert.Equal(t, map[string]int64{"source_not_agent": 2}, byReason)
 }
 
 // The sources' table is bounded at 5,000 agents (the shipped 4 stable targets each).

@@ -37,8 +37,8 @@ import (
 	pnhexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension"
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/k8stokenauthtest"
+	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 )
 

@@ -47,9 +47,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension"
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/internal/metadata"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/k8stokenauthtest"
+	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/kubetest"
 )

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/identity"
+	"github.com/netpulse/netpulse/internal/identity"
 )
 
 // rawResult is how the server ended a raw gRPC call.
