@@ -246,10 +246,18 @@ deps: ## install the Debian packages tests and demo need (etcd-server, iproute2,
 # sampled (TestSampled*) on the configuration the Helm chart renders (NETPULSE_E2E_CONFIG=chart).
 E2E_SAMPLED_NODES ?= 16
 
-test: deps kube-bins build helm ## unit + integration + e2e tests (4-node mesh, then 16-node sampled), race detector on (needs root for network namespaces)
-	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -skip '^TestSampled' ./...
+test: deps kube-bins build helm node-bins node-image ## unit + integration + e2e tests (4-node mesh, 16-node sampled, then the chart and image on 3 real nodes), race detector on (needs root)
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -skip '^(TestSampled|TestRealNodes)' ./...
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SAMPLED_NODES) NETPULSE_E2E_CONFIG=chart $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSampled' ./internal/e2e/
+	$(MAKE) --no-print-directory test-real
 	$(MAKE) --no-print-directory test-image
+
+# The real-node suite alone (internal/e2ereal): netpulse installed with its Helm chart and
+# image on 3 real nodes (internal/realcluster). No -race: the binaries under test are the
+# image's, built without it; the race detector would only slow the harness.
+.PHONY: test-real
+test-real: kube-bins helm node-bins node-image ## the Helm chart and image on a local cluster of 3 real nodes (kubelet, containerd, CNI, kube-proxy, CoreDNS): install, partition, upgrade, takeover, checks, uninstall (root)
+	NETPULSE_KUBE_NO_BUILD=1 $(GO) test -timeout 20m -count=1 -v $(TEST_FLAGS) -run '^TestRealNodes$$' ./internal/e2ereal/ 2>&1 | tee $(BIN)/test-real.log | grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok |panic)|figure:|Error|realnodes_test.go' ; exit $${PIPESTATUS[0]}
 
 .PHONY: test-short
 test-short: ## unit tests only (no control plane, no network namespaces)
