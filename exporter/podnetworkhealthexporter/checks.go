@@ -130,7 +130,9 @@ type checkController struct {
 	dyn     dynamic.Interface
 	factory dynamicinformer.DynamicSharedInformerFactory
 	leading atomic.Bool
-	skipLog *ratelog.Logger
+	// resuming: a re-read of the checks at takeover is in flight.
+	resuming atomic.Bool
+	skipLog  *ratelog.Logger
 	// eventsRL is the checks' own Event limiter (checks.events_per_minute); nil without
 	// Events.
 	eventsRL *rate.Limiter
@@ -148,7 +150,7 @@ type checkController struct {
 	// quotaDirty: namespaces with checks waiting for quota whose served set may not be
 	// their oldest (checks arrive in the informer's order, not by age).
 	quotaDirty map[string]bool
-	stop              chan struct{}
+	stop       chan struct{}
 }
 
 func newCheckController(e *pnhExporter, cfg ChecksConfig) *checkController {
@@ -419,11 +421,14 @@ func (c *checkController) resume(ctx context.Context) error {
 			}
 		}
 	}
+	if !c.leading.Load() {
+		return nil // the term ended meanwhile
+	}
 	for _, it := range items {
 		c.upsertObject(it.kind, it.u, true)
 	}
 	c.mu.Lock()
-	c.resumed = true
+	c.resumed = c.leading.Load()
 	c.mu.Unlock()
 	return nil
 }
@@ -470,10 +475,17 @@ func (c *checkController) reconcile(ctx context.Context, now time.Time) {
 	resumed := c.resumed
 	c.mu.Unlock()
 	if !resumed {
-		if err := c.resume(ctx); err != nil {
-			c.skipLog.Log(zap.WarnLevel, "pod_network_health: cannot re-read the declared checks at takeover; not writing them until it succeeds", zap.Error(err))
-			return
+		// The re-read runs beside the lead loop, so a long list never delays the pairs'
+		// reconcile; the checks wait for it.
+		if c.resuming.CompareAndSwap(false, true) {
+			go func() {
+				defer c.resuming.Store(false)
+				if err := c.resume(ctx); err != nil && ctx.Err() == nil {
+					c.skipLog.Log(zap.WarnLevel, "pod_network_health: cannot re-read the declared checks at takeover; not writing them until it succeeds", zap.Error(err))
+				}
+			}()
 		}
+		return
 	}
 	c.mu.Lock()
 	c.rebalanceLocked()

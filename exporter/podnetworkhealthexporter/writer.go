@@ -391,7 +391,7 @@ func (w *writer) waitReady(ctx context.Context) bool {
 		next, ok := w.queue.NextReadyFunc(allow)
 		if allow != nil {
 			// Check writes wait for their share: wake when it refills.
-			if _, any := w.queue.NextReady(); any {
+			if _, pending := w.queue.NextReady(); pending {
 				refill := now.Add(w.checkBudget.Delay(now))
 				if !ok || refill.Before(next) {
 					next, ok = refill, true
