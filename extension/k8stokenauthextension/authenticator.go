@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +63,7 @@ const (
 	reasonNotBoundToPod  = "not_bound_to_pod"
 	reasonReviewError    = "review_error"
 	reasonOverloaded     = "overloaded"
+	reasonPeerLimited    = "peer_limited"
 	reasonNotStarted     = "not_started"
 
 	outcomeAuthenticated   = "authenticated"
@@ -88,10 +90,14 @@ type authenticator struct {
 	logger   *zap.Logger
 	tb       *metadata.TelemetryBuilder
 	accounts identity.Accounts
-	cache    *tokenCache
-	sem      chan struct{} // bounds reviews in flight
-	flight   singleflight.Group
-	now      func() time.Time
+	// cache holds accepted identities only, neg rejections only: no rejection evicts an
+	// accepted identity.
+	cache  *tokenCache
+	neg    *tokenCache
+	peers  *peerLimiter
+	sem    chan struct{} // bounds reviews in flight
+	flight singleflight.Group
+	now    func() time.Time
 	// Rejections and review errors are logged at most once per logEvery (burst 3), with
 	// the number suppressed since.
 	log *ratelog.Logger
@@ -123,6 +129,8 @@ func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, erro
 		tb:       tb,
 		accounts: identity.NewAccounts(cfg.ServiceAccounts, cfg.agentAccounts()),
 		cache:    newTokenCache(cfg.Cache.MaxEntries),
+		neg:      newTokenCache(cfg.Cache.MaxNegativeEntries),
+		peers:    newPeerLimiter(cfg.PeerReviews.Rate, cfg.PeerReviews.Burst, cfg.Cache.MaxEntries),
 		sem:      make(chan struct{}, cfg.MaxConcurrentReviews),
 		now:      time.Now,
 		log:      ratelog.New(set.Logger, logEvery, 3),
@@ -131,6 +139,13 @@ func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, erro
 	}
 	if err := tb.RegisterK8sTokenAuthCacheEntriesCallback(func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(int64(a.cache.len()))
+		return nil
+	}); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := tb.RegisterK8sTokenAuthNegativeCacheEntriesCallback(func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(int64(a.neg.len()))
 		return nil
 	}); err != nil {
 		cancel()
@@ -207,10 +222,12 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 	now := a.now()
 	cached, fresh, stale := a.cache.get(key, now)
 	if fresh {
-		if cached.reason != "" {
-			return cached, resultRejected, cached.reason
-		}
 		return cached, resultAccepted, reasonCached
+	}
+	if !stale {
+		if rejected, fresh, _ := a.neg.get(key, now); fresh {
+			return rejected, resultRejected, rejected.reason
+		}
 	}
 	// With a stale outcome at hand, an API that cannot answer does not fail the request.
 	unavailable := func(reason string) (outcome, string, string) {
@@ -221,15 +238,21 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 		}
 		return outcome{}, resultUnavailable, reason
 	}
-	exp, err := tokenExpiry(token)
+	// Structural checks: what the API (or judge) would reject anyway costs no review, and
+	// nothing is cached for it (parsing is cheaper than a cache entry).
+	cl, err := parseClaims(token)
 	if err != nil {
-		o := outcome{reason: reasonMalformedToken, detail: err.Error()}
-		a.cache.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), time.Time{}, now)
-		return o, resultRejected, reasonMalformedToken
+		return outcome{reason: reasonMalformedToken, detail: err.Error()}, resultRejected, reasonMalformedToken
 	}
+	exp := cl.Exp
 	if !exp.After(now) {
 		// The API would reject it too; no review is spent on it.
 		return outcome{reason: reasonExpiredToken, detail: "expired at " + exp.UTC().Format(time.RFC3339)}, resultRejected, reasonExpiredToken
+	}
+	if reason, detail := precheck(cl, a.cfg.Audience, a.cfg.Issuer, func(ns, name string) bool {
+		return a.accounts.RoleOf(ns, name) != identity.RoleNone
+	}); reason != "" {
+		return outcome{reason: reason, detail: detail}, resultRejected, reason
 	}
 	a.mu.Lock()
 	rv := a.reviewer
@@ -238,7 +261,18 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 		return outcome{}, resultUnavailable, reasonNotStarted
 	}
 	// One review per token at a time: concurrent requests with the same token share it.
+	// A token not accepted before costs its peer one review of its bucket (the request that
+	// starts the review pays; those sharing it do not); one accepted before (stale) is an
+	// agent renewing and is never limited.
+	peerKey := peerOf(ctx)
+	limited := !stale && peerKey != ""
 	ch := a.flight.DoChan(string(key[:]), func() (any, error) {
+		if limited {
+			if !a.peers.acquire(peerKey, a.now()) {
+				return nil, errPeerLimited
+			}
+			defer a.peers.release(peerKey)
+		}
 		return a.review(rv, token, key, exp)
 	})
 	select {
@@ -246,6 +280,9 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 		if r.Err != nil {
 			if errors.Is(r.Err, errOverloaded) {
 				return unavailable(reasonOverloaded)
+			}
+			if errors.Is(r.Err, errPeerLimited) {
+				return outcome{}, resultUnavailable, reasonPeerLimited
 			}
 			return unavailable(reasonReviewError)
 		}
@@ -260,7 +297,23 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 	}
 }
 
-var errOverloaded = errors.New("too many token reviews in flight")
+var (
+	errOverloaded  = errors.New("too many token reviews in flight")
+	errPeerLimited = errors.New("the peer's token reviews are rate-limited")
+)
+
+// peerOf is the caller's address without its port; "" when the transport gave none (every
+// OTLP receiver gives one; a caller without one is not peer-limited).
+func peerOf(ctx context.Context) string {
+	addr := client.FromContext(ctx).Addr
+	if addr == nil {
+		return ""
+	}
+	if h, _, err := net.SplitHostPort(addr.String()); err == nil {
+		return h
+	}
+	return addr.String()
+}
 
 // review runs one TokenReview (bounded by MaxConcurrentReviews and ReviewTimeout) and
 // caches its outcome. It returns an error only when the API gave no answer: nothing is
@@ -300,8 +353,11 @@ func (a *authenticator) review(rv reviewer, token string, key tokenKey, exp time
 	a.tb.K8sTokenAuthTokenReviews.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", result)))
 	now := a.now()
 	if o.reason != "" {
-		a.cache.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), time.Time{}, now)
+		// An answer of the API wins over a stale acceptance.
+		a.cache.remove(key)
+		a.neg.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), time.Time{}, now)
 	} else {
+		a.neg.remove(key)
 		fresh := minTime(now.Add(a.cfg.Cache.MaxTTL), exp)
 		a.cache.put(key, o, fresh, minTime(fresh.Add(a.cfg.Cache.StaleIfError), exp), now)
 	}

@@ -53,6 +53,7 @@ type fakeReviewer struct {
 	inFlight atomic.Int64
 	maxIn    atomic.Int64
 	block    chan struct{} // when non-nil, Create waits for it (or ctx)
+	blockIf  func(token string) bool // when set, only the tokens it names wait for block
 	audience []string      // the spec.audiences of the last call
 }
 
@@ -66,7 +67,7 @@ func (f *fakeReviewer) Create(ctx context.Context, tr *authv1.TokenReview, _ met
 			break
 		}
 	}
-	if f.block != nil {
+	if f.block != nil && (f.blockIf == nil || f.blockIf(tr.Spec.Token)) {
 		select {
 		case <-f.block:
 		case <-ctx.Done():
@@ -135,9 +136,11 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	return f
 }
 
-// token returns a token expiring in ttl that the fake reviewer maps to st.
+// token returns a token expiring in ttl that the fake reviewer maps to st; its claims are
+// those of a projected token for st's user and the gateway's audience (what the structural
+// checks read), name makes it unique.
 func (f *fixture) token(t *testing.T, name string, ttl time.Duration, st authv1.TokenReviewStatus) string {
-	tok := fakeJWT(t, map[string]any{"exp": f.now.Add(ttl).Unix(), "sub": name})
+	tok := fakeJWT(t, map[string]any{"exp": f.now.Add(ttl).Unix(), "sub": st.User.Username, "aud": []string{audience}, "jti": name})
 	f.rv.mu.Lock()
 	f.rv.statuses[tok] = st
 	f.rv.mu.Unlock()
@@ -198,7 +201,7 @@ func TestTokenExpiry(t *testing.T) {
 	assert.Equal(t, time.Unix(1_800_000_000, 5e8), exp)
 	// Padded base64 is tolerated.
 	p := base64.URLEncoding.EncodeToString([]byte(`{"exp":1800000000}`))
-	_, err = tokenExpiry("e30." + p + ".c2ln")
+	_, err = tokenExpiry("eyJhbGciOiJSUzI1NiJ9." + p + ".c2ln")
 	require.NoError(t, err)
 
 	for name, tok := range map[string]string{
@@ -390,9 +393,10 @@ func TestAuthenticateRejections(t *testing.T) {
 		_, _, ok := identity.FromContext(ctx)
 		assert.False(t, ok, name)
 	}
-	// Only the four tokens that got as far as the API were reviewed: missing, malformed and
-	// visibly expired tokens cost no call.
-	assert.EqualValues(t, 4, f.rv.calls.Load())
+	// Only the two tokens that got as far as the API were reviewed (unbound, wrong audience
+	// per the API): missing, malformed, visibly expired tokens and those whose claims name no
+	// allowed service account (other sa) or not the gateway's audience (unknown) cost no call.
+	assert.EqualValues(t, 2, f.rv.calls.Load())
 	r := f.requests(t)
 	assert.EqualValues(t, 1, r["rejected/expired_token"])
 	assert.EqualValues(t, 2, r["rejected/malformed_token"])
@@ -432,8 +436,11 @@ func TestCacheBoundsReviews(t *testing.T) {
 }
 
 func TestNegativeCache(t *testing.T) {
+	// A token of an allowed account that the API does not authenticate (a deleted pod's).
+	revoked := podStatus("netpulse", "netpulse-agent", "p", "u", "n")
+	revoked.Authenticated = false
 	f := newFixture(t, func(c *Config) { c.Cache.NegativeTTL = 10 * time.Second })
-	bad := f.token(t, "bad", time.Hour, podStatus("netpulse", "intruder", "p", "u", "n"))
+	bad := f.token(t, "bad", time.Hour, revoked)
 	for range 5 {
 		_, err := f.a.Authenticate(context.Background(), bearer(bad))
 		assert.Equal(t, codes.Unauthenticated, code(err))
@@ -445,7 +452,7 @@ func TestNegativeCache(t *testing.T) {
 	assert.EqualValues(t, 2, f.rv.calls.Load())
 
 	g := newFixture(t, func(c *Config) { c.Cache.NegativeTTL = 0 })
-	bad = g.token(t, "bad", time.Hour, podStatus("netpulse", "intruder", "p", "u", "n"))
+	bad = g.token(t, "bad", time.Hour, revoked)
 	for range 3 {
 		_, err := g.a.Authenticate(context.Background(), bearer(bad))
 		assert.Equal(t, codes.Unauthenticated, code(err))

@@ -31,7 +31,9 @@ type cacheEntry struct {
 }
 
 // tokenCache is a bounded LRU of review outcomes with per-entry expiry. Safe for
-// concurrent use.
+// concurrent use. The extension keeps two: accepted identities (cache.max_entries) and
+// rejections (cache.max_negative_entries), so that no number of rejected tokens can evict an
+// accepted identity or its stale-if-error entry.
 type tokenCache struct {
 	lru *lru.Cache[tokenKey, cacheEntry]
 }
@@ -73,5 +75,8 @@ func (c *tokenCache) put(k tokenKey, o outcome, fresh, stale, now time.Time) {
 	}
 	c.lru.Add(k, cacheEntry{outcome: o, fresh: fresh, stale: stale})
 }
+
+// remove drops k.
+func (c *tokenCache) remove(k tokenKey) { c.lru.Remove(k) }
 
 func (c *tokenCache) len() int { return c.lru.Len() }

@@ -33,6 +33,10 @@ type Config struct {
 	// (internal/identity). Default: ServiceAccounts when it names exactly one account;
 	// required when it names more.
 	AgentServiceAccounts []string `mapstructure:"agent_service_accounts"`
+	// Issuer is the cluster's service-account token issuer (the API server's
+	// --service-account-issuer, e.g. https://kubernetes.default.svc.cluster.local). When set,
+	// a token with another iss claim is rejected before any review. Default: not checked.
+	Issuer string `mapstructure:"issuer"`
 
 	Cache CacheConfig `mapstructure:"cache"`
 	// MaxConcurrentReviews bounds the TokenReview calls in flight; requests beyond it wait
@@ -40,6 +44,31 @@ type Config struct {
 	MaxConcurrentReviews int `mapstructure:"max_concurrent_reviews"`
 	// ReviewTimeout bounds one TokenReview call.
 	ReviewTimeout time.Duration `mapstructure:"review_timeout"`
+	// PeerReviews bounds the reviews one peer (caller IP address) may cause for tokens the
+	// gateway has not accepted before.
+	PeerReviews PeerReviewsConfig `mapstructure:"peer_reviews"`
+}
+
+// PeerReviewsConfig is a token bucket per peer; a peer also has at most one review in
+// flight. Requests beyond it are answered Unavailable (reason peer_limited) and cost no
+// review.
+type PeerReviewsConfig struct {
+	// Rate: reviews per second a peer's bucket refills with.
+	Rate float64 `mapstructure:"rate"`
+	// Burst: the bucket's size.
+	Burst int `mapstructure:"burst"`
+}
+
+// Validate names every offending field.
+func (c PeerReviewsConfig) Validate() error {
+	var errs []error
+	if c.Rate <= 0 || c.Rate > 100 {
+		errs = append(errs, fmt.Errorf("rate: %v out of range (0, 100]", c.Rate))
+	}
+	if c.Burst < 1 || c.Burst > 1000 {
+		errs = append(errs, fmt.Errorf("burst: %d out of range [1, 1000]", c.Burst))
+	}
+	return kubeclient.JoinErrors(errs...)
 }
 
 // agentAccounts are AgentServiceAccounts, defaulted.
@@ -52,8 +81,12 @@ func (c *Config) agentAccounts() []string {
 
 // CacheConfig bounds the cache of review outcomes, keyed by the SHA-256 of the token.
 type CacheConfig struct {
-	// MaxEntries: least recently used entries are evicted beyond it.
+	// MaxEntries bounds the accepted identities: least recently used ones are evicted
+	// beyond it. Rejections never evict them (they have their own cache).
 	MaxEntries int `mapstructure:"max_entries"`
+	// MaxNegativeEntries bounds the rejected tokens answered from the cache (negative_ttl),
+	// least recently used evicted beyond it.
+	MaxNegativeEntries int `mapstructure:"max_negative_entries"`
 	// MaxTTL: an accepted token is reviewed again after this long at the latest (and never
 	// trusted past its own expiry). It is also how long a revoked token (its pod deleted)
 	// may still be accepted.
@@ -79,6 +112,9 @@ func (c *Config) Validate() error {
 		add("audience: required (the audience of the agents' projected tokens, e.g. netpulse-gateway)")
 	case strings.ContainsAny(c.Audience, " \t\r\n"):
 		add("audience: %q contains white space", c.Audience)
+	}
+	if strings.ContainsAny(c.Issuer, " \t\r\n") {
+		add("issuer: %q contains white space", c.Issuer)
 	}
 	if len(c.ServiceAccounts) == 0 {
 		add("service_accounts: required (\"namespace/name\" of the agents' service account)")
@@ -123,6 +159,9 @@ func (c CacheConfig) Validate() error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.MaxEntries < 1 || c.MaxEntries > 1_000_000 {
 		add("max_entries: %d out of range [1, 1000000]", c.MaxEntries)
+	}
+	if c.MaxNegativeEntries < 1 || c.MaxNegativeEntries > 1_000_000 {
+		add("max_negative_entries: %d out of range [1, 1000000]", c.MaxNegativeEntries)
 	}
 	if c.MaxTTL < time.Second || c.MaxTTL > time.Hour {
 		add("max_ttl: %v out of range [1s, 1h]", c.MaxTTL)

@@ -48,9 +48,11 @@ func TestLoadConfig(t *testing.T) {
 		Audience:             "netpulse-gateway",
 		ServiceAccounts:      []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent", "shop/web"},
 		AgentServiceAccounts: []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent"},
-		Cache:                CacheConfig{MaxEntries: 100, MaxTTL: time.Minute, NegativeTTL: 0},
+		Issuer:               "https://kubernetes.default.svc.cluster.local",
+		Cache:                CacheConfig{MaxEntries: 100, MaxNegativeEntries: 50, MaxTTL: time.Minute, NegativeTTL: 0},
 		MaxConcurrentReviews: 2,
 		ReviewTimeout:        2 * time.Second,
+		PeerReviews:          PeerReviewsConfig{Rate: 0.5, Burst: 3},
 	}, custom)
 	assert.Equal(t, []string{"netpulse/netpulse-agent"}, def.agentAccounts(), "one account: the agents'")
 }
@@ -62,7 +64,10 @@ func TestValidateNamesEveryField(t *testing.T) {
 		`auth_type: "bogus"`, `audience: "net pulse" contains white space`,
 		`service_accounts::0: "no-slash": want "namespace/name"`, `service_accounts::1: namespace "Bad_NS"`, `service_accounts::2: name ""`,
 		`agent_service_accounts::0: "netpulse/netpulse-agent" is not in service_accounts`,
-		"cache: max_entries: 0 out of range [1, 1000000]", "cache: max_ttl: 2h0m0s out of range [1s, 1h]",
+		`issuer: "https://kubernetes .default" contains white space`,
+		"cache: max_entries: 0 out of range [1, 1000000]", "cache: max_negative_entries: 0 out of range [1, 1000000]",
+		"cache: max_ttl: 2h0m0s out of range [1s, 1h]",
+		"peer_reviews: rate: 0 out of range (0, 100]", "peer_reviews: burst: 0 out of range [1, 1000]",
 		"cache: negative_ttl: -1s out of range [0, 5m]", "cache: stale_if_error: 2h0m0s out of range [0, 1h]",
 		"max_concurrent_reviews: 0 out of range [1, 64]", "review_timeout: 10ms out of range [100ms, 1m]",
 	)

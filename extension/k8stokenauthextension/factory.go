@@ -22,6 +22,11 @@ const (
 	DefaultStaleIfError         = 10 * time.Minute
 	DefaultMaxConcurrentReviews = 8
 	DefaultReviewTimeout        = 5 * time.Second
+	DefaultMaxNegativeEntries   = 1000
+	// A peer (one agent or sidecar pod) needs one review per max_ttl; 10 at once and one a
+	// second after that is far above it and far below the API budget (qps 20).
+	DefaultPeerReviewRate  = 1.0
+	DefaultPeerReviewBurst = 10
 )
 
 // NewFactory creates the k8s_token_auth extension factory.
@@ -36,13 +41,15 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		Config: kc,
 		Cache: CacheConfig{
-			MaxEntries:   DefaultMaxEntries,
-			MaxTTL:       DefaultMaxTTL,
-			NegativeTTL:  DefaultNegativeTTL,
-			StaleIfError: DefaultStaleIfError,
+			MaxEntries:         DefaultMaxEntries,
+			MaxNegativeEntries: DefaultMaxNegativeEntries,
+			MaxTTL:             DefaultMaxTTL,
+			NegativeTTL:        DefaultNegativeTTL,
+			StaleIfError:       DefaultStaleIfError,
 		},
 		MaxConcurrentReviews: DefaultMaxConcurrentReviews,
 		ReviewTimeout:        DefaultReviewTimeout,
+		PeerReviews:          PeerReviewsConfig{Rate: DefaultPeerReviewRate, Burst: DefaultPeerReviewBurst},
 	}
 }
 

@@ -25,12 +25,13 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                    metric.Meter
-	mu                       sync.Mutex
-	registrations            []metric.Registration
-	K8sTokenAuthCacheEntries metric.Int64ObservableGauge
-	K8sTokenAuthRequests     metric.Int64Counter
-	K8sTokenAuthTokenReviews metric.Int64Counter
+	meter                            metric.Meter
+	mu                               sync.Mutex
+	registrations                    []metric.Registration
+	K8sTokenAuthCacheEntries         metric.Int64ObservableGauge
+	K8sTokenAuthNegativeCacheEntries metric.Int64ObservableGauge
+	K8sTokenAuthRequests             metric.Int64Counter
+	K8sTokenAuthTokenReviews         metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -50,6 +51,21 @@ func (builder *TelemetryBuilder) RegisterK8sTokenAuthCacheEntriesCallback(cb met
 		cb(ctx, &observerInt64{inst: builder.K8sTokenAuthCacheEntries, obs: o})
 		return nil
 	}, builder.K8sTokenAuthCacheEntries)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterK8sTokenAuthNegativeCacheEntriesCallback sets callback for observable K8sTokenAuthNegativeCacheEntries metric.
+func (builder *TelemetryBuilder) RegisterK8sTokenAuthNegativeCacheEntriesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.K8sTokenAuthNegativeCacheEntries, obs: o})
+		return nil
+	}, builder.K8sTokenAuthNegativeCacheEntries)
 	if err != nil {
 		return err
 	}
@@ -89,7 +105,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.K8sTokenAuthCacheEntries, err = builder.meter.Int64ObservableGauge(
 		"otelcol_k8s_token_auth_cache_entries",
-		metric.WithDescription("Tokens whose review outcome is cached (bounded by cache.max_entries). [Alpha]"),
+		metric.WithDescription("Accepted tokens whose identity is cached (bounded by cache.max_entries; rejections never evict them). [Alpha]"),
+		metric.WithUnit("{token}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.K8sTokenAuthNegativeCacheEntries, err = builder.meter.Int64ObservableGauge(
+		"otelcol_k8s_token_auth_negative_cache_entries",
+		metric.WithDescription("Rejected tokens answered from the cache for negative_ttl (bounded by cache.max_negative_entries). [Alpha]"),
 		metric.WithUnit("{token}"),
 	)
 	errs = errors.Join(errs, err)

@@ -24,13 +24,27 @@ func NewSettings(tt *componenttest.Telemetry) extension.Settings {
 func AssertEqualK8sTokenAuthCacheEntries(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_k8s_token_auth_cache_entries",
-		Description: "Tokens whose review outcome is cached (bounded by cache.max_entries). [Alpha]",
+		Description: "Accepted tokens whose identity is cached (bounded by cache.max_entries; rejections never evict them). [Alpha]",
 		Unit:        "{token}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,
 		},
 	}
 	got, err := tt.GetMetric("otelcol_k8s_token_auth_cache_entries")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualK8sTokenAuthNegativeCacheEntries(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_k8s_token_auth_negative_cache_entries",
+		Description: "Rejected tokens answered from the cache for negative_ttl (bounded by cache.max_negative_entries). [Alpha]",
+		Unit:        "{token}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_k8s_token_auth_negative_cache_entries")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

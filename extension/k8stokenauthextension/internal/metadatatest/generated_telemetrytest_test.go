@@ -24,9 +24,16 @@ func TestSetupTelemetry(t *testing.T) {
 		observer.Observe(1)
 		return nil
 	}))
+	require.NoError(t, tb.RegisterK8sTokenAuthNegativeCacheEntriesCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	tb.K8sTokenAuthRequests.Add(context.Background(), 1)
 	tb.K8sTokenAuthTokenReviews.Add(context.Background(), 1)
 	AssertEqualK8sTokenAuthCacheEntries(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualK8sTokenAuthNegativeCacheEntries(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualK8sTokenAuthRequests(t, testTel,
