@@ -52,9 +52,9 @@ type fakeReviewer struct {
 	calls    atomic.Int64
 	inFlight atomic.Int64
 	maxIn    atomic.Int64
-	block    chan struct{} // when non-nil, Create waits for it (or ctx)
+	block    chan struct{}           // when non-nil, Create waits for it (or ctx)
 	blockIf  func(token string) bool // when set, only the tokens it names wait for block
-	audience []string      // the spec.audiences of the last call
+	audience []string                // the spec.audiences of the last call
 }
 
 func (f *fakeReviewer) Create(ctx context.Context, tr *authv1.TokenReview, _ metav1.CreateOptions) (*authv1.TokenReview, error) {
