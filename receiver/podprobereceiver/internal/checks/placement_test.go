@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	ocv1alpha1 "github.com/netpulse/netpulse/api/openshift/operatorcontrolplane/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -74,26 +72,15 @@ func TestSidecarPlacedHere(t *testing.T) {
 	require.Error(t, cfg.PlacedHere(other))
 }
 
-// A PodNetworkConnectivityCheck records no placement in its status: an agent runs it only
-// when its source pod is on the agent's node and has no sidecar, as the API holds the pod.
-func TestAgentRunsPNCCOnlyForItsNodesPods(t *testing.T) {
-	pod := func(name, node string, sidecar bool) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
-			"metadata": map[string]any{"namespace": "diag", "name": name}, "spec": map[string]any{"nodeName": node}}}
-		if sidecar {
-			u.SetLabels(map[string]string{v1alpha1.LabelSidecar: "true"})
-		}
-		return u
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{podsGVR: "PodList"},
-		pod("here", "node-a", false), pod("there", "node-b", false), pod("with-sidecar", "node-a", true))
-	r := New(Config{Vantage: VantageAgent, Node: "node-a", OpenShift: true}, dyn, zap.NewNop(), func(Result) {})
+// A PodNetworkConnectivityCheck records no placement in its status: a sidecar runs only
+// its own pod's.
+func TestSidecarRunsPNCCOnlyForItsOwnPod(t *testing.T) {
+	r := New(Config{Vantage: VantageSidecar, Namespace: "diag", Pod: "here", OpenShift: true}, nil, zap.NewNop(), func(Result) {})
 	defer r.Stop()
-	for _, src := range []string{"there", "with-sidecar", "gone"} {
-		pc := &ocv1alpha1.PodNetworkConnectivityCheck{ObjectMeta: metav1.ObjectMeta{Namespace: "diag", Name: "from-" + src},
-			Spec: ocv1alpha1.PodNetworkConnectivityCheckSpec{SourcePod: src, TargetEndpoint: "192.0.2.10:443"}}
-		require.Error(t, r.pnccPlacedHere(pc), src)
+	for _, c := range []struct{ ns, src string }{{"diag", "there"}, {"other", "here"}} {
+		pc := &ocv1alpha1.PodNetworkConnectivityCheck{ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "from-" + c.src},
+			Spec: ocv1alpha1.PodNetworkConnectivityCheckSpec{SourcePod: c.src, TargetEndpoint: "192.0.2.10:443"}}
+		require.Error(t, r.pnccPlacedHere(pc), c)
 	}
 	pc := &ocv1alpha1.PodNetworkConnectivityCheck{ObjectMeta: metav1.ObjectMeta{Namespace: "diag", Name: "from-here"},
 		Spec: ocv1alpha1.PodNetworkConnectivityCheckSpec{SourcePod: "here", TargetEndpoint: "192.0.2.10:443"}}
