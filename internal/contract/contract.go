@@ -75,6 +75,12 @@ const (
 	CloudRegion        = "cloud.region"
 )
 
+// DestinationPodLeaving (bool, true when set) is written by k8s_net_attributes on the
+// gateway when the destination pod is terminating (deletionTimestamp set) or was deleted
+// within the index's deleted-pod grace: probes that fail while a pod goes away (a roll, a
+// drain) say nothing about its node. The processor removes any value a sender put there.
+const DestinationPodLeaving = DestinationPrefix + "k8s.pod.leaving"
+
 // Metric names emitted by pod_probe (documented by its generated documentation.md).
 const (
 	MetricStatus      = "netpulse.probe.status"       // gauge 1/0 per target and probe type

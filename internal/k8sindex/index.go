@@ -323,15 +323,16 @@ func (r *Reader) LookupInto(addr netip.Addr, id *Identity) bool {
 
 func (e *podEntry) fill(id *Identity, deleted bool) {
 	*id = Identity{
-		Kind:      KindPod,
-		PodName:   e.name(),
-		PodUID:    e.uid(),
-		Namespace: e.owner.ns,
-		Workload:  Workload{Kind: e.owner.kind, Name: e.owner.name},
-		Phase:     e.phase(),
-		Ready:     e.ready(),
-		Deleted:   deleted,
-		Labels:    e.owner.labelValues(),
+		Kind:        KindPod,
+		PodName:     e.name(),
+		PodUID:      e.uid(),
+		Namespace:   e.owner.ns,
+		Workload:    Workload{Kind: e.owner.kind, Name: e.owner.name},
+		Phase:       e.phase(),
+		Ready:       e.ready(),
+		Deleted:     deleted,
+		Terminating: e.terminating(),
+		Labels:      e.owner.labelValues(),
 	}
 	if e.node != nil {
 		id.NodeName, id.Zone, id.Region = e.node.name, e.node.zone, e.node.region

@@ -155,6 +155,8 @@ type Identity struct {
 	// Deleted is set when the address belongs to a pod deleted less than the index's
 	// deleted-pod grace ago and no live pod holds it now.
 	Deleted bool
+	// Terminating: the pod's deletionTimestamp is set.
+	Terminating bool
 	// Labels are the values of the index's configured pod labels (Index.LabelKeys), ""
 	// when the pod does not have the label; nil when no labels are configured.
 	Labels []string

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
 
+	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/k8sindex"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/admission"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/metadata"
@@ -311,6 +312,13 @@ func (res *resolver) applyRules(rules []*rule, attrs pcommon.Map) {
 		id, oc := res.resolve(v.Str())
 		if id != nil && !r.apply(attrs, id) {
 			oc = unresolvedConflict
+		}
+		if r.prefix == contract.DestinationPrefix {
+			// Only the index says a pod is going away: a sender's value is never kept.
+			attrs.Remove(contract.DestinationPodLeaving)
+			if id != nil && oc != unresolvedConflict && id.Kind == k8sindex.KindPod && (id.Deleted || id.Terminating) {
+				attrs.PutBool(contract.DestinationPodLeaving, true)
+			}
 		}
 		res.counts[r.source][oc]++
 	}

@@ -390,6 +390,7 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 			}
 			if !o.Timestamp.Before(ts.lastSeen) {
 				mergeTarget(&ts.target, &o.Target)
+				ts.leaving = o.TargetLeaving
 			}
 			ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: node, ok: o.Success})
 			e.dirtyTargets[tk] = struct{}{}

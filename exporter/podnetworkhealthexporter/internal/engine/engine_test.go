@@ -817,6 +817,12 @@ func TestSilentObserversAreNoNodeEvidence(t *testing.T) {
 	// The roll's last round: the deleted agents fail towards everyone (the peers are going
 	// away too), and every probe of a deleted agent fails.
 	last := r.round(round, func(s, d int) bool { return !gone(s) && !gone(d) })
+	for i := range last {
+		var dst int
+		_, _ = fmt.Sscanf(last[i].Target.Name, "agent-%d", &dst)
+		// The gateway's k8s_net_attributes found these pods terminating.
+		last[i].TargetLeaving = gone(dst)
+	}
 	e.Observe(last, r.at(round))
 	e.Reconcile(r.at(round).Add(time.Second))
 	round++
@@ -865,4 +871,42 @@ func TestTakeoverKeepsObjectsOlderThanTargetTTL(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 8, b.Objects())
+}
+
+// A partition cuts a node's agent off from the gateway too (on real nodes the gateway is a
+// pod elsewhere): the agent goes silent while its pod lives on. Its peers' failures
+// towards it stay evidence, and the node is marked, long after the agent reads silent.
+func TestSilentAgentOfAPartitionedNodeIsMarked(t *testing.T) {
+	r := newRing(6, 3)
+	e := New(Config{})
+	cur := map[string]*NodeCondition{}
+	for i := 0; i < r.n; i++ {
+		cur[fmt.Sprintf("node-%d", i)] = nil
+	}
+	round := 0
+	for ; round < 4; round++ {
+		e.Observe(r.round(round, healthy), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+	}
+	const cut = 3
+	var d NodeDecision
+	for ; round < 20; round++ { // well past the cut agent's silentAfter
+		var obs []summary.Observation
+		for _, o := range r.round(round, func(s, t int) bool { return s != cut && t != cut }) {
+			var src int
+			_, _ = fmt.Sscanf(o.Source.Name, "agent-%d", &src)
+			if src != cut { // the cut agent's reports never arrive
+				obs = append(obs, o)
+			}
+		}
+		e.Observe(obs, r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+		d = e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+		for _, w := range d.Writes {
+			c := w.Condition
+			cur[w.Node] = &c
+		}
+	}
+	require.False(t, d.Suppressed, d.SuppressedReason)
+	assert.Equal(t, []string{"node-3"}, d.Marked, "the cut node stays marked while its agent is silent")
 }

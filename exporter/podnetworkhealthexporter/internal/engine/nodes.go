@@ -128,10 +128,13 @@ func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
 		if t.key.Kind == summary.TargetExternal || t.target.Node == "" {
 			continue
 		}
-		if ob := e.observers[t.key.UID]; t.key.UID != "" && ob != nil && ob.silent {
-			// An agent that stopped reporting is, as a target, most likely a deleted pod
-			// (a roll): probes that failed as it went away say nothing about its node, and
-			// the node's new agent speaks for it.
+		if ob := e.observers[t.key.UID]; t.key.UID != "" && ob != nil && ob.silent && t.leaving {
+			// An agent that stopped reporting while its pod goes away (a roll, a drain:
+			// the gateway's index saw it terminating or deleted) is no evidence about its
+			// node: probes that failed as it went away say nothing about the node, and the
+			// node's new agent speaks for it. An agent that stopped reporting while its pod
+			// lives on is evidence: a partition of its node cuts its own reports to the
+			// gateway too (found on real nodes, where the gateway is a pod elsewhere).
 			continue
 		}
 		for _, o := range t.evidence() {

@@ -111,6 +111,9 @@ type targetState struct {
 	// failing / reaching: distinct observer nodes of the newest runs (for messages, metrics).
 	failing, reaching int
 	lastSeen          time.Time
+	// leaving: the newest observation found the target pod terminating or deleted
+	// (summary.Observation.TargetLeaving).
+	leaving bool
 }
 
 // add records an observation as its node's vote. A newer round of the node replaces the

@@ -273,6 +273,7 @@ type point struct {
 	hist       Histogram
 	errorType  string
 	stable     bool // netpulse.pair.stable
+	leaving    bool // contract.DestinationPodLeaving
 	dropped    bool // out of order
 }
 
@@ -443,7 +444,8 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src Source, re
 		}
 		p := point{
 			kind: kind, src: src, target: t, ts: ts, start: start, stable: isTrue(attrs, contract.PairStable),
-			group: groupKey{ns: src.Namespace, pod: src.Name, uid: src.UID, addr: t.Address, port: t.Port, endpoint: t.Endpoint, probe: probe, ts: ts},
+			leaving: isTrue(attrs, contract.DestinationPodLeaving),
+			group:   groupKey{ns: src.Namespace, pod: src.Name, uid: src.UID, addr: t.Address, port: t.Port, endpoint: t.Endpoint, probe: probe, ts: ts},
 		}
 		if kind == mErrors {
 			p.errorType = str(attrs, contract.ErrorType)
@@ -824,6 +826,7 @@ func assemble(pts []point) []Observation {
 			mergeTarget(&b.obs.Target, &p.target)
 		}
 		b.obs.Stable = b.obs.Stable || p.stable
+		b.obs.TargetLeaving = b.obs.TargetLeaving || p.leaving
 		switch p.kind {
 		case mStatus:
 			b.obs.Success = b.obs.Success || p.value > 0 // duplicates: any success counts

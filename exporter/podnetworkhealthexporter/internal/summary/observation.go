@@ -59,6 +59,9 @@ type Observation struct {
 	Stable bool
 	// Success: the target answered (ICMP: at least one echo reply).
 	Success bool
+	// TargetLeaving: k8s_net_attributes found the target pod terminating or deleted
+	// (contract.DestinationPodLeaving) when the observation passed the gateway.
+	TargetLeaving bool
 	// ErrorType is the contract's error.type of a failure ("" when unknown or on success).
 	ErrorType string
 	// Message describes a failure for humans.
