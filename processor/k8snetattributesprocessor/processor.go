@@ -301,6 +301,10 @@ func (p *netAttributesProcessor) putResolver(r *resolver) {
 // applyRules runs rules against one element's attributes.
 func (res *resolver) applyRules(rules []*rule, attrs pcommon.Map) {
 	for _, r := range rules {
+		if r.prefix == contract.DestinationPrefix {
+			// Only the index says a pod is going away: a sender's value is never kept.
+			attrs.Remove(contract.DestinationPodLeaving)
+		}
 		v, ok := attrs.Get(r.attribute)
 		if !ok {
 			continue
@@ -314,8 +318,6 @@ func (res *resolver) applyRules(rules []*rule, attrs pcommon.Map) {
 			oc = unresolvedConflict
 		}
 		if r.prefix == contract.DestinationPrefix {
-			// Only the index says a pod is going away: a sender's value is never kept.
-			attrs.Remove(contract.DestinationPodLeaving)
 			if id != nil && oc != unresolvedConflict && id.Kind == k8sindex.KindPod && (id.Deleted || id.Terminating) {
 				attrs.PutBool(contract.DestinationPodLeaving, true)
 			}

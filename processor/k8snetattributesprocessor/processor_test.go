@@ -401,3 +401,34 @@ func TestConcurrentBatches(t *testing.T) {
 }
 
 func benchSettings() processor.Settings { return processortest.NewNopSettings(metadata.Type) }
+
+// A destination pod that is terminating or was deleted is marked leaving (the gateway's
+// node judgement does not blame its node for a pod going away); only the index decides:
+// whatever a sender put under that key is removed.
+func TestLeavingDestinationPods(t *testing.T) {
+	ix := testIndex(t)
+	ix.UpsertPod(&k8sindex.PodRecord{UID: "uid-draining", Name: "cart-draining", Namespace: "shop", NodeName: "node-b",
+		IPs: addrs("10.64.1.77"), Phase: k8sindex.PhaseRunning, Terminating: true})
+	p := newTestProcessor(t, createDefaultConfig(), ix)
+	forged := func(addr string) map[string]any {
+		return map[string]any{contract.DestinationAddress: addr, contract.DestinationPodLeaving: true}
+	}
+	md := probeMetrics(
+		map[string]any{contract.K8sPodIP: agentIP},
+		"10.64.1.77",         // 0: terminating
+		deletedIP,            // 1: deleted, within grace
+		targetIP4,            // 2: live
+		forged(targetIP4),    // 3: live, the sender claims it leaves
+		forged(unknownIP),    // 4: unknown, the sender claims it leaves
+		forged("10.64.1.77"), // 5: terminating, the sender says so too
+		map[string]any{contract.DestinationPodLeaving: true}, // 6: no address at all
+	)
+	out, err := p.processMetrics(context.Background(), md)
+	require.NoError(t, err)
+	assert.Equal(t, true, dpAttrs(out, 0)[contract.DestinationPodLeaving])
+	assert.Equal(t, true, dpAttrs(out, 1)[contract.DestinationPodLeaving])
+	for _, i := range []int{2, 3, 4, 6} {
+		assert.NotContains(t, dpAttrs(out, i), contract.DestinationPodLeaving, "data point %d", i)
+	}
+	assert.Equal(t, true, dpAttrs(out, 5)[contract.DestinationPodLeaving])
+}
