@@ -256,7 +256,7 @@ test: deps kube-bins build helm node-bins node-image ## unit + integration + e2e
 # image on 3 real nodes (internal/realcluster). No -race: the binaries under test are the
 # image's, built without it; the race detector would only slow the harness.
 .PHONY: test-real
-test-real: kube-bins helm node-bins node-image ## the Helm chart and image on a local cluster of 3 real nodes (kubelet, containerd, CNI, kube-proxy, CoreDNS): install, partition, upgrade, takeover, checks, uninstall (root)
+test-real: kube-bins build helm node-bins node-image ## the Helm chart and image on a local cluster of 3 real nodes (kubelet, containerd, CNI, kube-proxy, CoreDNS): install, partition, upgrade, takeover, matrix, footprint, uninstall (root)
 	NETPULSE_KUBE_NO_BUILD=1 $(GO) test -timeout 20m -count=1 -v $(TEST_FLAGS) -run '^TestRealNodes$$' ./internal/e2ereal/ 2>&1 | tee $(BIN)/test-real.log | grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok |panic)|figure:|Error|realnodes_test.go' ; exit $${PIPESTATUS[0]}
 
 .PHONY: test-short

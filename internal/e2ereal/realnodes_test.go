@@ -114,6 +114,12 @@ func TestRealNodes(t *testing.T) {
 		{"Install", s.install},
 		{"Reachable", s.reachable},
 		{"PartitionAndHeal", s.partitionAndHeal},
+		// After 2-3 minutes of steady state and one fault, before anything restarts.
+		{"Footprint", s.footprint},
+		{"UpgradeRollsAgents", s.upgradeRollsAgents},
+		{"GatewayTakeover", s.gatewayTakeover},
+		{"Matrix", s.matrix},
+		{"Uninstall", s.uninstall},
 	} {
 		if !t.Run(step.name, step.fn) {
 			t.Fatalf("step %s failed; later steps build on it", step.name)
@@ -203,7 +209,12 @@ func (s *suite) awaitObjects(t *testing.T, what string, timeout time.Duration, o
 	ctx := context.Background()
 	start := time.Now()
 	last := ""
+	lastLog := start
 	for time.Since(start) < timeout {
+		if time.Since(lastLog) > 15*time.Second && last != "" {
+			t.Logf("%s: waiting %.0f s: %s", what, time.Since(start).Seconds(), last)
+			lastLog = time.Now()
+		}
 		require.NoError(t, s.cl.Healthy())
 		agents := map[string]corev1.Pod{}
 		for _, p := range s.pods(t, "app.kubernetes.io/name=netpulse-agent") {
@@ -221,6 +232,7 @@ func (s *suite) awaitObjects(t *testing.T, what string, timeout time.Duration, o
 		}
 		time.Sleep(time.Second)
 	}
+	s.dumpState(t)
 	t.Fatalf("%s: not after %v: %s", what, timeout, last)
 	return 0
 }

@@ -442,3 +442,57 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 		}
 	}
 }
+
+// ContainerUsage reads a container's memory working set (usage less inactive file pages,
+// as the kubelet reports it and the OOM killer counts against the limit), its anonymous
+// memory (total_rss), and its CPU time from its cgroup v1 hierarchy on this node.
+func (n *Node) ContainerUsage(podUID, qosClass, containerID string) (workingSet, rss int64, cpu time.Duration, err error) {
+	rel := filepath.Join(n.CgroupRoot, "kubepods")
+	switch qosClass {
+	case "Burstable":
+		rel = filepath.Join(rel, "burstable")
+	case "BestEffort":
+		rel = filepath.Join(rel, "besteffort")
+	}
+	rel = filepath.Join(rel, "pod"+podUID, containerID)
+	readInt := func(p string) (int64, error) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return 0, err
+		}
+		var v int64
+		_, err = fmt.Sscan(string(b), &v)
+		return v, err
+	}
+	usage, err := readInt(filepath.Join("/sys/fs/cgroup/memory", rel, "memory.usage_in_bytes"))
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("realcluster: %s: %w", n.Name, err)
+	}
+	stat, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", rel, "memory.stat"))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, line := range strings.Split(string(stat), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		var v int64
+		if _, err := fmt.Sscan(f[1], &v); err != nil {
+			continue
+		}
+		switch f[0] {
+		case "total_inactive_file":
+			if v < usage {
+				usage -= v
+			}
+		case "total_rss":
+			rss = v
+		}
+	}
+	ns, err := readInt(filepath.Join("/sys/fs/cgroup/cpuacct", rel, "cpuacct.usage"))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return usage, rss, time.Duration(ns), nil
+}
