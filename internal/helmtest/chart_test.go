@@ -272,3 +272,22 @@ func TestOtherNamespace(t *testing.T) {
 	crb := mustFind(t, objs, "ClusterRoleBinding", "netpulse-gateway")
 	require.Equal(t, "observability", nested(crb["subjects"].([]any)[0].(map[string]any), "namespace"))
 }
+
+// Sidecars in workload namespaces report their declared checks to the gateway's OTLP port
+// (#28 item 12): the NetworkPolicy admits them only when the user names their namespaces,
+// and only pods carrying the sidecar label; by default only agents.
+func TestNetworkPolicyAdmitsSidecarsWhenAsked(t *testing.T) {
+	from := func(objs []Object) []any {
+		ingress := nested(mustFind(t, objs, "NetworkPolicy", "netpulse-gateway"), "spec", "ingress").([]any)
+		return ingress[0].(map[string]any)["from"].([]any)
+	}
+	def := from(render(t, nil))
+	require.Len(t, def, 1, "by default only the agents reach the OTLP port")
+	require.Equal(t, map[string]any{"app.kubernetes.io/name": "netpulse-agent"}, nested(def[0].(map[string]any), "podSelector", "matchLabels"))
+
+	sel := map[string]any{"matchLabels": map[string]any{"netpulse.io/checks": "enabled"}}
+	got := from(render(t, map[string]any{"networkPolicy": map[string]any{"sidecarNamespaceSelector": sel}}))
+	require.Len(t, got, 2)
+	require.Equal(t, sel, got[1].(map[string]any)["namespaceSelector"])
+	require.Equal(t, map[string]any{"netpulse.io/sidecar": "true"}, nested(got[1].(map[string]any), "podSelector", "matchLabels"))
+}
