@@ -65,5 +65,3 @@ func (p *peerLimiter) release(peer string) {
 		st.inFlight--
 	}
 }
-
-func (p *peerLimiter) len() int { return p.peers.Len() }

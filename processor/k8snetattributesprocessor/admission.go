@@ -28,11 +28,9 @@ import (
 const (
 	// refusedMissingSource: a pod_probe metric on a Resource without k8s.pod.uid.
 	refusedMissingSource admission.Reason = "missing_source"
-	// require_authenticated_source (identity.Match): no identity, another pod's or node's
-	// name, or a caller that is not an agent (a sidecar holds no admission slot).
-	refusedUnauthenticated admission.Reason = admission.Reason(identity.RefusedUnauthenticated)
-	refusedSourceMismatch  admission.Reason = admission.Reason(identity.RefusedMismatch)
-	refusedNotAgent        admission.Reason = admission.Reason(identity.RefusedNotAgent)
+	// require_authenticated_source refuses with identity.Match's own reasons
+	// (identity.Refused*): no identity, another pod's or node's name, or a caller that is
+	// not an agent (a sidecar holds no admission slot).
 	// refusedRequestLimit: data points of one source beyond max_data_points_per_request.
 	refusedRequestLimit admission.Reason = "request_data_point_limit"
 	// refusedRoundLimit: distinct targets of one source and round beyond max_targets_per_round.
