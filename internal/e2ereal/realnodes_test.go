@@ -119,6 +119,7 @@ func TestRealNodes(t *testing.T) {
 		{"UpgradeRollsAgents", s.upgradeRollsAgents},
 		{"GatewayTakeover", s.gatewayTakeover},
 		{"Matrix", s.matrix},
+		{"SidecarCheck", s.sidecarCheck},
 		{"Uninstall", s.uninstall},
 	} {
 		if !t.Run(step.name, step.fn) {
