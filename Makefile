@@ -268,7 +268,7 @@ bench: ## benchmarks against their references; one line per comparison: name, ou
 	@./hack/bench.sh
 
 .PHONY: demo
-demo: deps kube-bins build ## the scripted end-to-end demo: simulated cluster, agents, gateway, partition, recovery (root; DEMO_DURATION=10m keeps it up)
+demo: deps kube-bins build $(if $(filter 1,$(DEMO_REAL)),helm node-bins node-image) ## the scripted end-to-end demo: simulated cluster, agents, gateway, partition, recovery (root; DEMO_DURATION=10m keeps it up; DEMO_REAL=1 on real nodes with the Helm chart)
 	GO=$(GO) ./hack/demo.sh
 
 .PHONY: clean

@@ -2,7 +2,8 @@
 # make demo: builds cmd/netpulse-demo and runs it with the binaries `make kube-bins build`
 # produced (bin/kube-apiserver, bin/kube-controller-manager, bin/kubectl,
 # bin/otelcol-netpulse). Environment: DEMO_DURATION (default 0 = scripted scenario only;
-# e.g. 10m keeps the cluster up for kubectl), DEMO_NODES, DEMO_PARTITION, DEMO_REFRESH.
+# e.g. 10m keeps the cluster up for kubectl), DEMO_NODES, DEMO_PARTITION, DEMO_REFRESH,
+# DEMO_REAL=1 (real nodes: kubelet, containerd, CNI, kube-proxy, CoreDNS; the Helm chart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,12 @@ done
 
 ${GO:-go} build -o bin/netpulse-demo ./cmd/netpulse-demo
 export NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR="$PWD/bin/otelcol-netpulse"
+
+# DEMO_REAL=1: the same story on real nodes (internal/realcluster), netpulse installed with
+# its Helm chart and image; `make demo` has built bin/helm and bin/realnode for it.
+if [[ ${DEMO_REAL:-} == 1 ]]; then
+  exec bin/netpulse-demo
+fi
 
 # The connectivity view (docs/view.md) beside the demo: `kubectl netpulse serve` on the
 # demo cluster's admin kubeconfig once its run directory appears (a private TMPDIR tells

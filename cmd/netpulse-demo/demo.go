@@ -14,9 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/internal/realcluster"
 	"github.com/netpulse/netpulse/internal/simcluster"
 )
 
@@ -31,6 +33,12 @@ type demo struct {
 
 	cl  *simcluster.Cluster
 	pnh versioned.Interface
+	// real is the cluster of real nodes (DEMO_REAL=1, real.go) instead of cl.
+	real *realcluster.Cluster
+	// core and agents are what the snapshot reads: the simulated cluster's, or the real
+	// one's (its agent pods from the API).
+	core   kubernetes.Interface
+	agents func(ctx context.Context) []simcluster.Agent
 
 	step     int
 	lastShow time.Time
@@ -58,6 +66,8 @@ func (d *demo) run(ctx context.Context) error {
 	if d.pnh, err = versioned.NewForConfig(cl.AdminConfig); err != nil {
 		return err
 	}
+	d.core = cl.Client
+	d.agents = func(context.Context) []simcluster.Agent { return cl.Agents() }
 	if _, err := cl.Node(d.cfg.partition); err != nil {
 		return fmt.Errorf("DEMO_PARTITION: %w", err)
 	}
@@ -215,6 +225,9 @@ func victimNetns(cl *simcluster.Cluster, node string) string {
 
 // stop removes the cluster (idempotent).
 func (d *demo) stop() error {
+	if d.real != nil {
+		return d.stopReal()
+	}
 	if d.cl == nil {
 		return nil
 	}
@@ -350,11 +363,11 @@ func (d *demo) snapshot(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list PodNetworkHealth: %w", err)
 	}
-	nodes, err := d.cl.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := d.core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	s := &snapshot{at: time.Now(), items: list.Items, nodes: nodes.Items, podNode: map[string]string{}, agents: d.cl.Agents()}
+	s := &snapshot{at: time.Now(), items: list.Items, nodes: nodes.Items, podNode: map[string]string{}, agents: d.agents(ctx)}
 	for _, a := range s.agents {
 		s.podNode[a.Pod] = a.Node
 	}

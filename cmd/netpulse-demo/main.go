@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/internal/realcluster"
 	"github.com/netpulse/netpulse/internal/simcluster"
 )
 
@@ -78,6 +79,8 @@ type config struct {
 	repoRoot  string
 	// stepTimeout overrides the bounds of the waiting steps (DEMO_STEP_TIMEOUT).
 	stepTimeout time.Duration
+	// real: DEMO_REAL=1, the same story on real nodes installed with the Helm chart (real.go).
+	real bool
 }
 
 // timeout is def unless DEMO_STEP_TIMEOUT overrides it.
@@ -122,7 +125,11 @@ func run() int {
 	}()
 
 	d := &demo{cfg: cfg, out: out, began: time.Now()}
-	err = d.run(ctx)
+	if cfg.real {
+		err = d.runReal(ctx)
+	} else {
+		err = d.run(ctx)
+	}
 	out.freeze()
 	code := 0
 	switch {
@@ -133,6 +140,14 @@ func run() int {
 	default:
 		out.println("")
 		out.println("DEMO FAILED: " + err.Error())
+		if d.real != nil {
+			out.println("log tails of the control plane and the nodes:")
+			out.println(d.real.Logs(20))
+			d.real.SetKeepDir(true)
+			out.println("run directory kept for inspection (until the next run sweeps it): " + d.real.Dir)
+			out.println("pods of the netpulse namespace:")
+			out.println(d.real.PodReport(context.Background(), d.core, realNamespace))
+		}
 		if d.cl != nil {
 			out.println("log tails of the control plane, the agents and the gateway:")
 			out.println(d.cl.Logs(20))
@@ -184,6 +199,13 @@ func loadConfig() (config, error) {
 		if cfg.stepTimeout, err = time.ParseDuration(v); err != nil || cfg.stepTimeout <= 0 {
 			return cfg, fmt.Errorf("DEMO_STEP_TIMEOUT=%q: want a positive duration", v)
 		}
+	}
+	cfg.real = os.Getenv("DEMO_REAL") == "1"
+	if cfg.real && os.Getenv("DEMO_NODES") == "" {
+		cfg.nodes = 3
+	}
+	if cfg.real && cfg.nodes > realcluster.MaxNodes {
+		return cfg, fmt.Errorf("DEMO_NODES=%d: real nodes: want 3..%d", cfg.nodes, realcluster.MaxNodes)
 	}
 	if os.Geteuid() != 0 {
 		return cfg, fmt.Errorf("needs root (network namespaces, veths, a bridge, nftables); run `sudo make demo`")

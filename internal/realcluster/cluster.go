@@ -392,3 +392,6 @@ func (c *Cluster) Stop() error {
 }
 
 func goarch() string { return runtime.GOARCH }
+
+// SetKeepDir keeps (or not) the run directory at Stop, e.g. after a failure.
+func (c *Cluster) SetKeepDir(keep bool) { c.opts.KeepDir = keep }
