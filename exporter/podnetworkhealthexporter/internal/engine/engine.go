@@ -213,6 +213,13 @@ func (e *Engine) voterNodes() int {
 	return len(seen)
 }
 
+// takeoverGrace: how long a new writer waits before it reads any agent as newly silent.
+// On real nodes (internal/e2ereal) the agents reached a new leader up to ~20 s after the
+// takeover: the Service has no endpoint between the old leader's deletion and the new one's
+// label, and gRPC's reconnect backoff (1 s, x1.6, not configurable in the OTLP exporter)
+// has grown meanwhile. An agent really silent at a takeover reads silent 30 s later.
+const takeoverGrace = 30 * time.Second
+
 // silentAfter is how long an observer may stay quiet before it reads as silent: three of
 // its rounds (at most maxInterval each), and never less than 10 s (batching and delivery
 // take a few seconds).
@@ -556,8 +563,15 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	}
 	silenceChanged := false
 	var withObjects map[string]bool // built once, only when an observer is past TargetTTL
+	// A new term's first takeoverGrace declares no agent silent: the agents follow the
+	// writer through a Service that selects it, and they reach it only once it has labelled
+	// itself, the endpoint is published and their gRPC reconnect backoff has run.
+	inGrace := !e.termStart.IsZero() && now.Sub(e.termStart) < takeoverGrace
 	for k, ob := range e.observers {
 		silent := now.Sub(ob.lastArrival) > ob.silentAfter(e.cfg.MaxProbeInterval)
+		if silent && !ob.silent && inGrace {
+			silent = false
+		}
 		if silent != ob.silent {
 			ob.silent = silent
 			silenceChanged = true

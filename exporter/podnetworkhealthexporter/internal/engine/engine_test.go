@@ -910,3 +910,32 @@ func TestSilentAgentOfAPartitionedNodeIsMarked(t *testing.T) {
 	require.False(t, d.Suppressed, d.SuppressedReason)
 	assert.Equal(t, []string{"node-3"}, d.Marked, "the cut node stays marked while its agent is silent")
 }
+
+// After a takeover the agents reach the new writer only once the Service follows it and
+// their reconnect backoff has run (found on real nodes): for takeoverGrace no agent reads
+// newly silent, so a takeover rewrites nothing; one still silent after it does.
+func TestTakeoverGraceBeforeSilence(t *testing.T) {
+	r := newRing(8, 3)
+	last := r.firstWriter(3)
+	b := New(Config{})
+	resumed := r.at(3)
+	b.Resume(persistedOf(last), resumed)
+	silentAt := time.Duration(-1)
+	for round := 3; r.at(round).Sub(resumed) < 2*takeoverGrace; round++ {
+		obs := r.round(round, healthy)
+		if r.at(round).Sub(resumed) < 20*time.Second {
+			obs = nil // every agent still reconnecting
+		} else {
+			obs = withoutSource(obs, "agent-2") // all back but agent-2
+		}
+		b.Observe(obs, r.at(round))
+		res := b.Reconcile(r.at(round).Add(time.Second))
+		for _, c := range res.ObserverChanges {
+			require.True(t, c.Silent && c.Name == "agent-2", "only agent-2 goes silent, not %+v", c)
+			if silentAt < 0 {
+				silentAt = r.at(round).Add(time.Second).Sub(resumed)
+			}
+		}
+	}
+	require.GreaterOrEqual(t, silentAt, takeoverGrace, "agent-2 reads silent only after the grace")
+}
