@@ -225,25 +225,30 @@ func victimNetns(cl *simcluster.Cluster, node string) string {
 
 // stop removes the cluster (idempotent).
 func (d *demo) stop() error {
-	if d.real != nil {
-		return d.stopReal()
+	switch {
+	case d.real != nil:
+		return d.stopCluster("realcluster", d.real.Stop, "containers, nodes, namespaces and control plane")
+	case d.cl != nil:
+		return d.stopCluster("simcluster", d.cl.Stop, "processes, namespaces, bridge and control plane")
 	}
-	if d.cl == nil {
-		return nil
-	}
+	return nil
+}
+
+// stopCluster runs stop within stopTimeout and says what it removed.
+func (d *demo) stopCluster(name string, stop func() error, what string) error {
 	d.header("Stop and clean up")
 	t0 := time.Now()
 	errc := make(chan error, 1)
-	go func() { errc <- d.cl.Stop() }()
+	go func() { errc <- stop() }()
 	select {
 	case err := <-errc:
 		if err != nil {
 			return err
 		}
 	case <-time.After(stopTimeout):
-		return fmt.Errorf("simcluster Stop did not return within %s (the next start sweeps leftovers)", stopTimeout)
+		return fmt.Errorf("%s Stop did not return within %s (the next start sweeps leftovers)", name, stopTimeout)
 	}
-	d.done("processes, namespaces, bridge and control plane removed in %s", round(time.Since(t0)))
+	d.done("%s removed in %s", what, round(time.Since(t0)))
 	return nil
 }
 

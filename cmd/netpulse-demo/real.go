@@ -214,22 +214,3 @@ func (d *demo) runReal(ctx context.Context) error {
 	}
 	return nil
 }
-
-// stopReal removes the real-node cluster: every container, node component, namespace and
-// the control plane.
-func (d *demo) stopReal() error {
-	d.header("Stop and clean up")
-	t0 := time.Now()
-	errc := make(chan error, 1)
-	go func() { errc <- d.real.Stop() }()
-	select {
-	case err := <-errc:
-		if err != nil {
-			return err
-		}
-	case <-time.After(stopTimeout):
-		return fmt.Errorf("realcluster Stop did not return within %s (the next start sweeps leftovers)", stopTimeout)
-	}
-	d.done("containers, nodes, namespaces and control plane removed in %s", round(time.Since(t0)))
-	return nil
-}

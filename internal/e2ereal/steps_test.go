@@ -143,6 +143,12 @@ type record struct {
 	objects map[string]string
 	events  map[string]int32
 	nodes   map[string]corev1.NodeCondition
+	// check is the declared check's record (SidecarCheck ran before the takeover, so the
+	// standby loaded it while the leader wrote it: #28 item 6): verdict, Reachable
+	// condition, outage starts, and its Events; newestSuccess may only move forward.
+	check         string
+	checkEvents   int32
+	newestSuccess time.Time
 }
 
 func (s *suite) record(ctx context.Context, t *testing.T) *record {
@@ -184,6 +190,29 @@ func (s *suite) record(ctx context.Context, t *testing.T) *record {
 			}
 		}
 	}
+	if nc, err := s.pnh.NetpulseV1alpha1().NetworkChecks(checksNamespace).Get(ctx, "web-to-dns", metav1.GetOptions{}); err == nil {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s", nc.Status.Reachability)
+		for _, c := range nc.Status.Conditions {
+			if c.Type == v1alpha1.ConditionReachable {
+				fmt.Fprintf(&b, " %s/%s since %s", c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339))
+			}
+		}
+		for _, o := range nc.Status.Outages {
+			fmt.Fprintf(&b, " outage@%s", o.Start.UTC().Format(time.RFC3339))
+		}
+		r.check = b.String()
+		for _, e := range nc.Status.Successes {
+			if e.Time.After(r.newestSuccess) {
+				r.newestSuccess = e.Time.Time
+			}
+		}
+		evs, err := s.cs.CoreV1().Events(checksNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web-to-dns"})
+		require.NoError(t, err)
+		for _, ev := range evs.Items {
+			r.checkEvents += max(ev.Count, 1)
+		}
+	}
 	return r
 }
 
@@ -205,6 +234,15 @@ func (before *record) diff(after *record) []string {
 		if !apiequality.Semantic.DeepEqual(before.nodes[n], after.nodes[n]) {
 			out = append(out, fmt.Sprintf("node %s: %+v -> %+v", n, before.nodes[n], after.nodes[n]))
 		}
+	}
+	if before.check != after.check {
+		out = append(out, fmt.Sprintf("NetworkCheck: %s -> %s", before.check, after.check))
+	}
+	if after.newestSuccess.Before(before.newestSuccess) {
+		out = append(out, fmt.Sprintf("NetworkCheck's newest success rolled back: %s -> %s", before.newestSuccess, after.newestSuccess))
+	}
+	if after.checkEvents != before.checkEvents {
+		out = append(out, fmt.Sprintf("NetworkCheck Events: %d -> %d", before.checkEvents, after.checkEvents))
 	}
 	return out
 }
@@ -270,6 +308,13 @@ func (s *suite) gatewayTakeover(t *testing.T) {
 	})
 	require.Empty(t, s.falseVerdicts(ctx, t, deleted), "false reports during the takeover")
 	require.NoError(t, s.cl.WaitDeploymentAvailable(ctx, s.cs, namespace, "netpulse-gateway", 3*time.Minute))
+	// And it stays so past the new leader's settle time and takeover grace (30 s) and three
+	// of the agents' rounds: nothing rolled back or re-emitted later, no agent read silent
+	// (the check's status too, #28 item 6).
+	for time.Since(deleted) < 50*time.Second {
+		time.Sleep(time.Second)
+		require.Empty(t, before.diff(s.record(ctx, t)), "the record changed after the takeover")
+	}
 	unknown := "none read Unknown"
 	if !unknownFrom.IsZero() {
 		unknown = fmt.Sprintf("objects read Unknown/ObserverSilent for about %.0f s", unknownTo.Sub(unknownFrom).Seconds()+1)

@@ -210,7 +210,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	errs := make(chan error, len(c.Nodes))
 	for _, n := range c.Nodes {
 		go func(n *Node) {
-			errs <- c.startNode(ctx, n, images, proxyKubeconfig)
+			errs <- c.startNode(ctx, n, images)
 		}(n)
 	}
 	var startErrs []error
@@ -220,6 +220,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 	if err = errors.Join(startErrs...); err != nil {
+		return c, err
+	}
+	if err = c.startKubelets(ctx, proxyKubeconfig); err != nil {
 		return c, err
 	}
 	cs, err := c.Clientset()
@@ -237,7 +240,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, nil
 }
 
-func (c *Cluster) startNode(ctx context.Context, n *Node, images []string, proxyKubeconfig string) error {
+func (c *Cluster) startNode(ctx context.Context, n *Node, images []string) error {
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return err
 	}
@@ -247,13 +250,41 @@ func (c *Cluster) startNode(ctx context.Context, n *Node, images []string, proxy
 	if err := c.startContainerd(ctx, n); err != nil {
 		return err
 	}
-	if err := c.importImages(ctx, n, images); err != nil {
-		return err
+	return c.importImages(ctx, n, images)
+}
+
+// devicePluginSocket is the kubelet's device-plugin registration socket: a fixed path, not
+// under --root-dir, so every kubelet on this host binds the same one (the last one started
+// holds it; no device plugin runs here). Kubelets started at the same moment race for it and
+// one fails with "address already in use", so they start one after another.
+const devicePluginSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+
+// startKubelets starts the nodes' kubelets one at a time, each once the previous one has
+// bound the device-plugin socket, and each node's kube-proxy after its kubelet (kube-proxy
+// reads the node's addresses from the Node object the kubelet registers).
+func (c *Cluster) startKubelets(ctx context.Context, proxyKubeconfig string) error {
+	for _, n := range c.Nodes {
+		before := time.Now()
+		if err := c.startKubelet(ctx, n); err != nil {
+			return err
+		}
+		err := waitFor(ctx, 30*time.Second, func() (bool, error) {
+			if err := n.exited(); err != nil {
+				return false, err
+			}
+			fi, err := os.Stat(devicePluginSocket)
+			return err == nil && !fi.ModTime().Before(before), nil
+		}, func() string {
+			return "kubelet on " + n.Name + " did not bind " + devicePluginSocket + "\n" + n.Logs(30)
+		})
+		if err != nil {
+			return err
+		}
+		if err := c.startKubeProxy(ctx, n, proxyKubeconfig); err != nil {
+			return err
+		}
 	}
-	if err := c.startKubelet(ctx, n); err != nil {
-		return err
-	}
-	return c.startKubeProxy(ctx, n, proxyKubeconfig)
+	return nil
 }
 
 func (c *Cluster) startScheduler() error {

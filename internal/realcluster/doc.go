@@ -17,7 +17,9 @@
 // the nodes share one kernel (one conntrack table limit, one set of kernel sysctls, which
 // the kubelets set the same way), one mount namespace (each kubelet and containerd has
 // its own root, state and cgroup root), and one cgroup v1 hierarchy (each kubelet's
-// --cgroup-root is its own subtree, so the container limits are the kernel's own).
+// --cgroup-root is its own subtree, so the container limits are the kernel's own). One kubelet
+// path is host-wide whatever the flags, the device-plugin registration socket: the kubelets
+// start one after another and the last one holds it (no device plugin runs here).
 //
 // Everything needs root. See README.md.
 package realcluster
