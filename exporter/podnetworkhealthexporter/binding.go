@@ -7,11 +7,12 @@ import (
 	"context"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
+
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/ratelog"
 )
@@ -57,7 +58,7 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 	if _, _, ok := identity.FromClientInfo(info); !ok {
 		n := 0
 		for i := 0; i < rms.Len(); i++ {
-			n += summary.ProbeDataPoints(rms.At(i))
+			n += decode.ProbeDataPoints(rms.At(i))
 		}
 		if n == 0 {
 			return md, nil
@@ -70,7 +71,7 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 	skipped := map[string]int{}
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
-		src, complete := summary.SourceOf(rm.Resource().Attributes())
+		src, complete := decode.SourceOf(rm.Resource().Attributes())
 		if !complete {
 			keep = append(keep, i) // Decode counts it as missing_source
 			continue
@@ -81,7 +82,7 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 			keep = append(keep, i)
 			continue
 		}
-		n := summary.ProbeDataPoints(rm)
+		n := decode.ProbeDataPoints(rm)
 		if n == 0 {
 			continue // nothing of ours in it
 		}

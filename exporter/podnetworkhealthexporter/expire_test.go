@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -16,7 +18,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 )
@@ -71,7 +72,7 @@ func TestStandbyBoundsAndExpiresDecoderStreams(t *testing.T) {
 	for req := range 10 {
 		require.NoError(t, e.consume(context.Background(), flood(req, 5000, time.Now())))
 	}
-	assert.LessOrEqual(t, e.decoder.Streams(), summary.DefaultMaxStreamsPerSource,
+	assert.LessOrEqual(t, e.decoder.Streams(), decode.DefaultMaxStreamsPerSource,
 		"the source's streams are bounded (the flood alone would make %d)", 50000)
 	assert.Eventually(t, func() bool { return e.decoder.Streams() == 0 }, 10*time.Second, 100*time.Millisecond,
 		"forgotten by the standby within the TTL (3 s) and one expiry tick")

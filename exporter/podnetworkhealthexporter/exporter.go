@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/exporter"
@@ -61,7 +64,7 @@ type pnhExporter struct {
 	set     exporter.Settings
 	logger  *zap.Logger
 	tb      *metadata.TelemetryBuilder
-	decoder *summary.Decoder
+	decoder *decode.Decoder
 	// binder is nil unless require_authenticated_observers.
 	binder *binder
 	// engine decides what to write (pure); everything below it is I/O.
@@ -103,12 +106,12 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		set:    set,
 		logger: set.Logger,
 		tb:     tb,
-		decoder: summary.NewDecoder(summary.DecoderConfig{
+		decoder: decode.NewDecoder(decode.DecoderConfig{
 			StreamTTL:        3 * cfg.MaxProbeInterval,
 			FirstSightMaxAge: cfg.MaxProbeInterval,
 			MaxPerRound:      cfg.MaxEchoesPerRound,
 			MinRoundInterval: cfg.MinProbeInterval,
-			MaxFutureSkew:    summary.FutureSkew(cfg.MinProbeInterval),
+			MaxFutureSkew:    decode.FutureSkew(cfg.MinProbeInterval),
 		}),
 		engine:    engine.New(engineConfig(cfg)),
 		stopNodes: make(chan struct{}),
@@ -136,9 +139,9 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	}
 	if err := tb.RegisterPodNetworkHealthTargetReachableCallback(observeTargets(func(t engine.TargetStatus) (int64, bool) {
 		switch t.Verdict {
-		case summary.VerdictReachable:
+		case observation.VerdictReachable:
 			return 1, true
-		case summary.VerdictUnreachable:
+		case observation.VerdictUnreachable:
 			return 0, true
 		}
 		return 0, false
@@ -146,7 +149,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		return nil, err
 	}
 	if err := tb.RegisterPodNetworkHealthTargetFailingObserversCallback(observeTargets(func(t engine.TargetStatus) (int64, bool) {
-		return int64(t.Failing), t.Verdict != summary.VerdictUnknown
+		return int64(t.Failing), t.Verdict != observation.VerdictUnknown
 	})); err != nil {
 		return nil, err
 	}
@@ -201,7 +204,7 @@ func targetName(k engine.TargetKey) string {
 	if k.Name != "" {
 		return k.Name
 	}
-	return summary.EndpointText(k.Address, k.Port, k.Endpoint)
+	return observation.EndpointText(k.Address, k.Port, k.Endpoint)
 }
 
 // engineConfig maps the exporter's configuration onto the decision engine.
@@ -225,7 +228,7 @@ func engineConfig(cfg *Config) engine.Config {
 		Namespace:            cfg.Namespace,
 		WritesPerSecond:      float64(cfg.QPS),
 		MaxProbeInterval:     cfg.MaxProbeInterval,
-		MaxFutureSkew:        summary.FutureSkew(cfg.MinProbeInterval),
+		MaxFutureSkew:        decode.FutureSkew(cfg.MinProbeInterval),
 	}
 }
 
@@ -566,16 +569,16 @@ const eventComponent = "netpulse-pod-network-health"
 // budget as every other write (behind verdict changes, ahead of updates and heartbeats).
 // events.per_minute caps their number on top; excess is dropped and logged, the status
 // still carries the outage history.
-func (e *pnhExporter) emitEvents(ts []summary.Transition) {
+func (e *pnhExporter) emitEvents(ts []observation.Transition) {
 	if e.eventsRL == nil {
 		return
 	}
 	for _, t := range ts {
 		var typ, reason string
 		switch {
-		case t.New == summary.VerdictUnreachable && t.Old != summary.VerdictUnreachable:
+		case t.New == observation.VerdictUnreachable && t.Old != observation.VerdictUnreachable:
 			typ, reason = corev1.EventTypeWarning, EventOutageDetected
-		case t.New == summary.VerdictReachable && t.Old == summary.VerdictUnreachable:
+		case t.New == observation.VerdictReachable && t.Old == observation.VerdictUnreachable:
 			typ, reason = corev1.EventTypeNormal, EventRestored
 		default:
 			continue

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -18,20 +20,20 @@ import (
 )
 
 // nameOf is the object name of a pair.
-func nameOf(k summary.PairKey) string {
+func nameOf(k observation.PairKey) string {
 	return ExternalObjectName(k.SourceNamespace, k.SourcePod, string(k.TargetKind), k.TargetNamespace, k.TargetName, k.TargetAddress, k.TargetPort, k.TargetEndpoint)
 }
 
 // specOf is the immutable identity of a pair's object.
-func specOf(k summary.PairKey) v1alpha1.PodNetworkHealthSpec {
+func specOf(k observation.PairKey) v1alpha1.PodNetworkHealthSpec {
 	spec := v1alpha1.PodNetworkHealthSpec{
 		SourcePodRef: v1alpha1.PodReference{Namespace: k.SourceNamespace, Name: k.SourcePod, UID: types.UID(k.SourceUID)},
 	}
 	switch {
-	case k.TargetKind == summary.TargetPod:
+	case k.TargetKind == observation.TargetPod:
 		spec.TargetKind = v1alpha1.TargetKindPod
 		spec.TargetPodRef = &v1alpha1.PodReference{Namespace: k.TargetNamespace, Name: k.TargetName, UID: types.UID(k.TargetUID)}
-	case k.TargetKind == summary.TargetNode && k.TargetName != "":
+	case k.TargetKind == observation.TargetNode && k.TargetName != "":
 		spec.TargetKind = v1alpha1.TargetKindNode
 		spec.TargetNodeRef = &v1alpha1.NodeReference{Name: k.TargetName}
 	default:
@@ -43,7 +45,7 @@ func specOf(k summary.PairKey) v1alpha1.PodNetworkHealthSpec {
 
 // objectOf renders a pair's summary as the object the API should hold: in the source pod's
 // namespace, owned by the source pod (garbage-collected with it).
-func objectOf(s summary.Summary) *v1alpha1.PodNetworkHealth {
+func objectOf(s observation.Summary) *v1alpha1.PodNetworkHealth {
 	k := s.Key
 	obj := &v1alpha1.PodNetworkHealth{
 		ObjectMeta: metav1.ObjectMeta{
@@ -71,7 +73,7 @@ func timePtr(t time.Time) *metav1.Time {
 	return &mt
 }
 
-func latencyOf(l summary.Latency) *v1alpha1.LatencySummary {
+func latencyOf(l observation.Latency) *v1alpha1.LatencySummary {
 	if l.Count == 0 {
 		return nil
 	}
@@ -87,7 +89,7 @@ func clampInt32(v uint64) int32 {
 
 // statusOf maps a summary onto the API's status. Times are truncated to seconds (what the
 // API stores), so an unchanged summary renders an identical status.
-func statusOf(s summary.Summary) v1alpha1.PodNetworkHealthStatus {
+func statusOf(s observation.Summary) v1alpha1.PodNetworkHealthStatus {
 	st := v1alpha1.PodNetworkHealthStatus{
 		Reachability:     v1alpha1.Reachability(s.Verdict),
 		Latency:          latencyOf(s.RTT),
@@ -138,10 +140,10 @@ func statusOf(s summary.Summary) v1alpha1.PodNetworkHealthStatus {
 		LastTransitionTime: metav1.NewTime(s.VerdictSince.Truncate(time.Second)),
 	}
 	switch s.Verdict {
-	case summary.VerdictReachable:
+	case observation.VerdictReachable:
 		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonProbesSucceeded
 		cond.Message = "the target answered the last probe rounds"
-	case summary.VerdictUnreachable:
+	case observation.VerdictUnreachable:
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonProbesFailed
 		cond.Message = "the target did not answer the last probe rounds"
 		if len(s.Outages) > 0 && s.Outages[0].Ongoing() && s.Outages[0].Message != "" {
@@ -161,10 +163,10 @@ func statusOf(s summary.Summary) v1alpha1.PodNetworkHealthStatus {
 // setDegraded adds the Degraded condition: True when an address family of a reachable pair
 // fails while another answers, False when every probed family answers, Unknown while the
 // pair is not Reachable.
-func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s summary.Summary, families []string, since time.Time) {
+func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, families []string, since time.Time) {
 	cond := metav1.Condition{Type: v1alpha1.ConditionDegraded, LastTransitionTime: metav1.NewTime(s.VerdictSince.Truncate(time.Second))}
 	switch {
-	case s.Verdict != summary.VerdictReachable:
+	case s.Verdict != observation.VerdictReachable:
 		cond.Status, cond.Reason = metav1.ConditionUnknown, v1alpha1.ReasonNotReachable
 		cond.Message = "degradation is judged only while the target is reachable"
 	case len(families) > 0:
@@ -185,25 +187,25 @@ func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s summary.Summary, familie
 
 // keyOfObject recovers the pair of an existing object (to resume after a restart or a
 // leadership change without rewriting what the API already has).
-func keyOfObject(o *v1alpha1.PodNetworkHealth) summary.PairKey {
-	k := summary.PairKey{
+func keyOfObject(o *v1alpha1.PodNetworkHealth) observation.PairKey {
+	k := observation.PairKey{
 		SourceNamespace: o.Spec.SourcePodRef.Namespace,
 		SourcePod:       o.Spec.SourcePodRef.Name,
 		SourceUID:       string(o.Spec.SourcePodRef.UID),
 	}
 	switch o.Spec.TargetKind {
 	case v1alpha1.TargetKindPod:
-		k.TargetKind = summary.TargetPod
+		k.TargetKind = observation.TargetPod
 		if r := o.Spec.TargetPodRef; r != nil {
 			k.TargetNamespace, k.TargetName, k.TargetUID = r.Namespace, r.Name, string(r.UID)
 		}
 	case v1alpha1.TargetKindNode:
-		k.TargetKind = summary.TargetNode
+		k.TargetKind = observation.TargetNode
 		if r := o.Spec.TargetNodeRef; r != nil {
 			k.TargetName = r.Name
 		}
 	default:
-		k.TargetKind = summary.TargetExternal
+		k.TargetKind = observation.TargetExternal
 		if r := o.Spec.TargetEndpoint; r != nil {
 			k.TargetAddress, k.TargetPort, k.TargetEndpoint = r.Address, int64(r.Port), r.Endpoint
 		}
@@ -214,7 +216,7 @@ func keyOfObject(o *v1alpha1.PodNetworkHealth) summary.PairKey {
 // writtenOf approximates what was written for an existing object, so the write budget
 // carries on across restarts: the heartbeat counts from its last observed time.
 func writtenOf(o *v1alpha1.PodNetworkHealth) summary.Written {
-	w := summary.Written{Verdict: summary.Verdict(o.Status.Reachability), Fingerprint: 1}
+	w := summary.Written{Verdict: observation.Verdict(o.Status.Reachability), Fingerprint: 1}
 	if o.Status.LastObservedTime != nil {
 		w.At = o.Status.LastObservedTime.Time
 	} else {
@@ -242,9 +244,9 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) engine.Persisted {
 	p := engine.Persisted{
 		Key:     k,
 		Written: writtenOf(o),
-		Source:  summary.Source{Namespace: k.SourceNamespace, Name: k.SourcePod, UID: k.SourceUID, Node: st.ObservedFromNode},
-		Target:  summary.Target{Kind: k.TargetKind, Namespace: k.TargetNamespace, Name: k.TargetName, UID: k.TargetUID, Address: k.TargetAddress, Port: k.TargetPort, Endpoint: k.TargetEndpoint},
-		Verdict: summary.Verdict(st.Reachability),
+		Source:  observation.Source{Namespace: k.SourceNamespace, Name: k.SourcePod, UID: k.SourceUID, Node: st.ObservedFromNode},
+		Target:  observation.Target{Kind: k.TargetKind, Namespace: k.TargetNamespace, Name: k.TargetName, UID: k.TargetUID, Address: k.TargetAddress, Port: k.TargetPort, Endpoint: k.TargetEndpoint},
+		Verdict: observation.Verdict(st.Reachability),
 	}
 	if st.LastObservedTime != nil {
 		p.LastObserved = st.LastObservedTime.Time
@@ -255,7 +257,7 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) engine.Persisted {
 			p.Since = c.LastTransitionTime.Time
 			switch c.Reason {
 			case v1alpha1.ReasonObserverUnhealthy:
-				p.Verdict, p.BadObserverNode = summary.VerdictUnreachable, st.ObservedFromNode
+				p.Verdict, p.BadObserverNode = observation.VerdictUnreachable, st.ObservedFromNode
 			case v1alpha1.ReasonObserverSilent:
 				// Nothing is known of the path; the object waits for its observer.
 				p.Verdict, p.SilentObserver = "", true
@@ -267,7 +269,7 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) engine.Persisted {
 		}
 	}
 	for _, out := range st.Outages {
-		so := summary.Outage{Start: out.Start.Time, Reason: out.Reason, Message: out.Message}
+		so := observation.Outage{Start: out.Start.Time, Reason: out.Reason, Message: out.Message}
 		if out.End != nil {
 			so.End = out.End.Time
 		}
@@ -279,7 +281,7 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) engine.Persisted {
 // degradedFamiliesOf recovers the families a Degraded message names (setDegraded).
 func degradedFamiliesOf(msg string) string {
 	var fs []string
-	for _, f := range []string{summary.FamilyIPv4, summary.FamilyIPv6} {
+	for _, f := range []string{observation.FamilyIPv4, observation.FamilyIPv6} {
 		if strings.Contains(msg, f) {
 			fs = append(fs, f)
 		}

@@ -7,22 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
 
-func unreachableSummary(now time.Time) summary.Summary {
-	return summary.Summary{
-		Key: summary.PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetPod,
+func unreachableSummary(now time.Time) observation.Summary {
+	return observation.Summary{
+		Key: observation.PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: observation.TargetPod,
 			TargetNamespace: "ns", TargetName: "b", TargetUID: "ub"},
-		Verdict:          summary.VerdictUnreachable,
+		Verdict:          observation.VerdictUnreachable,
 		VerdictSince:     now.Add(-time.Minute),
 		LastObserved:     now,
 		ObservedFromNode: "node-a",
-		Outages:          []summary.Outage{{Start: now.Add(-time.Minute), Reason: "Timeout", Message: "timeout"}},
+		Outages:          []observation.Outage{{Start: now.Add(-time.Minute), Reason: "Timeout", Message: "timeout"}},
 	}
 }
 
@@ -51,16 +52,16 @@ func TestMarkObserverUnhealthy(t *testing.T) {
 }
 
 func TestKeyOfObjectRoundTrip(t *testing.T) {
-	for _, k := range []summary.PairKey{
-		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetPod, TargetNamespace: "other", TargetName: "b", TargetUID: "ub"},
-		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetNode, TargetName: "node-1"},
-		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetExternal, TargetAddress: "192.0.2.1"},
-		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetExternal, TargetAddress: "192.0.2.1",
+	for _, k := range []observation.PairKey{
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: observation.TargetPod, TargetNamespace: "other", TargetName: "b", TargetUID: "ub"},
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: observation.TargetNode, TargetName: "node-1"},
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: observation.TargetExternal, TargetAddress: "192.0.2.1"},
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: observation.TargetExternal, TargetAddress: "192.0.2.1",
 			TargetPort: 443, TargetEndpoint: "https://192.0.2.1/healthz"},
-		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetExternal, TargetAddress: "10.96.0.10",
+		{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: observation.TargetExternal, TargetAddress: "10.96.0.10",
 			TargetPort: 53, TargetEndpoint: "kubernetes.default.svc.cluster.local. A"},
 	} {
-		obj := objectOf(summary.Summary{Key: k})
+		obj := objectOf(observation.Summary{Key: k})
 		require.Equal(t, k, keyOfObject(obj), "the pair survives a restart: %s", k)
 		require.Equal(t, "ns", obj.Namespace, "objects live in the source pod's namespace")
 		require.Equal(t, "ua", string(obj.OwnerReferences[0].UID))
@@ -69,7 +70,7 @@ func TestKeyOfObjectRoundTrip(t *testing.T) {
 
 func TestDegradedCondition(t *testing.T) {
 	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	s := summary.Summary{Verdict: summary.VerdictReachable, VerdictSince: at, LastObserved: at.Add(time.Minute)}
+	s := observation.Summary{Verdict: observation.VerdictReachable, VerdictSince: at, LastObserved: at.Add(time.Minute)}
 	cond := func(st v1alpha1.PodNetworkHealthStatus) metav1.Condition {
 		for _, c := range st.Conditions {
 			if c.Type == v1alpha1.ConditionDegraded {
@@ -93,7 +94,7 @@ func TestDegradedCondition(t *testing.T) {
 	require.Equal(t, v1alpha1.ReasonAddressFamiliesReachable, cond(st).Reason)
 
 	st = v1alpha1.PodNetworkHealthStatus{}
-	s.Verdict = summary.VerdictUnreachable
+	s.Verdict = observation.VerdictUnreachable
 	setDegraded(&st, s, nil, time.Time{})
 	require.Equal(t, metav1.ConditionUnknown, cond(st).Status)
 	require.Equal(t, v1alpha1.ReasonNotReachable, cond(st).Reason)
@@ -102,17 +103,17 @@ func TestDegradedCondition(t *testing.T) {
 // What a writer puts in an object reads back as the state a new writer resumes from.
 func TestPersistedRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	s := summary.Summary{
-		Key: summary.PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: summary.TargetPod,
+	s := observation.Summary{
+		Key: observation.PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: observation.TargetPod,
 			TargetNamespace: "ns", TargetName: "b", TargetUID: "ub"},
-		Verdict: summary.VerdictUnreachable, VerdictSince: at.Add(2 * time.Second), LastObserved: at.Add(time.Minute),
+		Verdict: observation.VerdictUnreachable, VerdictSince: at.Add(2 * time.Second), LastObserved: at.Add(time.Minute),
 		ObservedFromNode: "node-a",
-		Outages:          []summary.Outage{{Start: at, Reason: "Timeout", Message: "unreachable"}, {Start: at.Add(-time.Hour), End: at.Add(-50 * time.Minute), Reason: "Timeout"}},
+		Outages:          []observation.Outage{{Start: at, Reason: "Timeout", Message: "unreachable"}, {Start: at.Add(-time.Hour), End: at.Add(-50 * time.Minute), Reason: "Timeout"}},
 	}
 	obj := objectOf(s)
 	p := persistedOf(obj)
 	require.Equal(t, s.Key, p.Key)
-	require.Equal(t, summary.VerdictUnreachable, p.Verdict)
+	require.Equal(t, observation.VerdictUnreachable, p.Verdict)
 	require.Equal(t, at.Add(2*time.Second), p.Since)
 	require.Equal(t, at.Add(time.Minute), p.LastObserved)
 	require.Len(t, p.Outages, 2)
@@ -122,7 +123,7 @@ func TestPersistedRoundTrip(t *testing.T) {
 
 	markObserverUnhealthy(&obj.Status, "node-a")
 	p = persistedOf(obj)
-	require.Equal(t, summary.VerdictUnreachable, p.Verdict, "ObserverUnhealthy is an Unreachable pair blamed on its observer")
+	require.Equal(t, observation.VerdictUnreachable, p.Verdict, "ObserverUnhealthy is an Unreachable pair blamed on its observer")
 	require.Equal(t, "node-a", p.BadObserverNode)
 
 	obj = objectOf(s)
@@ -132,7 +133,7 @@ func TestPersistedRoundTrip(t *testing.T) {
 	require.Empty(t, p.Verdict, "a silent observer's object says nothing of the path")
 	require.Len(t, p.Outages, 2, "the outage history is kept")
 
-	s.Verdict = summary.VerdictReachable
+	s.Verdict = observation.VerdictReachable
 	s.Outages = nil
 	obj = objectOf(s)
 	setDegraded(&obj.Status, s, []string{"ipv6"}, at)

@@ -8,19 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
 
 // flood is what one compromised agent (its own token, its own name: source liar) sends
 // about target victim at now: n points, one per timestamp, dated from ahead-n+1 to ahead
 // after now (ahead <= 0: in the past), all ok or all failing.
-func (r *ring) flood(liar, victim, n int, now time.Time, ahead time.Duration, ok bool) []summary.Observation {
-	var obs []summary.Observation
+func (r *ring) flood(liar, victim, n int, now time.Time, ahead time.Duration, ok bool) []observation.Observation {
+	var obs []observation.Observation
 	for i := range n {
-		o := summary.Observation{Source: r.src(liar), Target: r.tgt(victim), ProbeType: "icmp", Success: ok, Sent: 3,
+		o := observation.Observation{Source: r.src(liar), Target: r.tgt(victim), ProbeType: "icmp", Success: ok, Sent: 3,
 			Timestamp: now.Add(ahead - time.Duration(n-1-i)*time.Millisecond)}
 		if !ok {
 			o.Lost, o.ErrorType = 3, "timeout"
@@ -56,14 +56,14 @@ func TestOneNodeCannotMakeAHealthyTargetUnreachable(t *testing.T) {
 				e.Observe(r.flood(liar, victim, 16, now, ahead, false), now)
 				res := e.Reconcile(now)
 				for _, c := range res.TargetChanges {
-					assert.NotEqual(t, summary.VerdictUnreachable, c.Verdict, "round %d: %s", round, c.Key)
+					assert.NotEqual(t, observation.VerdictUnreachable, c.Verdict, "round %d: %s", round, c.Key)
 				}
 				d := e.ReconcileNodes(now, cur, NodeConfig{})
 				assert.Empty(t, d.Marked, "round %d", round)
 			}
-			ts, ok := e.Target(TargetKeyOf(&summary.Observation{Target: r.tgt(victim)}))
+			ts, ok := e.Target(TargetKeyOf(&observation.Observation{Target: r.tgt(victim)}))
 			require.True(t, ok)
-			assert.Equal(t, summary.VerdictReachable, ts.Verdict)
+			assert.Equal(t, observation.VerdictReachable, ts.Verdict)
 			assert.LessOrEqual(t, ts.Failing, 1, "one failing observer node at most")
 		})
 	}
@@ -93,9 +93,9 @@ func TestOneNodeCannotHideAPartition(t *testing.T) {
 				d := e.ReconcileNodes(now, cur, NodeConfig{})
 				marked = d.Marked
 			}
-			ts, ok := e.Target(TargetKeyOf(&summary.Observation{Target: r.tgt(cut)}))
+			ts, ok := e.Target(TargetKeyOf(&observation.Observation{Target: r.tgt(cut)}))
 			require.True(t, ok)
-			assert.Equal(t, summary.VerdictUnreachable, ts.Verdict, "the partition is not hidden")
+			assert.Equal(t, observation.VerdictUnreachable, ts.Verdict, "the partition is not hidden")
 			assert.Equal(t, []string{"node-6"}, marked)
 		})
 	}

@@ -18,6 +18,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
@@ -79,7 +82,7 @@ type Config struct {
 	// Hook for roles (#28 item 3): only agents' nodes count toward a quorum; the identity
 	// package decides who is an agent. A source that does not vote still has its own
 	// pairs summarised.
-	Voter func(src summary.Source) (node string, votes bool)
+	Voter func(src observation.Source) (node string, votes bool)
 }
 
 // Defaults of Config.
@@ -92,8 +95,8 @@ const (
 	DefaultHeartbeatShare        = 0.5
 	DefaultMaxProbeInterval      = time.Minute
 	DefaultFailingPairsPerSource = 1
-	// DefaultMaxFutureSkew is summary.DefaultMaxFutureSkew (see summary.FutureSkew).
-	DefaultMaxFutureSkew = summary.DefaultMaxFutureSkew
+	// DefaultMaxFutureSkew is decode.DefaultMaxFutureSkew (see decode.FutureSkew).
+	DefaultMaxFutureSkew = decode.DefaultMaxFutureSkew
 )
 
 func (c Config) withDefaults() Config {
@@ -155,13 +158,13 @@ type familyRounds struct {
 }
 
 func familyIndex(f string) int {
-	if f == summary.FamilyIPv6 {
+	if f == observation.FamilyIPv6 {
 		return 1
 	}
 	return 0
 }
 
-var familyNames = [2]string{summary.FamilyIPv4, summary.FamilyIPv6}
+var familyNames = [2]string{observation.FamilyIPv4, observation.FamilyIPv6}
 
 func (f *familyRounds) add(at time.Time, ok bool) {
 	switch {
@@ -193,7 +196,7 @@ type observerState struct {
 }
 
 // voterOf is the node src votes for, and whether it votes (Config.Voter).
-func (e *Engine) voterOf(src summary.Source) (node string, votes bool) {
+func (e *Engine) voterOf(src observation.Source) (node string, votes bool) {
 	if e.cfg.Voter != nil {
 		return e.cfg.Voter(src)
 	}
@@ -229,9 +232,9 @@ func (o *observerState) silentAfter(maxInterval time.Duration) time.Duration {
 
 // ObjectWrite is one object to write (or delete).
 type ObjectWrite struct {
-	Key summary.PairKey
+	Key observation.PairKey
 	// Summary is what to write; unset for deletes.
-	Summary summary.Summary
+	Summary observation.Summary
 	// BadObserverNode: the pair is Unreachable because its observer's node cannot reach
 	// the pod network; the object says Unknown / ObserverUnhealthy instead.
 	BadObserverNode string
@@ -255,7 +258,7 @@ type ObjectWrite struct {
 type Result struct {
 	Objects []ObjectWrite
 	// Events: verdict changes of pairs that have objects, ordered by time.
-	Events []summary.Transition
+	Events []observation.Transition
 	// TargetChanges: per-target verdict changes, for logs and metrics.
 	TargetChanges []TargetStatus
 	// ObserverChanges: observers that fell silent or reported again.
@@ -315,13 +318,13 @@ type Engine struct {
 	targets      map[TargetKey]*targetState
 	dirtyTargets map[TargetKey]struct{}
 	observers    map[string]*observerState // by source pod UID
-	pairs        map[summary.PairKey]*pairInfo
-	dirty        map[summary.PairKey]struct{}
+	pairs        map[observation.PairKey]*pairInfo
+	dirty        map[observation.PairKey]struct{}
 	// written: what was last decided for each object (the object set).
-	written            map[summary.PairKey]summary.Written
-	writtenBadObserver map[summary.PairKey]bool
-	writtenDegraded    map[summary.PairKey]string
-	writtenSilent      map[summary.PairKey]bool
+	written            map[observation.PairKey]summary.Written
+	writtenBadObserver map[observation.PairKey]bool
+	writtenDegraded    map[observation.PairKey]string
+	writtenSilent      map[observation.PairKey]bool
 	fullPass           bool
 	// badNodes are the nodes the node judgement found unable to reach the pod network:
 	// their observers' failures are not evidence against targets.
@@ -345,12 +348,12 @@ func New(cfg Config) *Engine {
 		targets:            map[TargetKey]*targetState{},
 		dirtyTargets:       map[TargetKey]struct{}{},
 		observers:          map[string]*observerState{},
-		pairs:              map[summary.PairKey]*pairInfo{},
-		dirty:              map[summary.PairKey]struct{}{},
-		written:            map[summary.PairKey]summary.Written{},
-		writtenBadObserver: map[summary.PairKey]bool{},
-		writtenDegraded:    map[summary.PairKey]string{},
-		writtenSilent:      map[summary.PairKey]bool{},
+		pairs:              map[observation.PairKey]*pairInfo{},
+		dirty:              map[observation.PairKey]struct{}{},
+		written:            map[observation.PairKey]summary.Written{},
+		writtenBadObserver: map[observation.PairKey]bool{},
+		writtenDegraded:    map[observation.PairKey]string{},
+		writtenSilent:      map[observation.PairKey]bool{},
 		badNodes:           map[string]bool{},
 		seededBad:          map[string]bool{},
 		nodes:              nodeStates{},
@@ -361,7 +364,7 @@ func New(cfg Config) *Engine {
 func (e *Engine) Config() Config { return e.cfg }
 
 // countCandidate adds d to the candidates of the source of k (caller holds mu).
-func (e *Engine) countCandidate(k summary.PairKey, d int) {
+func (e *Engine) countCandidate(k observation.PairKey, d int) {
 	n := e.candidates[k.SourceUID] + d
 	if n <= 0 {
 		delete(e.candidates, k.SourceUID)
@@ -375,14 +378,14 @@ func (e *Engine) countCandidate(k summary.PairKey, d int) {
 // while their target is otherwise reachable (up to FailingPairsPerSource per source), are
 // summarised per pair. It returns how many observations were unusable: invalid, or dated
 // more than MaxFutureSkew after now.
-func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int) {
+func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var tracked []summary.Observation
+	var tracked []observation.Observation
 	future := now.Add(e.cfg.MaxFutureSkew)
 	for i := range obs {
 		o := &obs[i]
-		key := summary.KeyOf(o)
+		key := observation.KeyOf(o)
 		if !key.Valid() || o.Timestamp.IsZero() || o.Timestamp.After(future) {
 			ignored++
 			continue
@@ -392,7 +395,7 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 		node, votes := e.voterOf(o.Source)
 		if votes {
 			if ts == nil {
-				ts = &targetState{key: tk, verdict: summary.VerdictUnknown, target: o.Target}
+				ts = &targetState{key: tk, verdict: observation.VerdictUnknown, target: o.Target}
 				e.targets[tk] = ts
 			}
 			if !o.Timestamp.Before(ts.lastSeen) {
@@ -450,7 +453,7 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 			// at the next Reconcile instead of lingering for TargetTTL.
 			p.stable = false
 			e.countCandidate(key, +1)
-		case p == nil && !o.Success && (ts == nil || ts.verdict != summary.VerdictUnreachable) && !e.badNodes[o.Source.Node] &&
+		case p == nil && !o.Success && (ts == nil || ts.verdict != observation.VerdictUnreachable) && !e.badNodes[o.Source.Node] &&
 			e.candidates[key.SourceUID] < e.cfg.FailingPairsPerSource:
 			// A rotating pair failed while its target is not judged unreachable: a
 			// path-specific failure worth following, within its source's share.
@@ -474,7 +477,7 @@ func (e *Engine) Observe(obs []summary.Observation, now time.Time) (ignored int)
 	return ignored
 }
 
-func mergeTarget(t, o *summary.Target) {
+func mergeTarget(t, o *observation.Target) {
 	for _, f := range []struct{ dst, src *string }{
 		{&t.Namespace, &o.Namespace}, {&t.Name, &o.Name}, {&t.UID, &o.UID}, {&t.Node, &o.Node}, {&t.Zone, &o.Zone},
 	} {
@@ -525,7 +528,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	// judged unreachable by its observers; candidate pairs when they failed on two visits.
 	pairKeys := e.dirty
 	if e.fullPass {
-		pairKeys = map[summary.PairKey]struct{}{}
+		pairKeys = map[observation.PairKey]struct{}{}
 		for k := range e.pairs {
 			pairKeys[k] = struct{}{}
 		}
@@ -535,7 +538,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		if p == nil {
 			continue
 		}
-		if t := e.targets[p.target]; t != nil && t.verdict == summary.VerdictUnreachable {
+		if t := e.targets[p.target]; t != nil && t.verdict == observation.VerdictUnreachable {
 			if _, hasObject := e.written[k]; !p.stable && !hasObject {
 				// The target's own outage explains this rotating pair's failure: it is
 				// not path-specific after all, and the stable pairs show the outage.
@@ -549,7 +552,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			continue
 		}
 		if !p.stable {
-			if v, fails, ok := e.summ.Verdict(k); ok && fails >= 2 && v != summary.VerdictUnreachable {
+			if v, fails, ok := e.summ.Verdict(k); ok && fails >= 2 && v != observation.VerdictUnreachable {
 				e.summ.Escalate(k, "failed on consecutive visits while other observers reach the target")
 			}
 		}
@@ -593,7 +596,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			pairKeys[k] = struct{}{}
 		}
 	}
-	drop := func(k summary.PairKey) {
+	drop := func(k observation.PairKey) {
 		e.summ.Forget(k)
 		if p := e.pairs[k]; p != nil && !p.stable {
 			e.countCandidate(k, -1)
@@ -608,7 +611,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			res.Objects = append(res.Objects, ObjectWrite{Key: k, Delete: true, Reason: "delete", Priority: PriorityCleanup})
 		}
 	}
-	keepSilent := func(k summary.PairKey) bool {
+	keepSilent := func(k observation.PairKey) bool {
 		ob := e.observers[k.SourceUID]
 		_, hasObject := e.written[k]
 		return hasObject && ob != nil && ob.silent
@@ -626,7 +629,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		if !ok || keepSilent(k) {
 			continue
 		}
-		failing := v == summary.VerdictUnreachable
+		failing := v == observation.VerdictUnreachable
 		switch {
 		case p.stable && now.Sub(p.lastStable) > e.cfg.TargetTTL && !failing:
 			p.stable = false // no longer a stable peer: kept only while failing
@@ -651,7 +654,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	res.Heartbeat = hb
 	policy := e.cfg.Policy
 	policy.HeartbeatInterval = hb
-	keys := make([]summary.PairKey, 0, len(pairKeys))
+	keys := make([]observation.PairKey, 0, len(pairKeys))
 	for k := range pairKeys {
 		keys = append(keys, k)
 	}
@@ -662,7 +665,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	}
 	clear(e.dirty)
 	e.fullPass = false
-	slices.SortFunc(keys, func(a, b summary.PairKey) int {
+	slices.SortFunc(keys, func(a, b observation.PairKey) int {
 		switch {
 		case a.Less(b):
 			return -1
@@ -681,7 +684,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			continue
 		}
 		last, hasObject := e.written[k]
-		if !hasObject && !p.stable && s.Verdict != summary.VerdictUnreachable {
+		if !hasObject && !p.stable && s.Verdict != observation.VerdictUnreachable {
 			continue // a candidate without a verdict against it: no object
 		}
 		silent := ""
@@ -698,7 +701,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			continue
 		}
 		badObserver := ""
-		if s.Verdict == summary.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
+		if s.Verdict == observation.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
 			badObserver = s.ObservedFromNode
 		}
 		degraded, degradedSince := e.degradedFamilies(p, s.Verdict)
@@ -729,7 +732,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	// 5. Events for pairs that have objects: an outage detected, or ended.
 	for _, t := range e.summ.Transitions() {
 		_, ok := e.written[t.Key]
-		if ok && t.Old != t.New && (t.New == summary.VerdictUnreachable || t.Old == summary.VerdictUnreachable) {
+		if ok && t.Old != t.New && (t.New == observation.VerdictUnreachable || t.Old == observation.VerdictUnreachable) {
 			res.Events = append(res.Events, t)
 		}
 	}
@@ -740,8 +743,8 @@ func (e *Engine) Reconcile(now time.Time) Result {
 // degradedFamilies lists the address families of a Reachable pair that fail while another
 // answers: the pair's own rounds in that family failed FailuresToUnreachable times in a row,
 // or the target's observers judge that family of the target Unreachable (caller holds mu).
-func (e *Engine) degradedFamilies(p *pairInfo, v summary.Verdict) (failing []string, since time.Time) {
-	if v != summary.VerdictReachable {
+func (e *Engine) degradedFamilies(p *pairInfo, v observation.Verdict) (failing []string, since time.Time) {
+	if v != observation.VerdictReachable {
 		return nil, time.Time{}
 	}
 	answering := false
@@ -752,7 +755,7 @@ func (e *Engine) degradedFamilies(p *pairInfo, v summary.Verdict) (failing []str
 		tk := p.target
 		tk.Family = familyNames[i]
 		t := e.targets[tk]
-		if f.fails >= e.summ.Config().FailuresToUnreachable || (t != nil && t.verdict == summary.VerdictUnreachable && !f.lastOK) {
+		if f.fails >= e.summ.Config().FailuresToUnreachable || (t != nil && t.verdict == observation.VerdictUnreachable && !f.lastOK) {
 			failing = append(failing, familyNames[i])
 			if since.IsZero() || f.failSince.Before(since) {
 				since = f.failSince
@@ -794,15 +797,15 @@ func priorityOf(reason string, stable bool) Priority {
 
 // Persisted is what the API holds for one object at the start of a leadership term.
 type Persisted struct {
-	Key     summary.PairKey
+	Key     observation.PairKey
 	Written summary.Written
-	Source  summary.Source
-	Target  summary.Target
+	Source  observation.Source
+	Target  observation.Target
 	// Verdict is the pair's own verdict: Unreachable also when it was written as
 	// Unknown / ObserverUnhealthy (then BadObserverNode names the observer's node).
-	Verdict             summary.Verdict
+	Verdict             observation.Verdict
 	Since, LastObserved time.Time
-	Outages             []summary.Outage
+	Outages             []observation.Outage
 	BadObserverNode     string
 	// DegradedFamilies as written ("ipv6", or "" when none).
 	DegradedFamilies string
@@ -864,7 +867,7 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 		p := &pairInfo{stable: true, lastStable: now, seeded: true,
 			target: TargetKey{Kind: k.TargetKind, Namespace: k.TargetNamespace, Name: k.TargetName, UID: k.TargetUID,
 				Address: k.TargetAddress, Port: k.TargetPort, Endpoint: k.TargetEndpoint, Family: o.Target.Family()}}
-		if o.Verdict == summary.VerdictUnreachable {
+		if o.Verdict == observation.VerdictUnreachable {
 			p.lastFailure = o.LastObserved
 		}
 		e.pairs[k] = p
@@ -877,7 +880,7 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 // Reconcile would re-create an object that the garbage collector deletes again (its owner
 // is gone) until the observer reads silent; an observer that still reports and still
 // probes the pair as stable brings it back with its next round.
-func (e *Engine) ObjectGone(k summary.PairKey) {
+func (e *Engine) ObjectGone(k observation.PairKey) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.written[k]; !ok {
@@ -953,7 +956,7 @@ func compareTargetKeys(a, b TargetKey) int {
 }
 
 // Summary returns a pair's summary.
-func (e *Engine) Summary(k summary.PairKey) (summary.Summary, bool) { return e.summ.Summary(k) }
+func (e *Engine) Summary(k observation.PairKey) (observation.Summary, bool) { return e.summ.Summary(k) }
 
 // Stats returns gauges of the engine's state.
 func (e *Engine) Stats() Stats {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,12 +29,12 @@ func newRing(n, k int) *ring {
 	return &ring{n: n, k: k, t0: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC), iv: 10 * time.Second}
 }
 
-func (r *ring) src(i int) summary.Source {
-	return summary.Source{Namespace: "netpulse", Name: fmt.Sprintf("agent-%d", i), UID: fmt.Sprintf("uid-%d", i), Node: fmt.Sprintf("node-%d", i)}
+func (r *ring) src(i int) observation.Source {
+	return observation.Source{Namespace: "netpulse", Name: fmt.Sprintf("agent-%d", i), UID: fmt.Sprintf("uid-%d", i), Node: fmt.Sprintf("node-%d", i)}
 }
 
-func (r *ring) tgt(i int) summary.Target {
-	return summary.Target{Kind: summary.TargetPod, Namespace: "netpulse", Name: fmt.Sprintf("agent-%d", i), UID: fmt.Sprintf("uid-%d", i),
+func (r *ring) tgt(i int) observation.Target {
+	return observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: fmt.Sprintf("agent-%d", i), UID: fmt.Sprintf("uid-%d", i),
 		Node: fmt.Sprintf("node-%d", i), Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)}
 }
 
@@ -51,16 +53,16 @@ func (r *ring) targets(i, round int) (out []int, stable []bool) {
 
 // round builds the observations of one round; ok(src, dst) says whether a probe succeeds.
 // Every source reports at the round's time plus a jitter of i ms.
-func (r *ring) round(round int, ok func(src, dst int) bool) []summary.Observation {
-	var obs []summary.Observation
+func (r *ring) round(round int, ok func(src, dst int) bool) []observation.Observation {
+	var obs []observation.Observation
 	for i := 0; i < r.n; i++ {
 		ts := r.at(round).Add(time.Duration(i) * time.Millisecond)
 		dsts, stable := r.targets(i, round)
 		for j, d := range dsts {
-			o := summary.Observation{Source: r.src(i), Target: r.tgt(d), ProbeType: "icmp", Timestamp: ts, Stable: stable[j], Sent: 3}
+			o := observation.Observation{Source: r.src(i), Target: r.tgt(d), ProbeType: "icmp", Timestamp: ts, Stable: stable[j], Sent: 3}
 			o.Success = ok(i, d)
 			if o.Success {
-				o.RTT = summary.NewHistogram(8)
+				o.RTT = observation.NewHistogram(8)
 				o.RTT.Record(0.0002)
 			} else {
 				o.Lost, o.ErrorType, o.Message = 3, "timeout", "icmp: timeout"
@@ -76,8 +78,8 @@ func (r *ring) at(round int) time.Time { return r.t0.Add(time.Duration(round) * 
 func healthy(int, int) bool { return true }
 
 // withoutSource drops the observations of the agent named source (it stopped reporting).
-func withoutSource(obs []summary.Observation, source string) []summary.Observation {
-	var out []summary.Observation
+func withoutSource(obs []observation.Observation, source string) []observation.Observation {
+	var out []observation.Observation
 	for _, o := range obs {
 		if o.Source.Name != source {
 			out = append(out, o)
@@ -88,9 +90,9 @@ func withoutSource(obs []summary.Observation, source string) []summary.Observati
 
 // firstWriter runs an engine over rounds healthy rounds and returns the last write of each
 // object: what a writer that is about to be replaced leaves in the API.
-func (r *ring) firstWriter(rounds int) map[summary.PairKey]ObjectWrite {
+func (r *ring) firstWriter(rounds int) map[observation.PairKey]ObjectWrite {
 	a := New(Config{})
-	last := map[summary.PairKey]ObjectWrite{}
+	last := map[observation.PairKey]ObjectWrite{}
 	for round := 0; round < rounds; round++ {
 		a.Observe(r.round(round, healthy), r.at(round))
 		for _, w := range a.Reconcile(r.at(round).Add(time.Second)).Objects {
@@ -103,14 +105,14 @@ func (r *ring) firstWriter(rounds int) map[summary.PairKey]ObjectWrite {
 func TestHealthyObjectsAreTheStablePairs(t *testing.T) {
 	r := newRing(20, 3)
 	e := New(Config{})
-	objects := map[summary.PairKey]bool{}
+	objects := map[observation.PairKey]bool{}
 	for round := 0; round < 30; round++ {
 		e.Observe(r.round(round, healthy), r.at(round))
 		res := e.Reconcile(r.at(round).Add(time.Second))
 		for _, w := range res.Objects {
 			require.False(t, w.Delete)
 			objects[w.Key] = true
-			assert.Equal(t, summary.VerdictReachable, w.Summary.Verdict)
+			assert.Equal(t, observation.VerdictReachable, w.Summary.Verdict)
 		}
 		assert.Empty(t, res.Events, "no verdict change in a healthy cluster: round %d", round)
 	}
@@ -120,7 +122,7 @@ func TestHealthyObjectsAreTheStablePairs(t *testing.T) {
 	assert.Zero(t, st.CandidatePairs)
 	assert.Equal(t, r.n, st.Targets, "one target per pod and family")
 	for _, ts := range e.Targets() {
-		assert.Equal(t, summary.VerdictReachable, ts.Verdict, ts.Key.String())
+		assert.Equal(t, observation.VerdictReachable, ts.Verdict, ts.Key.String())
 	}
 }
 
@@ -136,19 +138,19 @@ func TestDeadTargetUnreachableWithinOneRound(t *testing.T) {
 	e.Observe(r.round(5, fault), r.at(5))
 	res := e.Reconcile(r.at(5).Add(time.Second))
 
-	tk := TargetKeyOf(&summary.Observation{Target: r.tgt(dead)})
+	tk := TargetKeyOf(&observation.Observation{Target: r.tgt(dead)})
 	ts, ok := e.Target(tk)
 	require.True(t, ok)
-	assert.Equal(t, summary.VerdictUnreachable, ts.Verdict, "all %d observers of the round failed", 4)
+	assert.Equal(t, observation.VerdictUnreachable, ts.Verdict, "all %d observers of the round failed", 4)
 	assert.Equal(t, 4, ts.Failing)
 	// The stable pair towards it is escalated in the same round, and written first.
-	stableKey := summary.KeyOf(&summary.Observation{Source: r.src(dead - 1), Target: r.tgt(dead)})
+	stableKey := observation.KeyOf(&observation.Observation{Source: r.src(dead - 1), Target: r.tgt(dead)})
 	require.NotEmpty(t, res.Objects)
 	assert.Equal(t, stableKey, res.Objects[0].Key)
-	assert.Equal(t, summary.VerdictUnreachable, res.Objects[0].Summary.Verdict)
+	assert.Equal(t, observation.VerdictUnreachable, res.Objects[0].Summary.Verdict)
 	assert.Equal(t, PriorityVerdict, res.Objects[0].Priority)
 	require.Len(t, res.Events, 1)
-	assert.Equal(t, summary.VerdictUnreachable, res.Events[0].New)
+	assert.Equal(t, observation.VerdictUnreachable, res.Events[0].New)
 	// The outage starts at the first failed round.
 	require.NotEmpty(t, res.Objects[0].Summary.Outages)
 	assert.Equal(t, r.at(5).Add(time.Duration(dead-1)*time.Millisecond), res.Objects[0].Summary.Outages[0].Start)
@@ -167,9 +169,9 @@ func TestDeadTargetUnreachableWithinOneRound(t *testing.T) {
 		e.Reconcile(r.at(round).Add(time.Second))
 	}
 	ts, _ = e.Target(tk)
-	assert.Equal(t, summary.VerdictReachable, ts.Verdict)
+	assert.Equal(t, observation.VerdictReachable, ts.Verdict)
 	s, _ := e.Summary(stableKey)
-	assert.Equal(t, summary.VerdictReachable, s.Verdict)
+	assert.Equal(t, observation.VerdictReachable, s.Verdict)
 	require.Len(t, s.Outages, 1)
 	assert.False(t, s.Outages[0].Ongoing())
 }
@@ -183,7 +185,7 @@ func TestBrokenObserverNeverMakesATargetUnreachable(t *testing.T) {
 		e.Observe(r.round(round, fault), r.at(round))
 		res := e.Reconcile(r.at(round).Add(time.Second))
 		for _, c := range res.TargetChanges {
-			assert.NotEqual(t, summary.VerdictUnreachable, c.Verdict, "round %d: %s", round, c.Key)
+			assert.NotEqual(t, observation.VerdictUnreachable, c.Verdict, "round %d: %s", round, c.Key)
 		}
 		if round%5 == 0 {
 			cur := map[string]*NodeCondition{}
@@ -196,9 +198,9 @@ func TestBrokenObserverNeverMakesATargetUnreachable(t *testing.T) {
 	}
 	// Its own stable pair is Unreachable by the pair's own rounds (three failed rounds): a
 	// pair verdict, not a target verdict.
-	s, ok := e.Summary(summary.KeyOf(&summary.Observation{Source: r.src(broken), Target: r.tgt(broken + 1)}))
+	s, ok := e.Summary(observation.KeyOf(&observation.Observation{Source: r.src(broken), Target: r.tgt(broken + 1)}))
 	require.True(t, ok)
-	assert.Equal(t, summary.VerdictUnreachable, s.Verdict)
+	assert.Equal(t, observation.VerdictUnreachable, s.Verdict)
 	st := e.Stats()
 	assert.LessOrEqual(t, st.Objects, 2*r.n, "objects stay within (M+1)·N")
 }
@@ -219,11 +221,11 @@ func TestPathSpecificFailureBecomesAnObjectOnlyWhenRepeated(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, failingWrites, "a path that fails on consecutive visits gets an object")
-	assert.Equal(t, summary.VerdictUnreachable, failingWrites[0].Summary.Verdict)
+	assert.Equal(t, observation.VerdictUnreachable, failingWrites[0].Summary.Verdict)
 	assert.Equal(t, PriorityVerdict, failingWrites[0].Priority)
-	tk := TargetKeyOf(&summary.Observation{Target: r.tgt(b)})
+	tk := TargetKeyOf(&observation.Observation{Target: r.tgt(b)})
 	ts, _ := e.Target(tk)
-	assert.Equal(t, summary.VerdictReachable, ts.Verdict, "the target itself is reachable")
+	assert.Equal(t, observation.VerdictReachable, ts.Verdict, "the target itself is reachable")
 	assert.Equal(t, 1, e.Stats().CandidatePairs)
 }
 
@@ -366,15 +368,15 @@ func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 	assert.Zero(t, e.Objects())
 	// An object of a pair that its observer (reporting again) no longer observes is deleted
 	// after TargetTTL.
-	gone := summary.PairKey{SourceNamespace: "netpulse", SourcePod: "agent-0", SourceUID: "uid-0", TargetKind: summary.TargetPod,
+	gone := observation.PairKey{SourceNamespace: "netpulse", SourcePod: "agent-0", SourceUID: "uid-0", TargetKind: observation.TargetPod,
 		TargetNamespace: "netpulse", TargetName: "old", TargetUID: "uid-old"}
-	e.Resume([]Persisted{{Key: gone, Written: summary.Written{At: r.at(2), Verdict: summary.VerdictReachable, Fingerprint: 1}}}, r.at(2))
+	e.Resume([]Persisted{{Key: gone, Written: summary.Written{At: r.at(2), Verdict: observation.VerdictReachable, Fingerprint: 1}}}, r.at(2))
 	res := e.Reconcile(r.at(3))
 	assert.Equal(t, 11, e.Objects(), "the existing object is part of the object set")
 	for _, w := range res.Objects {
 		assert.NotEqual(t, gone, w.Key)
 	}
-	var deleted []summary.PairKey
+	var deleted []observation.PairKey
 	for round := 3; r.at(round).Before(r.at(2).Add(DefaultTargetTTL + 2*r.iv)); round++ {
 		e.Observe(r.round(round, healthy), r.at(round))
 		for _, w := range e.Reconcile(r.at(round).Add(time.Second)).Objects {
@@ -384,7 +386,7 @@ func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, []summary.PairKey{gone}, deleted, "deleted TargetTTL after it was last written, and nothing else")
+	assert.Equal(t, []observation.PairKey{gone}, deleted, "deleted TargetTTL after it was last written, and nothing else")
 }
 
 // An agent whose process stops (its pod stays): within three of its rounds its objects read
@@ -394,10 +396,10 @@ func TestSilentObserverReadsAsSilence(t *testing.T) {
 	r := newRing(10, 3)
 	e := New(Config{})
 	const mute = 3
-	muted := func(round int) []summary.Observation {
+	muted := func(round int) []observation.Observation {
 		return withoutSource(r.round(round, healthy), fmt.Sprintf("agent-%d", mute))
 	}
-	objects := map[summary.PairKey]ObjectWrite{}
+	objects := map[observation.PairKey]ObjectWrite{}
 	apply := func(res Result) {
 		for _, w := range res.Objects {
 			if w.Delete {
@@ -484,14 +486,14 @@ func TestTakeoverKeepsASilentObserversObjects(t *testing.T) {
 
 // dualStack adds an IPv6 twin of every observation; ok6 says whether the IPv6 probe of
 // (src, dst) succeeds.
-func dualStack(obs []summary.Observation, ok6 func(src, dst string) bool) []summary.Observation {
+func dualStack(obs []observation.Observation, ok6 func(src, dst string) bool) []observation.Observation {
 	out := obs
 	for _, o := range obs {
 		o6 := o
 		o6.Target.Address = "fd00::" + o.Target.Address[len("10.0.0."):]
 		o6.Success = o.Success && ok6(o.Source.Name, o.Target.Name)
 		if !o6.Success {
-			o6.Lost, o6.ErrorType, o6.RTT = 3, "timeout", summary.Histogram{}
+			o6.Lost, o6.ErrorType, o6.RTT = 3, "timeout", observation.Histogram{}
 		}
 		out = append(out, o6)
 	}
@@ -503,7 +505,7 @@ func dualStack(obs []summary.Observation, ok6 func(src, dst string) bool) []summ
 func TestOneAddressFamilyFailing(t *testing.T) {
 	r := newRing(10, 3)
 	e := New(Config{})
-	stableKey := summary.KeyOf(&summary.Observation{Source: r.src(3), Target: r.tgt(4)})
+	stableKey := observation.KeyOf(&observation.Observation{Source: r.src(3), Target: r.tgt(4)})
 	var last *ObjectWrite
 	run := func(from, to int, ok6 func(src, dst string) bool) {
 		for round := from; round < to; round++ {
@@ -522,28 +524,28 @@ func TestOneAddressFamilyFailing(t *testing.T) {
 
 	// Only the path agent-3 -> agent-4 drops IPv6: after failures_to_unreachable rounds.
 	run(3, 7, func(s, d string) bool { return s != "agent-3" || d != "agent-4" })
-	assert.Equal(t, summary.VerdictReachable, last.Summary.Verdict)
+	assert.Equal(t, observation.VerdictReachable, last.Summary.Verdict)
 	assert.Equal(t, []string{"ipv6"}, last.DegradedFamilies)
 	assert.Equal(t, PriorityVerdict, last.Priority)
-	ts6, _ := e.Target(TargetKey{Kind: summary.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
-	assert.Equal(t, summary.VerdictReachable, ts6.Verdict, "the others reach agent-4 over IPv6")
+	ts6, _ := e.Target(TargetKey{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
+	assert.Equal(t, observation.VerdictReachable, ts6.Verdict, "the others reach agent-4 over IPv6")
 
 	// Healed, then agent-4's IPv6 fails for everyone: the target's IPv6 is judged
 	// Unreachable and the stable pair says so in the same round.
 	run(7, 10, func(string, string) bool { return true })
 	assert.Empty(t, last.DegradedFamilies)
 	run(10, 11, func(_, d string) bool { return d != "agent-4" })
-	ts6, _ = e.Target(TargetKey{Kind: summary.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
-	assert.Equal(t, summary.VerdictUnreachable, ts6.Verdict)
-	ts4, _ := e.Target(TargetKey{Kind: summary.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv4"})
-	assert.Equal(t, summary.VerdictReachable, ts4.Verdict)
-	assert.Equal(t, summary.VerdictReachable, last.Summary.Verdict)
+	ts6, _ = e.Target(TargetKey{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
+	assert.Equal(t, observation.VerdictUnreachable, ts6.Verdict)
+	ts4, _ := e.Target(TargetKey{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv4"})
+	assert.Equal(t, observation.VerdictReachable, ts4.Verdict)
+	assert.Equal(t, observation.VerdictReachable, last.Summary.Verdict)
 	assert.Equal(t, []string{"ipv6"}, last.DegradedFamilies)
 }
 
 // persistedOf renders what a writer's last writes left in the API (as the exporter reads it
 // back from its objects).
-func persistedOf(ws map[summary.PairKey]ObjectWrite) []Persisted {
+func persistedOf(ws map[observation.PairKey]ObjectWrite) []Persisted {
 	var out []Persisted
 	for k, w := range ws {
 		if w.Delete {
@@ -594,9 +596,9 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 	}
 	a := New(Config{})
 	cur := nodes()
-	last := map[summary.PairKey]ObjectWrite{}
+	last := map[observation.PairKey]ObjectWrite{}
 	round := 0
-	drive := func(e *Engine, ok func(int, int) bool, rounds int) (events []summary.Transition, writes []ObjectWrite, nodeWrites []NodeWrite) {
+	drive := func(e *Engine, ok func(int, int) bool, rounds int) (events []observation.Transition, writes []ObjectWrite, nodeWrites []NodeWrite) {
 		for range rounds {
 			e.Observe(r.round(round, ok), r.at(round))
 			res := e.Reconcile(r.at(round).Add(time.Second))
@@ -627,9 +629,9 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 	ev2, _, _ := drive(a, partition, 3)
 	ev = append(ev, ev2...)
 	require.NotEmpty(t, ev, "the first writer reported the outage")
-	towards := summary.KeyOf(&summary.Observation{Source: r.src(cut - 1), Target: r.tgt(cut)})
-	from := summary.KeyOf(&summary.Observation{Source: r.src(cut), Target: r.tgt(cut + 1)})
-	require.Equal(t, summary.VerdictUnreachable, last[towards].Summary.Verdict)
+	towards := observation.KeyOf(&observation.Observation{Source: r.src(cut - 1), Target: r.tgt(cut)})
+	from := observation.KeyOf(&observation.Observation{Source: r.src(cut), Target: r.tgt(cut + 1)})
+	require.Equal(t, observation.VerdictUnreachable, last[towards].Summary.Verdict)
 	require.Equal(t, "node-5", last[from].BadObserverNode, "the cut-off observer's pair reads ObserverUnhealthy")
 	start := last[towards].Summary.Outages[0].Start
 	require.Equal(t, StatusTrue, cur["node-5"].Status)
@@ -638,7 +640,7 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 	var partialNodeWrites []NodeWrite
 	if partialFirst {
 		for range 1 {
-			var one []summary.Observation
+			var one []observation.Observation
 			for _, o := range r.round(round, partition) {
 				if o.Target.Node == r.tgt(cut).Node {
 					one = append(one, o)
@@ -657,7 +659,7 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 	assert.Empty(t, ev, "no Event re-emitted for the outage already reported")
 	for _, w := range writes {
 		if w.Key == towards {
-			assert.Equal(t, summary.VerdictUnreachable, w.Summary.Verdict)
+			assert.Equal(t, observation.VerdictUnreachable, w.Summary.Verdict)
 		}
 		if w.Key == from {
 			assert.Equal(t, "node-5", w.BadObserverNode, "attribution never flips to blaming the target")
@@ -700,7 +702,7 @@ func TestSilentObserversPodDeletedIsForgotten(t *testing.T) {
 		e.Observe(r.round(round, healthy), r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
 	}
-	without := func(round int) []summary.Observation {
+	without := func(round int) []observation.Observation {
 		return withoutSource(r.round(round, func(_, d int) bool { return d != 5 }), "agent-5")
 	}
 	round := 3
@@ -732,19 +734,19 @@ func TestSilentObserversPodDeletedIsForgotten(t *testing.T) {
 func TestRingMoveDeletesTheOldStablePairsObject(t *testing.T) {
 	r := newRing(6, 3)
 	e := New(Config{})
-	obs := func(round, dst int, stable bool) summary.Observation {
-		o := summary.Observation{Source: r.src(0), Target: r.tgt(dst), ProbeType: "icmp", Timestamp: r.at(round), Stable: stable, Sent: 3, Success: true}
-		o.RTT = summary.NewHistogram(8)
+	obs := func(round, dst int, stable bool) observation.Observation {
+		o := observation.Observation{Source: r.src(0), Target: r.tgt(dst), ProbeType: "icmp", Timestamp: r.at(round), Stable: stable, Sent: 3, Success: true}
+		o.RTT = observation.NewHistogram(8)
 		o.RTT.Record(0.0002)
 		return o
 	}
 	for round := 0; round < 3; round++ {
-		e.Observe([]summary.Observation{obs(round, 1, true), obs(round, 3, false)}, r.at(round))
+		e.Observe([]observation.Observation{obs(round, 1, true), obs(round, 3, false)}, r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
 	}
 	require.Equal(t, 1, e.Objects())
 	// A new member joined between 0 and 1: 2 is the stable peer now, 1 a rotating one.
-	e.Observe([]summary.Observation{obs(3, 2, true), obs(3, 1, false)}, r.at(3))
+	e.Observe([]observation.Observation{obs(3, 2, true), obs(3, 1, false)}, r.at(3))
 	res := e.Reconcile(r.at(3).Add(time.Second))
 	var deleted, written []int
 	for _, w := range res.Objects {
@@ -771,7 +773,7 @@ func TestObjectGoneIsNotRecreatedForAGonePod(t *testing.T) {
 		e.Observe(r.round(round, healthy), r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
 	}
-	var gone, userDeleted summary.PairKey
+	var gone, userDeleted observation.PairKey
 	for k := range e.written {
 		switch k.SourcePod {
 		case "agent-2":
@@ -782,7 +784,7 @@ func TestObjectGoneIsNotRecreatedForAGonePod(t *testing.T) {
 	}
 	e.ObjectGone(gone)
 	e.ObjectGone(userDeleted)
-	without2 := func(round int) []summary.Observation {
+	without2 := func(round int) []observation.Observation {
 		return withoutSource(r.round(round, healthy), "agent-2")
 	}
 	res := e.Reconcile(r.at(2).Add(2 * time.Second)) // before its next round
@@ -791,11 +793,11 @@ func TestObjectGoneIsNotRecreatedForAGonePod(t *testing.T) {
 	}
 	e.Observe(without2(3), r.at(3))
 	res = e.Reconcile(r.at(3).Add(time.Second))
-	var created []summary.PairKey
+	var created []observation.PairKey
 	for _, w := range res.Objects {
 		created = append(created, w.Key)
 	}
-	assert.Equal(t, []summary.PairKey{userDeleted}, created, "only the pair whose observer still reports")
+	assert.Equal(t, []observation.PairKey{userDeleted}, created, "only the pair whose observer still reports")
 }
 
 // After a roll, the deleted agents' last rounds (failing towards peers that went away with
@@ -829,7 +831,7 @@ func TestSilentObserversAreNoNodeEvidence(t *testing.T) {
 	const cut = 3
 	var d NodeDecision
 	for ; round < 9; round++ {
-		var obs []summary.Observation
+		var obs []observation.Observation
 		for _, o := range r.round(round, func(s, t int) bool { return s != cut && t != cut }) {
 			var src int
 			_, _ = fmt.Sscanf(o.Source.Name, "agent-%d", &src)
@@ -891,7 +893,7 @@ func TestSilentAgentOfAPartitionedNodeIsMarked(t *testing.T) {
 	const cut = 3
 	var d NodeDecision
 	for ; round < 20; round++ { // well past the cut agent's silentAfter
-		var obs []summary.Observation
+		var obs []observation.Observation
 		for _, o := range r.round(round, func(s, t int) bool { return s != cut && t != cut }) {
 			var src int
 			_, _ = fmt.Sscanf(o.Source.Name, "agent-%d", &src)

@@ -8,8 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/quorum"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
 
 // Node condition statuses (the values of corev1.ConditionStatus).
@@ -125,7 +126,7 @@ type nodeStates map[string]*nodeState
 func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
 	var out []quorum.Edge
 	for _, t := range e.targets {
-		if t.key.Kind == summary.TargetExternal || t.target.Node == "" {
+		if t.key.Kind == observation.TargetExternal || t.target.Node == "" {
 			continue
 		}
 		if ob := e.observers[t.key.UID]; t.key.UID != "" && ob != nil && ob.silent && t.leaving {
@@ -147,9 +148,9 @@ func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
 				// were going away at the same time.
 				continue
 			}
-			v := summary.VerdictReachable
+			v := observation.VerdictReachable
 			if !o.ok {
-				v = summary.VerdictUnreachable
+				v = observation.VerdictUnreachable
 			}
 			out = append(out, quorum.Edge{ObserverPod: o.observer, ObserverNode: o.node, TargetNode: t.target.Node,
 				TargetKind: t.key.Kind, Verdict: v})

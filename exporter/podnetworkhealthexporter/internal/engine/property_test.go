@@ -13,8 +13,8 @@ import (
 	"testing/quick"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
 
 // world is a small cluster for the property test: nodes node-0..node-(n-1), each with one
@@ -35,18 +35,18 @@ type world struct {
 
 const liar = 0
 
-func (w *world) src(i int) summary.Source {
-	return summary.Source{Namespace: "netpulse", Name: "agent-" + strconv.Itoa(i), UID: "a-" + strconv.Itoa(i), Node: "node-" + strconv.Itoa(i)}
+func (w *world) src(i int) observation.Source {
+	return observation.Source{Namespace: "netpulse", Name: "agent-" + strconv.Itoa(i), UID: "a-" + strconv.Itoa(i), Node: "node-" + strconv.Itoa(i)}
 }
 
 // pod j: agents are 0..n-1, workload pods n..2n-1 (web-(j-n)); pods live on node j mod n.
-func (w *world) pod(j int) summary.Target {
+func (w *world) pod(j int) observation.Target {
 	node := j % w.n
 	name, uid := "agent-"+strconv.Itoa(node), "a-"+strconv.Itoa(node)
 	if j >= w.n {
 		name, uid = "web-"+strconv.Itoa(node), "w-"+strconv.Itoa(node)
 	}
-	return summary.Target{Kind: summary.TargetPod, Namespace: "netpulse", Name: name, UID: uid, Node: "node-" + strconv.Itoa(node),
+	return observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: name, UID: uid, Node: "node-" + strconv.Itoa(node),
 		Address: fmt.Sprintf("10.0.%d.%d", j/200, j%200+1)}
 }
 
@@ -64,10 +64,10 @@ func (w *world) truth(i, j, round int) bool {
 
 func (w *world) at(round int) time.Time { return w.t0.Add(time.Duration(round) * w.iv) }
 
-func observation(src summary.Source, tgt summary.Target, ok, stable bool, ts time.Time) summary.Observation {
-	o := summary.Observation{Source: src, Target: tgt, ProbeType: "icmp", Timestamp: ts, Stable: stable, Sent: 3, Success: ok}
+func observe(src observation.Source, tgt observation.Target, ok, stable bool, ts time.Time) observation.Observation {
+	o := observation.Observation{Source: src, Target: tgt, ProbeType: "icmp", Timestamp: ts, Stable: stable, Sent: 3, Success: ok}
 	if ok {
-		o.RTT = summary.NewHistogram(8)
+		o.RTT = observation.NewHistogram(8)
 		o.RTT.Record(0.0003)
 	} else {
 		o.Lost, o.ErrorType, o.Message = 3, "timeout", "icmp: timeout"
@@ -76,14 +76,14 @@ func observation(src summary.Source, tgt summary.Target, ok, stable bool, ts tim
 }
 
 // honest is agent i's round: every pod on another node, as it is.
-func (w *world) honest(i, round int) []summary.Observation {
-	var obs []summary.Observation
+func (w *world) honest(i, round int) []observation.Observation {
+	var obs []observation.Observation
 	ts := w.at(round).Add(time.Duration(i) * time.Millisecond)
 	for j := range 2 * w.n {
 		if j%w.n == i {
 			continue
 		}
-		obs = append(obs, observation(w.src(i), w.pod(j), w.truth(i, j, round), j == (i+1)%w.n, ts))
+		obs = append(obs, observe(w.src(i), w.pod(j), w.truth(i, j, round), j == (i+1)%w.n, ts))
 	}
 	return obs
 }
@@ -92,22 +92,22 @@ func (w *world) honest(i, round int) []summary.Observation {
 // (none, some rounds), about real pods (their identity is the admission's, from the pod
 // index), invented pods on real nodes and external addresses; any outcome, any probe type,
 // stable or not; dated anywhere from three rounds back to past the skew.
-func (w *world) lies(rng *rand.Rand, now time.Time) []summary.Observation {
+func (w *world) lies(rng *rand.Rand, now time.Time) []observation.Observation {
 	if rng.IntN(5) == 0 {
 		return nil
 	}
-	var obs []summary.Observation
+	var obs []observation.Observation
 	for range rng.IntN(40) {
-		var tgt summary.Target
+		var tgt observation.Target
 		switch x := rng.IntN(10); {
 		case x < 7:
 			tgt = w.pod(rng.IntN(2 * w.n))
 		case x < 9:
 			k := rng.IntN(8)
-			tgt = summary.Target{Kind: summary.TargetPod, Namespace: "victims", Name: "ghost-" + strconv.Itoa(k), UID: "g-" + strconv.Itoa(k),
+			tgt = observation.Target{Kind: observation.TargetPod, Namespace: "victims", Name: "ghost-" + strconv.Itoa(k), UID: "g-" + strconv.Itoa(k),
 				Node: "node-" + strconv.Itoa(rng.IntN(w.n)), Address: "10.9.0." + strconv.Itoa(k+1)}
 		default:
-			tgt = summary.Target{Kind: summary.TargetExternal, Address: "198.51.100." + strconv.Itoa(rng.IntN(4)+1), Port: int64(rng.IntN(3)) + 443}
+			tgt = observation.Target{Kind: observation.TargetExternal, Address: "198.51.100." + strconv.Itoa(rng.IntN(4)+1), Port: int64(rng.IntN(3)) + 443}
 		}
 		var ts time.Time
 		switch rng.IntN(6) {
@@ -118,7 +118,7 @@ func (w *world) lies(rng *rand.Rand, now time.Time) []summary.Observation {
 		default:
 			ts = now.Add(-time.Duration(rng.Int64N(int64(3 * w.iv))))
 		}
-		o := observation(w.src(liar), tgt, rng.IntN(2) == 0, rng.IntN(3) == 0, ts)
+		o := observe(w.src(liar), tgt, rng.IntN(2) == 0, rng.IntN(3) == 0, ts)
 		o.ProbeType = []string{"icmp", "tcp", "http", "dns"}[rng.IntN(4)]
 		obs = append(obs, o)
 	}
@@ -127,8 +127,8 @@ func (w *world) lies(rng *rand.Rand, now time.Time) []summary.Observation {
 
 // outcome is everything decided about others in one round.
 type outcome struct {
-	targets map[TargetKey]summary.Verdict
-	pairs   map[summary.PairKey]string
+	targets map[TargetKey]observation.Verdict
+	pairs   map[observation.PairKey]string
 	nodes   map[string]string
 	ready   map[string]string
 }
@@ -155,9 +155,9 @@ func (w *world) newSim() *sim {
 // step feeds one round (the honest agents' points, then agent 0's) and records what was
 // decided about everything agent 0 does not own: targets the honest agents observe, pairs
 // of other sources, the conditions of other nodes, readiness of every pod.
-func (s *sim) step(w *world, round int, liars []summary.Observation) outcome {
+func (s *sim) step(w *world, round int, liars []observation.Observation) outcome {
 	now := w.at(round).Add(time.Second)
-	var obs []summary.Observation
+	var obs []observation.Observation
 	for i := 1; i < w.n; i++ {
 		if i == w.cut && round >= w.cutFrom && round < w.cutTo {
 			continue
@@ -172,10 +172,10 @@ func (s *sim) step(w *world, round int, liars []summary.Observation) outcome {
 		c := wr.Condition
 		s.cur[wr.Node] = &c
 	}
-	out := outcome{targets: map[TargetKey]summary.Verdict{}, pairs: map[summary.PairKey]string{}, nodes: map[string]string{}, ready: map[string]string{}}
+	out := outcome{targets: map[TargetKey]observation.Verdict{}, pairs: map[observation.PairKey]string{}, nodes: map[string]string{}, ready: map[string]string{}}
 	for j := range 2 * w.n {
 		tgt := w.pod(j)
-		k := TargetKeyOf(&summary.Observation{Target: tgt})
+		k := TargetKeyOf(&observation.Observation{Target: tgt})
 		if ts, ok := s.e.Target(k); ok {
 			out.targets[k] = ts.Verdict
 		}

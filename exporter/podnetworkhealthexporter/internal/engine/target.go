@@ -8,14 +8,14 @@ import (
 	"slices"
 	"time"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 )
 
 // TargetKey identifies one address family of one target: the unit of the per-target
 // judgement. Pod targets are keyed by namespace, name and UID, node targets by name,
 // external targets (and nodes without a name) by address.
 type TargetKey struct {
-	Kind      summary.TargetKind
+	Kind      observation.TargetKind
 	Namespace string
 	Name      string
 	UID       string
@@ -30,19 +30,19 @@ type TargetKey struct {
 func (k TargetKey) String() string {
 	s := string(k.Kind) + ":"
 	switch {
-	case k.Kind == summary.TargetPod:
+	case k.Kind == observation.TargetPod:
 		s += k.Namespace + "/" + k.Name + "(" + k.UID + ")"
 	case k.Name != "":
 		s += k.Name
 	default:
-		s += summary.EndpointText(k.Address, k.Port, k.Endpoint)
+		s += observation.EndpointText(k.Address, k.Port, k.Endpoint)
 	}
 	return s + "/" + k.Family
 }
 
 // TargetKeyOf is the target (and family) an observation judges.
-func TargetKeyOf(o *summary.Observation) TargetKey {
-	pk := summary.KeyOf(o)
+func TargetKeyOf(o *observation.Observation) TargetKey {
+	pk := observation.KeyOf(o)
 	return TargetKey{
 		Kind: pk.TargetKind, Namespace: pk.TargetNamespace, Name: pk.TargetName, UID: pk.TargetUID,
 		Address: pk.TargetAddress, Port: pk.TargetPort, Endpoint: pk.TargetEndpoint, Family: o.Target.Family(),
@@ -100,11 +100,11 @@ const maxFailRun = 1 << 10
 // targetState is the per-target judgement of one TargetKey.
 type targetState struct {
 	key    TargetKey
-	target summary.Target // newest identity seen (node, zone)
+	target observation.Target // newest identity seen (node, zone)
 	votes  [targetVotes]vote
 	n      int // votes used
 
-	verdict summary.Verdict
+	verdict observation.Verdict
 	since   time.Time // when the verdict was reached (zero while Unknown)
 	// outageStart is the first failed observation of the run that made it Unreachable.
 	outageStart time.Time
@@ -112,7 +112,7 @@ type targetState struct {
 	failing, reaching int
 	lastSeen          time.Time
 	// leaving: the newest observation found the target pod terminating or deleted
-	// (summary.Observation.TargetLeaving).
+	// (observation.Observation.TargetLeaving).
 	leaving bool
 }
 
@@ -252,18 +252,18 @@ func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) 
 	next := t.verdict
 	switch {
 	case q > 0 && nf >= q && (q == cfg.quorum || failCount >= 2):
-		next = summary.VerdictUnreachable
+		next = observation.VerdictUnreachable
 	case ns >= r:
-		next = summary.VerdictReachable
-	case ns > 0 && t.verdict != summary.VerdictUnreachable:
-		next = summary.VerdictReachable
+		next = observation.VerdictReachable
+	case ns > 0 && t.verdict != observation.VerdictUnreachable:
+		next = observation.VerdictReachable
 	}
 	if next == t.verdict {
 		return false
 	}
 	t.verdict = next
 	switch next {
-	case summary.VerdictUnreachable:
+	case observation.VerdictUnreachable:
 		t.since, t.outageStart = fails[0].at, fails[len(fails)-1].at
 	default:
 		t.since = vs[0].at
@@ -279,7 +279,7 @@ func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) 
 func (t *targetState) evidence() []vote {
 	var buf [targetVotes]vote
 	switch t.verdict {
-	case summary.VerdictReachable:
+	case observation.VerdictReachable:
 		var out []vote
 		for _, v := range t.sortedVotes(&buf, nil) {
 			if v.ok {
@@ -287,7 +287,7 @@ func (t *targetState) evidence() []vote {
 			}
 		}
 		return out
-	case summary.VerdictUnreachable:
+	case observation.VerdictUnreachable:
 		vs := t.sortedVotes(&buf, nil)
 		return run(vs, false, make([]vote, 0, len(vs)))
 	}
@@ -297,8 +297,8 @@ func (t *targetState) evidence() []vote {
 // TargetStatus is the per-target judgement of one target and family.
 type TargetStatus struct {
 	Key     TargetKey
-	Target  summary.Target
-	Verdict summary.Verdict
+	Target  observation.Target
+	Verdict observation.Verdict
 	// Since: when the verdict was reached; OutageStart: the first failed observation of
 	// the run that made it Unreachable (zero otherwise).
 	Since, OutageStart time.Time

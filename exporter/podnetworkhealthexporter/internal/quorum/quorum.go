@@ -19,7 +19,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 )
 
 // Edge is one (observer -> target) outcome: the evidence behind a per-target verdict
@@ -31,8 +31,8 @@ type Edge struct {
 	ObserverNode string
 	// TargetNode is the node the target pod runs on, or the target node itself.
 	TargetNode string
-	TargetKind summary.TargetKind
-	Verdict    summary.Verdict
+	TargetKind observation.TargetKind
+	Verdict    observation.Verdict
 }
 
 // Config configures Evaluate. Zero fields take the defaults.
@@ -153,8 +153,8 @@ func Evaluate(nodes []string, edges []Edge, cfg Config) Result {
 	}
 	var es []Edge
 	for _, e := range edges {
-		if e.ObserverNode == "" || e.TargetNode == "" || e.TargetKind == summary.TargetExternal ||
-			(e.Verdict != summary.VerdictReachable && e.Verdict != summary.VerdictUnreachable) {
+		if e.ObserverNode == "" || e.TargetNode == "" || e.TargetKind == observation.TargetExternal ||
+			(e.Verdict != observation.VerdictReachable && e.Verdict != observation.VerdictUnreachable) {
 			continue
 		}
 		if e.ObserverPod == "" {
@@ -176,10 +176,10 @@ func Evaluate(nodes []string, edges []Edge, cfg Config) Result {
 		if e.ObserverNode == e.TargetNode {
 			continue // a node's view of itself says nothing about its pod network from outside
 		}
-		if e.Verdict == summary.VerdictReachable {
+		if e.Verdict == observation.VerdictReachable {
 			lazy(reaches, e.ObserverNode).add(e.TargetNode)
 			lazy(reachedBy, e.TargetNode).add(e.ObserverNode)
-			if e.TargetKind == summary.TargetPod {
+			if e.TargetKind == observation.TargetPod {
 				lazy(podReached, e.TargetNode).add(e.ObserverNode)
 			}
 			continue
@@ -228,7 +228,7 @@ func Evaluate(nodes []string, edges []Edge, cfg Config) Result {
 	// Observers failing towards targets that no candidate explains.
 	unexplained := set{}
 	for _, e := range es {
-		if e.Verdict == summary.VerdictUnreachable && !candidates.has(e.TargetNode) && !candidates.has(e.ObserverNode) {
+		if e.Verdict == observation.VerdictUnreachable && !candidates.has(e.TargetNode) && !candidates.has(e.ObserverNode) {
 			unexplained.add(e.ObserverPod)
 		}
 	}

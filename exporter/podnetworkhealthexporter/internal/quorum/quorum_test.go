@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
 
 func nodeName(i int) string { return fmt.Sprintf("node-%02d", i) }
@@ -35,11 +35,11 @@ func mesh(n int, reach func(i, j int) bool, keep func(i, j int) bool) []Edge {
 			if i == j || (keep != nil && !keep(i, j)) {
 				continue
 			}
-			v := summary.VerdictReachable
+			v := observation.VerdictReachable
 			if !reach(i, j) {
-				v = summary.VerdictUnreachable
+				v = observation.VerdictUnreachable
 			}
-			es = append(es, Edge{ObserverPod: agentPod(i), ObserverNode: nodeName(i), TargetNode: nodeName(j), TargetKind: summary.TargetPod, Verdict: v})
+			es = append(es, Edge{ObserverPod: agentPod(i), ObserverNode: nodeName(i), TargetNode: nodeName(j), TargetKind: observation.TargetPod, Verdict: v})
 		}
 	}
 	return es
@@ -180,7 +180,7 @@ func TestOneBrokenPodIsNotANodeProblem(t *testing.T) {
 	es := mesh(5, func(i, j int) bool { return true }, nil)
 	// node-04 also hosts a broken workload pod that every observer fails to reach.
 	for i := range 4 {
-		es = append(es, Edge{ObserverPod: agentPod(i), ObserverNode: nodeName(i), TargetNode: nodeName(4), TargetKind: summary.TargetPod, Verdict: summary.VerdictUnreachable})
+		es = append(es, Edge{ObserverPod: agentPod(i), ObserverNode: nodeName(i), TargetNode: nodeName(4), TargetKind: observation.TargetPod, Verdict: observation.VerdictUnreachable})
 	}
 	r := Evaluate(clusterNodes(5), es, Config{})
 	assert.Empty(t, r.Marked())
@@ -189,9 +189,9 @@ func TestOneBrokenPodIsNotANodeProblem(t *testing.T) {
 
 func TestIgnoredEdgesAndNoObservations(t *testing.T) {
 	es := []Edge{
-		{ObserverPod: "a", ObserverNode: "n1", TargetNode: "", TargetKind: summary.TargetExternal, Verdict: summary.VerdictUnreachable},
-		{ObserverPod: "a", ObserverNode: "n1", TargetNode: "n2", TargetKind: summary.TargetPod, Verdict: summary.VerdictUnknown},
-		{ObserverPod: "a", ObserverNode: "", TargetNode: "n2", TargetKind: summary.TargetPod, Verdict: summary.VerdictUnreachable},
+		{ObserverPod: "a", ObserverNode: "n1", TargetNode: "", TargetKind: observation.TargetExternal, Verdict: observation.VerdictUnreachable},
+		{ObserverPod: "a", ObserverNode: "n1", TargetNode: "n2", TargetKind: observation.TargetPod, Verdict: observation.VerdictUnknown},
+		{ObserverPod: "a", ObserverNode: "", TargetNode: "n2", TargetKind: observation.TargetPod, Verdict: observation.VerdictUnreachable},
 	}
 	r := Evaluate([]string{"n1", "n2", "n3"}, es, Config{})
 	assert.False(t, r.Suppressed)

@@ -29,7 +29,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 )
 
 // DefaultConditionType is the readiness-gate condition type.
@@ -157,12 +157,12 @@ func NewGate(cfg Config) *Gate {
 func (g *Gate) Config() Config { return g.cfg }
 
 // Observe records successful observations of Pod targets made from a known node.
-func (g *Gate) Observe(obs ...summary.Observation) {
+func (g *Gate) Observe(obs ...observation.Observation) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := range obs {
 		o := &obs[i]
-		if !o.Success || o.Target.Kind != summary.TargetPod || o.Source.Node == "" || o.Timestamp.IsZero() {
+		if !o.Success || o.Target.Kind != observation.TargetPod || o.Source.Node == "" || o.Timestamp.IsZero() {
 			continue
 		}
 		var keys []string

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -22,10 +22,10 @@ func pod(name, node string, created time.Time) PodInfo {
 	return PodInfo{Namespace: "shop", Name: name, UID: "uid-" + name, Node: node, Created: created, HasGate: true}
 }
 
-func seen(p PodInfo, fromNode string, at time.Time, ok bool) summary.Observation {
-	return summary.Observation{
-		Source:    summary.Source{Namespace: "netpulse", Name: "agent-" + fromNode, UID: "u-" + fromNode, Node: fromNode},
-		Target:    summary.Target{Kind: summary.TargetPod, Namespace: p.Namespace, Name: p.Name, UID: p.UID, Node: p.Node, Address: "10.0.0.1"},
+func seen(p PodInfo, fromNode string, at time.Time, ok bool) observation.Observation {
+	return observation.Observation{
+		Source:    observation.Source{Namespace: "netpulse", Name: "agent-" + fromNode, UID: "u-" + fromNode, Node: fromNode},
+		Target:    observation.Target{Kind: observation.TargetPod, Namespace: p.Namespace, Name: p.Name, UID: p.UID, Node: p.Node, Address: "10.0.0.1"},
 		ProbeType: "tcp",
 		Timestamp: at,
 		Success:   ok,
@@ -73,7 +73,7 @@ func TestReachRules(t *testing.T) {
 	// Node targets, unknown observer nodes and pods without the gate are ignored.
 	q := pod("web-1", "node-a", t0)
 	nodeTarget := seen(q, "node-b", t0, true)
-	nodeTarget.Target.Kind = summary.TargetNode
+	nodeTarget.Target.Kind = observation.TargetNode
 	noNode := seen(q, "", t0, true)
 	g.Observe(nodeTarget, noNode)
 	assert.Empty(t, g.Decide([]PodInfo{q}, t0.Add(time.Hour)))

@@ -8,6 +8,9 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -19,7 +22,7 @@ import (
 // roundMetrics renders one pod_probe round of src towards targets as the receiver emits
 // it: a status gauge, cumulative echo counters and a cumulative RTT histogram per target,
 // the stable ones marked netpulse.pair.stable.
-func roundMetrics(src summary.Source, targets []summary.Target, stable []bool, start, ts time.Time, rounds int64) pmetric.Metrics {
+func roundMetrics(src observation.Source, targets []observation.Target, stable []bool, start, ts time.Time, rounds int64) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	r := rm.Resource().Attributes()
@@ -45,7 +48,7 @@ func roundMetrics(src summary.Source, targets []summary.Target, stable []bool, s
 	eh := dur.SetEmptyExponentialHistogram()
 	eh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 	st, now := pcommon.NewTimestampFromTime(start), pcommon.NewTimestampFromTime(ts)
-	attrs := func(m pcommon.Map, t summary.Target, stable bool) {
+	attrs := func(m pcommon.Map, t observation.Target, stable bool) {
 		m.PutStr(contract.DestinationAddress, t.Address)
 		m.PutStr(contract.NetworkType, "ipv4")
 		m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
@@ -87,7 +90,7 @@ func roundMetrics(src summary.Source, targets []summary.Target, stable []bool, s
 
 // feedStableStreams decodes two rounds of every source's stable targets, so the decoder
 // holds the cumulative streams a gateway keeps in steady state.
-func feedStableStreams(dec *summary.Decoder, members []member, plan *planner.Plan, at time.Time) {
+func feedStableStreams(dec *decode.Decoder, members []member, plan *planner.Plan, at time.Time) {
 	idx := map[string]int{}
 	for i, m := range members {
 		idx[m.id] = i
@@ -95,7 +98,7 @@ func feedStableStreams(dec *summary.Decoder, members []member, plan *planner.Pla
 	for r := int64(1); r <= 2; r++ {
 		ts := at.Add(time.Duration(r) * plan.Interval())
 		for _, m := range members {
-			var ts2 []summary.Target
+			var ts2 []observation.Target
 			var st []bool
 			for _, s := range plan.StableTargets(m.id) {
 				ts2 = append(ts2, members[idx[s.ID]].tgt)
@@ -112,12 +115,12 @@ func feedStableStreams(dec *summary.Decoder, members []member, plan *planner.Pla
 // streams, from samples of the given size.
 func ReferenceBytes(samples int) (perPair, perStreamPair float64) {
 	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
-	src := summary.Source{Namespace: "netpulse", Name: "agent-00000", UID: "uid-00000", Node: "node-00000"}
-	targets := make([]summary.Target, samples)
+	src := observation.Source{Namespace: "netpulse", Name: "agent-00000", UID: "uid-00000", Node: "node-00000"}
+	targets := make([]observation.Target, samples)
 	stable := make([]bool, samples) // the old model: no stable pairs, every stream kept
 	for i := range targets {
 		id := fmt.Sprintf("%05d", i)
-		targets[i] = summary.Target{Kind: summary.TargetPod, Namespace: "netpulse", Name: "agent-" + id, UID: "uid-" + id,
+		targets[i] = observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-" + id, UID: "uid-" + id,
 			Node: "node-" + id, Address: fmt.Sprintf("10.%d.%d.%d", i/65536, (i/256)%256, i%256)}
 	}
 	measure := func(build func() any) float64 {
@@ -132,17 +135,17 @@ func ReferenceBytes(samples int) (perPair, perStreamPair float64) {
 	}
 	perPair = measure(func() any {
 		s := summary.NewSummarizer(summary.Config{})
-		rtt := summary.NewHistogram(8)
+		rtt := observation.NewHistogram(8)
 		rtt.RecordN(0.00025, 3)
-		obs := make([]summary.Observation, 0, samples)
+		obs := make([]observation.Observation, 0, samples)
 		for i := range targets {
-			obs = append(obs, summary.Observation{Source: src, Target: targets[i], ProbeType: "icmp", Timestamp: t0, Success: true, Sent: 3, RTT: rtt})
+			obs = append(obs, observation.Observation{Source: src, Target: targets[i], ProbeType: "icmp", Timestamp: t0, Success: true, Sent: 3, RTT: rtt})
 		}
 		s.Add(obs...)
 		return s
 	})
 	perStreamPair = measure(func() any {
-		d := summary.NewDecoder(summary.DecoderConfig{})
+		d := decode.NewDecoder(decode.DecoderConfig{})
 		d.Decode(roundMetrics(src, targets, stable, t0, t0.Add(time.Second), 1), t0)
 		return d
 	})

@@ -15,6 +15,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
@@ -125,21 +128,21 @@ type Result struct {
 
 type member struct {
 	id   string
-	src  summary.Source
-	tgt  summary.Target
+	src  observation.Source
+	tgt  observation.Target
 	node string
 }
 
 type delivery struct {
 	at  time.Time
-	obs []summary.Observation
+	obs []observation.Observation
 }
 
 // write is what the simulated writer holds per key.
 type write struct {
 	requests int
-	verdict  summary.Verdict
-	pair     summary.PairKey
+	verdict  observation.Verdict
+	pair     observation.PairKey
 }
 
 // Run simulates one cluster.
@@ -160,8 +163,8 @@ func Run(cfg Config) (Result, error) {
 		members[i] = member{
 			id:   id,
 			node: node,
-			src:  summary.Source{Namespace: "netpulse", Name: "agent-" + id[4:], UID: id, Node: node},
-			tgt: summary.Target{Kind: summary.TargetPod, Namespace: "netpulse", Name: "agent-" + id[4:], UID: id, Node: node, Zone: zone,
+			src:  observation.Source{Namespace: "netpulse", Name: "agent-" + id[4:], UID: id, Node: node},
+			tgt: observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-" + id[4:], UID: id, Node: node, Zone: zone,
 				Address: fmt.Sprintf("10.%d.%d.%d", i/65536, (i/256)%256, i%256)},
 		}
 		pm[i] = planner.Member{ID: id, Node: node, Zone: zone}
@@ -197,9 +200,9 @@ func Run(cfg Config) (Result, error) {
 
 	dead := cfg.N / 3
 	faultAt := t0.Add(cfg.FaultAt)
-	deadTarget := engine.TargetKeyOf(&summary.Observation{Target: members[dead].tgt})
-	var deadPairs []summary.PairKey // stable pairs towards the dead target
-	rtt := summary.NewHistogram(8)
+	deadTarget := engine.TargetKeyOf(&observation.Observation{Target: members[dead].tgt})
+	var deadPairs []observation.PairKey // stable pairs towards the dead target
+	rtt := observation.NewHistogram(8)
 	rtt.RecordN(0.00025, 3)
 
 	type pairID struct{ s, t int32 }
@@ -241,7 +244,7 @@ func Run(cfg Config) (Result, error) {
 				res.EventsEmitted++
 			}
 			for _, c := range r.TargetChanges {
-				if c.Verdict != summary.VerdictUnreachable {
+				if c.Verdict != observation.VerdictUnreachable {
 					continue
 				}
 				if c.Key == deadTarget {
@@ -284,7 +287,7 @@ func Run(cfg Config) (Result, error) {
 				res.Writes += w.requests
 				res.WritesByPrio[p]++
 				owed = w.requests - 1
-				if w.verdict == summary.VerdictUnreachable && pairWrittenAt.IsZero() && slices.Contains(deadPairs, w.pair) {
+				if w.verdict == observation.VerdictUnreachable && pairWrittenAt.IsZero() && slices.Contains(deadPairs, w.pair) {
 					pairWrittenAt = at
 				}
 			}
@@ -294,7 +297,7 @@ func Run(cfg Config) (Result, error) {
 		}
 	}
 
-	var bufObs []summary.Observation
+	var bufObs []observation.Observation
 	for round := plan.Round(t0); ; round++ {
 		roundStart := time.Unix(0, int64(round)*int64(iv))
 		if roundStart.After(end) {
@@ -310,18 +313,18 @@ func Run(cfg Config) (Result, error) {
 			src := members[i]
 			targets := plan.Targets(src.id, round)
 			stable := plan.StableTargets(src.id)
-			bufObs = make([]summary.Observation, 0, len(targets))
+			bufObs = make([]observation.Observation, 0, len(targets))
 			for _, tm := range targets {
 				j := index[tm.ID]
 				isStable := slices.ContainsFunc(stable, func(s planner.Member) bool { return s.ID == tm.ID })
-				o := summary.Observation{Source: src.src, Target: members[j].tgt, ProbeType: "icmp", Timestamp: at, Stable: isStable, Sent: 3}
+				o := observation.Observation{Source: src.src, Target: members[j].tgt, ProbeType: "icmp", Timestamp: at, Stable: isStable, Sent: 3}
 				if j == dead && !at.Before(faultAt) {
 					o.Lost, o.ErrorType, o.Message = 3, "timeout", "icmp "+members[j].tgt.Address+": timeout (3 of 3 echoes lost)"
 				} else {
 					o.Success, o.RTT = true, rtt
 				}
 				if j == dead && isStable {
-					k := summary.KeyOf(&o)
+					k := observation.KeyOf(&o)
 					if !slices.Contains(deadPairs, k) {
 						deadPairs = append(deadPairs, k)
 					}
@@ -381,7 +384,7 @@ func Run(cfg Config) (Result, error) {
 
 	// The decoder's share: the stable streams of every source (rotating pairs' points are
 	// self-contained and leave no state).
-	dec := summary.NewDecoder(summary.DecoderConfig{FirstSightMaxAge: time.Minute, StreamTTL: 3 * time.Minute})
+	dec := decode.NewDecoder(decode.DecoderConfig{FirstSightMaxAge: time.Minute, StreamTTL: 3 * time.Minute})
 	feedStableStreams(dec, members, plan, end)
 
 	runtime.GC()

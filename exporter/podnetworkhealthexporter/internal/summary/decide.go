@@ -9,6 +9,8 @@ import (
 	"hash/fnv"
 	"math"
 	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 )
 
 // Policy is the write budget of one PodNetworkHealth object.
@@ -70,7 +72,7 @@ const (
 // successful write. The zero value means "never written".
 type Written struct {
 	At          time.Time
-	Verdict     Verdict
+	Verdict     observation.Verdict
 	HasRTT      bool
 	RTTP50      time.Duration
 	HasLoss     bool
@@ -82,7 +84,7 @@ type Written struct {
 func (w Written) IsZero() bool { return w.At.IsZero() && w.Fingerprint == 0 }
 
 // WrittenFrom records that s was written at `at`.
-func WrittenFrom(s Summary, at time.Time) Written {
+func WrittenFrom(s observation.Summary, at time.Time) Written {
 	return Written{
 		At:          at,
 		Verdict:     s.Verdict,
@@ -111,7 +113,7 @@ func WrittenFrom(s Summary, at time.Time) Written {
 // The comparison is always against the last *written* status, so slow drift accumulates
 // into a write instead of hiding under the tolerance forever. Zero Policy fields take the
 // defaults.
-func Decide(last Written, cur Summary, now time.Time, p Policy) (write bool, reason string) {
+func Decide(last Written, cur observation.Summary, now time.Time, p Policy) (write bool, reason string) {
 	p = p.withDefaults()
 	if last.IsZero() {
 		return true, ReasonInitial
@@ -126,7 +128,7 @@ func Decide(last Written, cur Summary, now time.Time, p Policy) (write bool, rea
 	change := ""
 	hasRTT := cur.RTT.Count > 0
 	switch {
-	case cur.Verdict == VerdictUnreachable:
+	case cur.Verdict == observation.VerdictUnreachable:
 		// Nothing answers: the falling RTT count and the rising loss only restate the
 		// verdict, which was written when it changed.
 	case hasRTT != last.HasRTT:
@@ -141,7 +143,7 @@ func Decide(last Written, cur Summary, now time.Time, p Policy) (write bool, rea
 			change = ReasonLatency
 		}
 	}
-	if change == "" && cur.Verdict != VerdictUnreachable {
+	if change == "" && cur.Verdict != observation.VerdictUnreachable {
 		switch {
 		case cur.HasLoss != last.HasLoss:
 			change = ReasonLoss
@@ -188,7 +190,7 @@ func (p Policy) withDefaults() Policy {
 
 // Fingerprint hashes everything a Summary would put into a status (FNV-64a), so that
 // identical content is recognised without keeping the last written status.
-func Fingerprint(s Summary) uint64 {
+func Fingerprint(s observation.Summary) uint64 {
 	h := fnv.New64a()
 	w := fpWriter{h: h}
 	k := s.Key
@@ -257,6 +259,6 @@ func (w *fpWriter) time(ts ...time.Time) {
 	}
 }
 
-func (w *fpWriter) latency(l Latency) {
+func (w *fpWriter) latency(l observation.Latency) {
 	w.u64(l.Count, uint64(l.P50), uint64(l.P90), uint64(l.P99), uint64(l.Max))
 }

@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/stretchr/testify/assert"
 )
 
-func baseSummary() Summary {
-	return Summary{
-		Key: simKey, Verdict: VerdictReachable, LastObserved: t0,
-		RTT:     Latency{Count: 90, P50: 300 * time.Microsecond, P90: 320 * time.Microsecond, P99: 330 * time.Microsecond, Max: 2 * time.Millisecond},
+func baseSummary() observation.Summary {
+	return observation.Summary{
+		Key: simKey, Verdict: observation.VerdictReachable, LastObserved: t0,
+		RTT:     observation.Latency{Count: 90, P50: 300 * time.Microsecond, P90: 320 * time.Microsecond, P99: 330 * time.Microsecond, Max: 2 * time.Millisecond},
 		HasLoss: true, LossRatio: 0.01, Sent: 90, Lost: 1,
 	}
 }
@@ -23,7 +25,7 @@ func TestDecideRules(t *testing.T) {
 	p := DefaultPolicy()
 	base := baseSummary()
 	written := WrittenFrom(base, t0)
-	later := func(d time.Duration, mut func(*Summary)) (bool, string) {
+	later := func(d time.Duration, mut func(*observation.Summary)) (bool, string) {
 		s := base
 		s.LastObserved = t0.Add(d) // new data arrived: the content differs
 		if mut != nil {
@@ -43,32 +45,32 @@ func TestDecideRules(t *testing.T) {
 		{"never written", func() (bool, string) { return Decide(Written{}, base, t0, p) }, want{true, ReasonInitial}},
 		{"identical content, even after the heartbeat", func() (bool, string) { return Decide(written, base, t0.Add(time.Hour), p) }, want{false, ReasonUnchanged}},
 		{"verdict change at once", func() (bool, string) {
-			return later(time.Second, func(s *Summary) { s.Verdict = VerdictUnreachable })
+			return later(time.Second, func(s *observation.Summary) { s.Verdict = observation.VerdictUnreachable })
 		}, want{true, ReasonVerdict}},
 		{"RTT within 20%", func() (bool, string) {
-			return later(2*time.Minute, func(s *Summary) { s.RTT.P50 = 355 * time.Microsecond })
+			return later(2*time.Minute, func(s *observation.Summary) { s.RTT.P50 = 355 * time.Microsecond })
 		}, want{false, ReasonWithin}},
 		{"RTT beyond 20% but under the 100us floor", func() (bool, string) {
-			return later(2*time.Minute, func(s *Summary) { s.RTT.P50 = 390 * time.Microsecond })
+			return later(2*time.Minute, func(s *observation.Summary) { s.RTT.P50 = 390 * time.Microsecond })
 		}, want{false, ReasonWithin}},
 		{"RTT beyond 20% and the floor", func() (bool, string) {
-			return later(2*time.Minute, func(s *Summary) { s.RTT.P50 = 450 * time.Microsecond })
+			return later(2*time.Minute, func(s *observation.Summary) { s.RTT.P50 = 450 * time.Microsecond })
 		}, want{true, ReasonLatency}},
 		{"RTT gone", func() (bool, string) {
-			return later(2*time.Minute, func(s *Summary) { s.RTT = Latency{} })
+			return later(2*time.Minute, func(s *observation.Summary) { s.RTT = observation.Latency{} })
 		}, want{true, ReasonLatency}},
 		{"loss within 0.05", func() (bool, string) {
-			return later(2*time.Minute, func(s *Summary) { s.LossRatio = 0.06 })
+			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio = 0.06 })
 		}, want{false, ReasonWithin}},
 		{"loss beyond 0.05", func() (bool, string) {
-			return later(2*time.Minute, func(s *Summary) { s.LossRatio = 0.061 })
+			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio = 0.061 })
 		}, want{true, ReasonLoss}},
 		{"loss change within MinChangeInterval is deferred", func() (bool, string) {
-			return later(30*time.Second, func(s *Summary) { s.LossRatio = 0.5 })
+			return later(30*time.Second, func(s *observation.Summary) { s.LossRatio = 0.5 })
 		}, want{false, ReasonDeferred}},
 		{"loss and RTT while Unreachable restate the verdict", func() (bool, string) {
-			w := WrittenFrom(Summary{Key: simKey, Verdict: VerdictUnreachable, HasLoss: true, LossRatio: 0.3, Sent: 30, Lost: 9}, t0)
-			return Decide(w, Summary{Key: simKey, Verdict: VerdictUnreachable, HasLoss: true, LossRatio: 0.9, LastObserved: t0}, t0.Add(5*time.Minute), p)
+			w := WrittenFrom(observation.Summary{Key: simKey, Verdict: observation.VerdictUnreachable, HasLoss: true, LossRatio: 0.3, Sent: 30, Lost: 9}, t0)
+			return Decide(w, observation.Summary{Key: simKey, Verdict: observation.VerdictUnreachable, HasLoss: true, LossRatio: 0.9, LastObserved: t0}, t0.Add(5*time.Minute), p)
 		}, want{false, ReasonWithin}},
 		{"heartbeat", func() (bool, string) { return later(10*time.Minute, nil) }, want{true, ReasonHeartbeat}},
 		{"before the heartbeat", func() (bool, string) { return later(10*time.Minute-time.Second, nil) }, want{false, ReasonWithin}},
@@ -124,15 +126,15 @@ func TestDecideComparesWithLastWritten(t *testing.T) {
 // content changes).
 func TestDecideNeverRewritesIdenticalContent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	verdicts := []Verdict{VerdictUnknown, VerdictReachable, VerdictUnreachable}
+	verdicts := []observation.Verdict{observation.VerdictUnknown, observation.VerdictReachable, observation.VerdictUnreachable}
 	for range 500 {
 		s := baseSummary()
 		s.Verdict = verdicts[rng.IntN(3)]
 		s.RTT.P50 = time.Duration(rng.Int64N(int64(time.Second)))
 		s.HasLoss = rng.IntN(2) == 0
 		s.LossRatio = rng.Float64()
-		s.Probes = []ProbeResult{{Type: "icmp", Sent: rng.Uint64N(100), LastFailure: &Failure{Time: t0, Reason: "Timeout"}}}
-		s.Outages = []Outage{{Start: t0, Message: "x"}}
+		s.Probes = []observation.ProbeResult{{Type: "icmp", Sent: rng.Uint64N(100), LastFailure: &observation.Failure{Time: t0, Reason: "Timeout"}}}
+		s.Outages = []observation.Outage{{Start: t0, Message: "x"}}
 		w := WrittenFrom(s, t0)
 		after := time.Duration(rng.Int64N(int64(24 * time.Hour)))
 		write, reason := Decide(w, s, t0.Add(after), DefaultPolicy())
@@ -143,28 +145,28 @@ func TestDecideNeverRewritesIdenticalContent(t *testing.T) {
 
 func TestFingerprintSeesEveryField(t *testing.T) {
 	base := baseSummary()
-	base.Probes = []ProbeResult{{Type: "icmp", Sent: 3, LastFailure: &Failure{Time: t0, Reason: "Timeout", Message: "m"}}}
-	base.Outages = []Outage{{Start: t0, Message: "m"}}
+	base.Probes = []observation.ProbeResult{{Type: "icmp", Sent: 3, LastFailure: &observation.Failure{Time: t0, Reason: "Timeout", Message: "m"}}}
+	base.Outages = []observation.Outage{{Start: t0, Message: "m"}}
 	base.ObserverNodes = []string{"node-a"}
 	f := Fingerprint(base)
-	muts := map[string]func(*Summary){
-		"verdict":        func(s *Summary) { s.Verdict = VerdictUnknown },
-		"p99":            func(s *Summary) { s.RTT.P99++ },
-		"loss":           func(s *Summary) { s.LossRatio += 1e-9 },
-		"last observed":  func(s *Summary) { s.LastObserved = s.LastObserved.Add(time.Nanosecond) },
-		"probe sent":     func(s *Summary) { s.Probes[0].Sent++ },
-		"failure msg":    func(s *Summary) { s.Probes[0].LastFailure.Message = "n" },
-		"outage end":     func(s *Summary) { s.Outages[0].End = t0.Add(time.Second) },
-		"observer nodes": func(s *Summary) { s.ObserverNodes = []string{"node-b"} },
-		"window":         func(s *Summary) { s.WindowStart = t0 },
-		"target node":    func(s *Summary) { s.Target.Node = "x" },
+	muts := map[string]func(*observation.Summary){
+		"verdict":        func(s *observation.Summary) { s.Verdict = observation.VerdictUnknown },
+		"p99":            func(s *observation.Summary) { s.RTT.P99++ },
+		"loss":           func(s *observation.Summary) { s.LossRatio += 1e-9 },
+		"last observed":  func(s *observation.Summary) { s.LastObserved = s.LastObserved.Add(time.Nanosecond) },
+		"probe sent":     func(s *observation.Summary) { s.Probes[0].Sent++ },
+		"failure msg":    func(s *observation.Summary) { s.Probes[0].LastFailure.Message = "n" },
+		"outage end":     func(s *observation.Summary) { s.Outages[0].End = t0.Add(time.Second) },
+		"observer nodes": func(s *observation.Summary) { s.ObserverNodes = []string{"node-b"} },
+		"window":         func(s *observation.Summary) { s.WindowStart = t0 },
+		"target node":    func(s *observation.Summary) { s.Target.Node = "x" },
 	}
 	for name, mut := range muts {
 		s := base
-		s.Probes = []ProbeResult{base.Probes[0]}
+		s.Probes = []observation.ProbeResult{base.Probes[0]}
 		fl := *base.Probes[0].LastFailure
 		s.Probes[0].LastFailure = &fl
-		s.Outages = append([]Outage(nil), base.Outages...)
+		s.Outages = append([]observation.Outage(nil), base.Outages...)
 		mut(&s)
 		assert.NotEqual(t, f, Fingerprint(s), name)
 	}

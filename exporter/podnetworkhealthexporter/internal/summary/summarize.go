@@ -11,18 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/contract"
-)
-
-// Verdict is a pair's reachability; the values are those of the PodNetworkHealth API.
-type Verdict string
-
-// Verdicts.
-const (
-	VerdictUnknown     Verdict = "Unknown"
-	VerdictReachable   Verdict = "Reachable"
-	VerdictUnreachable Verdict = "Unreachable"
 )
 
 // Config configures a Summarizer. Zero fields take the defaults.
@@ -79,110 +71,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Latency summarises RTT samples. Count is 0 when there were none (the durations are then
-// zero). Always P50 <= P90 <= P99 <= Max.
-type Latency struct {
-	Count              uint64
-	P50, P90, P99, Max time.Duration
-}
-
-// Failure is one failed probe.
-type Failure struct {
-	Time time.Time
-	// ErrorType is the contract's error.type ("" when unknown); Reason is its CamelCase
-	// form for the API (FailureReason).
-	ErrorType string
-	Reason    string
-	Message   string
-}
-
-// Outage is one period during which the pair was Unreachable.
-type Outage struct {
-	// Start is the time of the first failed round of the run that made the pair
-	// Unreachable.
-	Start time.Time
-	// End is the time of the first successful round of the run that made it Reachable
-	// again; zero while the outage is ongoing.
-	End time.Time
-	// Reason is the CamelCase failure reason of the first failed round.
-	Reason  string
-	Message string
-}
-
-// Ongoing reports whether the outage has not ended.
-func (o Outage) Ongoing() bool { return o.End.IsZero() }
-
-// ProbeResult is what one probe type observed over the window.
-type ProbeResult struct {
-	Type string
-	// Probes and Failures count this type's observations (one per round) in the window.
-	Probes, Failures uint64
-	// Sent and Lost: ICMP echoes when the echo counters are known, otherwise Probes and
-	// Failures (a TCP connect, HTTP request or DNS lookup is one probe).
-	Sent, Lost uint64
-	// RTT of this type's successful probes in the window.
-	RTT Latency
-	// LastSuccess and LastFailure may lie before the window (zero / nil when never).
-	LastSuccess time.Time
-	LastFailure *Failure
-}
-
-// Summary is the state of one pair, everything the writer needs for its status.
-type Summary struct {
-	Key    PairKey
-	Source Source // as of the newest observation
-	Target Target
-
-	Verdict Verdict
-	// VerdictSince is the round that set the verdict (zero while Unknown).
-	VerdictSince time.Time
-	// ConsecutiveFailures / ConsecutiveSuccesses: the current run of rounds.
-	ConsecutiveFailures, ConsecutiveSuccesses int
-
-	// RTT is the primary latency over the window: ICMP RTTs when there are any, otherwise
-	// the durations of the other probe types together. RTTFrom names the probe types it
-	// comes from ("icmp", "tcp,http", ...).
-	RTT     Latency
-	RTTFrom string
-	// LossRatio over the window: ICMP Lost/Sent echoes; without ICMP echoes, failed probes
-	// of all types over probes. Valid when HasLoss.
-	LossRatio  float64
-	HasLoss    bool
-	Sent, Lost uint64
-
-	// Probes holds one result per probe type seen, in the order icmp, tcp, http, dns.
-	Probes []ProbeResult
-
-	// Rounds and FailedRounds in the window.
-	Rounds, FailedRounds int
-	// LastObserved is the newest round; ObservedFromNode the source's node then.
-	LastObserved     time.Time
-	ObservedFromNode string
-	// Observers: distinct (source pod UID, node) in the window; ObserverNodes their nodes,
-	// sorted.
-	Observers     int
-	ObserverNodes []string
-
-	// Outages, newest first, at most Config.MaxOutages; only the first may be ongoing.
-	Outages []Outage
-
-	// WindowStart and WindowEnd: the first and last round the window figures cover.
-	WindowStart, WindowEnd time.Time
-}
-
-// Transition is a verdict change of one pair, for Events. When a pair changed several
-// times between two Transitions calls, the changes are coalesced: Old is the verdict
-// before the first, New the verdict after the last, At and Message those of the last, and
-// Flips how many there were. A pair that flapped back (Old == New, Flips >= 2) is still
-// reported, so the writer can say so; writers that only want real changes skip Old == New.
-type Transition struct {
-	Key      PairKey
-	Old, New Verdict
-	At       time.Time
-	Flips    int
-	Message  string
-}
-
 // Stats counts what the Summarizer did not use.
 type Stats struct {
 	Pairs int
@@ -199,8 +87,8 @@ type Summarizer struct {
 	cfg     Config
 	slotW   time.Duration
 	mu      sync.Mutex
-	pairs   map[PairKey]*pairState
-	pending map[PairKey]*Transition
+	pairs   map[observation.PairKey]*pairState
+	pending map[observation.PairKey]*observation.Transition
 	gen     uint64 // Transitions calls
 	ignored uint64
 	late    uint64
@@ -210,7 +98,7 @@ type Summarizer struct {
 func NewSummarizer(cfg Config) *Summarizer {
 	cfg = cfg.withDefaults()
 	w := max(cfg.Window/time.Duration(cfg.Slots), time.Millisecond)
-	return &Summarizer{cfg: cfg, slotW: w, pairs: map[PairKey]*pairState{}, pending: map[PairKey]*Transition{}}
+	return &Summarizer{cfg: cfg, slotW: w, pairs: map[observation.PairKey]*pairState{}, pending: map[observation.PairKey]*observation.Transition{}}
 }
 
 // Config returns the effective configuration.
@@ -218,7 +106,7 @@ func (s *Summarizer) Config() Config { return s.cfg }
 
 // machine is the verdict state machine of a pair.
 type machine struct {
-	verdict                Verdict
+	verdict                observation.Verdict
 	since                  time.Time
 	consecFail, consecSucc int
 	failStart, succStart   time.Time
@@ -227,7 +115,7 @@ type machine struct {
 
 type probeAgg struct {
 	probes, failures, sent, lost uint64
-	hist                         Histogram
+	hist                         observation.Histogram
 }
 
 type observer struct{ uid, node string }
@@ -238,29 +126,29 @@ type slot struct {
 	first, last time.Time
 	rounds      int
 	failed      int
-	probes      [numProbeTypes]probeAgg
+	probes      [observation.NumProbeTypes]probeAgg
 	observers   []observer
 }
 
 type probeLast struct {
 	success time.Time
-	failure *Failure
+	failure *observation.Failure
 }
 
 // undoState is the state before the newest round, kept while that round failed: if more
 // observations of the same round arrive and one succeeded, the round is re-evaluated.
 type undoState struct {
 	m       machine
-	outages []Outage
-	pend    Transition
+	outages []observation.Outage
+	pend    observation.Transition
 	hadPend bool
 	gen     uint64 // Summarizer.gen when saved
 }
 
 type pairState struct {
-	key          PairKey
-	source       Source
-	target       Target
+	key          observation.PairKey
+	source       observation.Source
+	target       observation.Target
 	m            machine
 	hasRound     bool
 	lastRound    time.Time
@@ -269,32 +157,32 @@ type pairState struct {
 	ring         []slot
 	newest       int64
 	hasSlots     bool
-	last         [numProbeTypes]probeLast
+	last         [observation.NumProbeTypes]probeLast
 	lastObserved time.Time
 	// seededAt: when Seed created the pair (a takeover). Idle expiry counts from the
 	// newer of it and lastObserved: a healthy pair's persisted lastObserved may be a
 	// heartbeat old, and must not expire before its observer's next round arrives.
 	seededAt time.Time
-	outages  []Outage
+	outages  []observation.Outage
 }
 
 // Add feeds observations. Observations of one pair with the same Timestamp form one round
 // (a round succeeds when any of its observations succeeded); observations of a round may
 // arrive in several calls. It returns how many observations were ignored (no usable pair
 // key, unknown probe type or zero timestamp).
-func (s *Summarizer) Add(obs ...Observation) int {
+func (s *Summarizer) Add(obs ...observation.Observation) int {
 	type rk struct {
-		key PairKey
+		key observation.PairKey
 		ts  int64
 	}
 	idx := map[rk]int{}
-	var groups [][]*Observation
-	var keys []PairKey
+	var groups [][]*observation.Observation
+	var keys []observation.PairKey
 	ignored := 0
 	for i := range obs {
 		o := &obs[i]
-		k := KeyOf(o)
-		if !k.valid() || probeIndex(o.ProbeType) < 0 || o.Timestamp.IsZero() {
+		k := observation.KeyOf(o)
+		if !k.Valid() || observation.ProbeIndex(o.ProbeType) < 0 || o.Timestamp.IsZero() {
 			ignored++
 			continue
 		}
@@ -314,7 +202,7 @@ func (s *Summarizer) Add(obs ...Observation) int {
 	for g, round := range groups {
 		p := s.pairs[keys[g]]
 		if p == nil {
-			p = &pairState{key: keys[g], m: machine{verdict: VerdictUnknown}}
+			p = &pairState{key: keys[g], m: machine{verdict: observation.VerdictUnknown}}
 			s.pairs[keys[g]] = p
 		}
 		s.applyRound(p, round)
@@ -359,7 +247,7 @@ func (s *Summarizer) slotFor(p *pairState, ts time.Time) *slot {
 	return sl
 }
 
-func (s *Summarizer) applyRound(p *pairState, round []*Observation) {
+func (s *Summarizer) applyRound(p *pairState, round []*observation.Observation) {
 	ts := round[0].Timestamp
 	ok := false
 	for _, o := range round {
@@ -370,24 +258,24 @@ func (s *Summarizer) applyRound(p *pairState, round []*Observation) {
 		p.lastObserved, p.source = ts, lastObs.Source
 		t := lastObs.Target
 		for _, o := range round {
-			mergeTarget(&t, &o.Target)
+			observation.MergeTarget(&t, &o.Target)
 		}
 		p.target = t
 	}
 	for _, o := range round {
-		l := &p.last[probeIndex(o.ProbeType)]
+		l := &p.last[observation.ProbeIndex(o.ProbeType)]
 		if o.Success {
 			if ts.After(l.success) {
 				l.success = ts
 			}
 		} else if l.failure == nil || !ts.Before(l.failure.Time) {
-			l.failure = &Failure{Time: ts, ErrorType: o.ErrorType, Reason: FailureReason(o.ErrorType), Message: truncate(o.Message, maxMessage)}
+			l.failure = &observation.Failure{Time: ts, ErrorType: o.ErrorType, Reason: observation.FailureReason(o.ErrorType), Message: truncate(o.Message, maxMessage)}
 		}
 	}
 	sl := s.slotFor(p, ts)
 	if sl != nil {
 		for _, o := range round {
-			a := &sl.probes[probeIndex(o.ProbeType)]
+			a := &sl.probes[observation.ProbeIndex(o.ProbeType)]
 			a.probes++
 			if !o.Success {
 				a.failures++
@@ -449,7 +337,7 @@ func (s *Summarizer) applyRound(p *pairState, round []*Observation) {
 					if msg == "" {
 						msg = "reachable: a late observation of the round succeeded"
 					}
-					s.pending[p.key] = &Transition{Key: p.key, Old: before, New: p.m.verdict, At: ts, Flips: 1, Message: msg}
+					s.pending[p.key] = &observation.Transition{Key: p.key, Old: before, New: p.m.verdict, At: ts, Flips: 1, Message: msg}
 				}
 			}
 			p.lastRoundOK = true
@@ -461,7 +349,7 @@ func (s *Summarizer) applyRound(p *pairState, round []*Observation) {
 
 // failureText describes the failures of a round, e.g. "icmp 10.0.0.5: timeout (3 of 3
 // echoes lost); tcp 10.0.0.5:80: refused".
-func failureText(round []*Observation) string {
+func failureText(round []*observation.Observation) string {
 	var parts []string
 	for _, o := range round {
 		if o.Success {
@@ -469,7 +357,7 @@ func failureText(round []*Observation) string {
 		}
 		m := o.Message
 		if m == "" {
-			m = o.ProbeType + " " + o.Target.targetText() + ": failed"
+			m = o.ProbeType + " " + o.Target.TargetText() + ": failed"
 		}
 		if !slices.Contains(parts, m) {
 			parts = append(parts, m)
@@ -479,12 +367,12 @@ func failureText(round []*Observation) string {
 	return strings.Join(parts, "; ")
 }
 
-func firstErrorType(round []*Observation) string {
+func firstErrorType(round []*observation.Observation) string {
 	best := ""
 	bestIdx := math.MaxInt
 	for _, o := range round {
-		if !o.Success && o.ErrorType != "" && probeIndex(o.ProbeType) < bestIdx {
-			best, bestIdx = o.ErrorType, probeIndex(o.ProbeType)
+		if !o.Success && o.ErrorType != "" && observation.ProbeIndex(o.ProbeType) < bestIdx {
+			best, bestIdx = o.ErrorType, observation.ProbeIndex(o.ProbeType)
 		}
 	}
 	return best
@@ -492,7 +380,7 @@ func firstErrorType(round []*Observation) string {
 
 // step advances the verdict state machine by one round; it returns the transition
 // message ("" when the verdict did not change).
-func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*Observation) string {
+func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*observation.Observation) string {
 	m := &p.m
 	old := m.verdict
 	msg := ""
@@ -503,11 +391,11 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*Observat
 		}
 		m.consecSucc++
 		switch {
-		case m.verdict == VerdictUnknown:
-			m.verdict = VerdictReachable
+		case m.verdict == observation.VerdictUnknown:
+			m.verdict = observation.VerdictReachable
 			msg = "reachable: first successful round"
-		case m.verdict == VerdictUnreachable && m.consecSucc >= s.cfg.SuccessesToReachable:
-			m.verdict = VerdictReachable
+		case m.verdict == observation.VerdictUnreachable && m.consecSucc >= s.cfg.SuccessesToReachable:
+			m.verdict = observation.VerdictReachable
 			msg = "reachable again"
 			if len(p.outages) > 0 && p.outages[0].Ongoing() {
 				o := &p.outages[0]
@@ -526,7 +414,7 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*Observat
 			m.failErrorType = firstErrorType(round)
 		}
 		m.consecFail++
-		if m.verdict != VerdictUnreachable && m.consecFail >= s.cfg.FailuresToUnreachable {
+		if m.verdict != observation.VerdictUnreachable && m.consecFail >= s.cfg.FailuresToUnreachable {
 			msg = truncate(fmt.Sprintf("unreachable after %d consecutive failed rounds: %s", m.consecFail, failureText(round)), maxMessage)
 			s.openOutage(p, msg)
 		}
@@ -542,26 +430,26 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*Observat
 // the current run.
 func (s *Summarizer) openOutage(p *pairState, msg string) {
 	m := &p.m
-	m.verdict = VerdictUnreachable
+	m.verdict = observation.VerdictUnreachable
 	start := m.failStart
 	if len(p.outages) > 0 && start.Before(p.outages[0].End) {
 		start = p.outages[0].End // never overlap the previous outage
 	}
-	o := Outage{Start: start, Reason: FailureReason(m.failErrorType), Message: msg}
-	p.outages = append([]Outage{o}, p.outages...)
+	o := observation.Outage{Start: start, Reason: observation.FailureReason(m.failErrorType), Message: msg}
+	p.outages = append([]observation.Outage{o}, p.outages...)
 	if len(p.outages) > s.cfg.MaxOutages {
 		p.outages = p.outages[:s.cfg.MaxOutages]
 	}
 }
 
 // transition records a verdict change made at ts for Transitions.
-func (s *Summarizer) transition(p *pairState, old Verdict, ts time.Time, msg string) {
+func (s *Summarizer) transition(p *pairState, old observation.Verdict, ts time.Time, msg string) {
 	p.m.since = ts
 	if t := s.pending[p.key]; t != nil {
 		t.New, t.At, t.Message = p.m.verdict, ts, msg
 		t.Flips++
 	} else {
-		s.pending[p.key] = &Transition{Key: p.key, Old: old, New: p.m.verdict, At: ts, Flips: 1, Message: msg}
+		s.pending[p.key] = &observation.Transition{Key: p.key, Old: old, New: p.m.verdict, At: ts, Flips: 1, Message: msg}
 	}
 }
 
@@ -570,11 +458,11 @@ func (s *Summarizer) transition(p *pairState, old Verdict, ts time.Time, msg str
 // FailuresToUnreachable rounds of this pair alone would only delay a verdict the cluster
 // already agrees on. The outage starts at the pair's first failed round of the run; why
 // ends the message. It reports whether the verdict changed.
-func (s *Summarizer) Escalate(key PairKey, why string) bool {
+func (s *Summarizer) Escalate(key observation.PairKey, why string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pairs[key]
-	if p == nil || p.m.verdict == VerdictUnreachable || p.m.consecFail == 0 || !p.hasRound || p.lastRoundOK {
+	if p == nil || p.m.verdict == observation.VerdictUnreachable || p.m.consecFail == 0 || !p.hasRound || p.lastRoundOK {
 		return false
 	}
 	old := p.m.verdict
@@ -585,7 +473,7 @@ func (s *Summarizer) Escalate(key PairKey, why string) bool {
 }
 
 // Has reports whether the pair is summarised.
-func (s *Summarizer) Has(key PairKey) bool {
+func (s *Summarizer) Has(key observation.PairKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.pairs[key]
@@ -605,16 +493,16 @@ func secondsToDuration(v float64) time.Duration {
 }
 
 // LatencyOf summarises a histogram of seconds.
-func LatencyOf(h *Histogram) Latency {
+func LatencyOf(h *observation.Histogram) observation.Latency {
 	n := h.Count()
 	if n == 0 {
-		return Latency{}
+		return observation.Latency{}
 	}
 	q := func(x float64) time.Duration {
 		v, _ := h.Quantile(x)
 		return secondsToDuration(v)
 	}
-	l := Latency{Count: n, P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: secondsToDuration(h.Max)}
+	l := observation.Latency{Count: n, P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: secondsToDuration(h.Max)}
 	l.P90 = max(l.P90, l.P50)
 	l.P99 = max(l.P99, l.P90)
 	l.Max = max(l.Max, l.P99)
@@ -622,8 +510,8 @@ func LatencyOf(h *Histogram) Latency {
 }
 
 // summary computes a pair's Summary. Caller holds s.mu.
-func (s *Summarizer) summary(p *pairState) Summary {
-	out := Summary{
+func (s *Summarizer) summary(p *pairState) observation.Summary {
+	out := observation.Summary{
 		Key:                  p.key,
 		Source:               p.source,
 		Target:               p.target,
@@ -635,7 +523,7 @@ func (s *Summarizer) summary(p *pairState) Summary {
 		ObservedFromNode:     p.source.Node,
 		Outages:              slices.Clone(p.outages),
 	}
-	var agg [numProbeTypes]probeAgg
+	var agg [observation.NumProbeTypes]probeAgg
 	var observers []observer
 	n := int64(s.cfg.Slots)
 	for i := range p.ring {
@@ -679,7 +567,7 @@ func (s *Summarizer) summary(p *pairState) Summary {
 		if a.probes == 0 && l.success.IsZero() && l.failure == nil {
 			continue
 		}
-		r := ProbeResult{Type: probeTypes[j], Probes: a.probes, Failures: a.failures, Sent: a.probes, Lost: a.failures,
+		r := observation.ProbeResult{Type: observation.ProbeTypes[j], Probes: a.probes, Failures: a.failures, Sent: a.probes, Lost: a.failures,
 			RTT: LatencyOf(&a.hist), LastSuccess: l.success}
 		if a.sent > 0 {
 			r.Sent, r.Lost = a.sent, a.lost
@@ -693,16 +581,16 @@ func (s *Summarizer) summary(p *pairState) Summary {
 		totalFailures += a.failures
 	}
 
-	icmp := &agg[probeIndex(contract.ProbeTypeICMP)]
+	icmp := &agg[observation.ProbeIndex(contract.ProbeTypeICMP)]
 	if icmp.hist.Count() > 0 {
 		out.RTT, out.RTTFrom = LatencyOf(&icmp.hist), contract.ProbeTypeICMP
 	} else {
-		var h Histogram
+		var h observation.Histogram
 		var from []string
-		for j := 1; j < numProbeTypes; j++ {
+		for j := 1; j < observation.NumProbeTypes; j++ {
 			if agg[j].hist.Count() > 0 {
 				h.Merge(&agg[j].hist)
-				from = append(from, probeTypes[j])
+				from = append(from, observation.ProbeTypes[j])
 			}
 		}
 		out.RTT, out.RTTFrom = LatencyOf(&h), strings.Join(from, ",")
@@ -720,29 +608,29 @@ func (s *Summarizer) summary(p *pairState) Summary {
 }
 
 // Summary returns the current summary of one pair.
-func (s *Summarizer) Summary(key PairKey) (Summary, bool) {
+func (s *Summarizer) Summary(key observation.PairKey) (observation.Summary, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pairs[key]
 	if p == nil {
-		return Summary{}, false
+		return observation.Summary{}, false
 	}
 	return s.summary(p), true
 }
 
 // Summaries returns the summaries of all pairs, ordered by key.
-func (s *Summarizer) Summaries() []Summary {
+func (s *Summarizer) Summaries() []observation.Summary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Summary, 0, len(s.pairs))
+	out := make([]observation.Summary, 0, len(s.pairs))
 	for _, p := range s.pairs {
 		out = append(out, s.summary(p))
 	}
-	slices.SortFunc(out, func(a, b Summary) int { return comparePairKeys(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b observation.Summary) int { return comparePairKeys(a.Key, b.Key) })
 	return out
 }
 
-func comparePairKeys(a, b PairKey) int {
+func comparePairKeys(a, b observation.PairKey) int {
 	switch {
 	case a.Less(b):
 		return -1
@@ -753,10 +641,10 @@ func comparePairKeys(a, b PairKey) int {
 }
 
 // Keys returns the known pairs, ordered.
-func (s *Summarizer) Keys() []PairKey {
+func (s *Summarizer) Keys() []observation.PairKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]PairKey, 0, len(s.pairs))
+	out := make([]observation.PairKey, 0, len(s.pairs))
 	for k := range s.pairs {
 		out = append(out, k)
 	}
@@ -766,16 +654,16 @@ func (s *Summarizer) Keys() []PairKey {
 
 // Transitions returns the verdict changes since the previous call (coalesced per pair,
 // see Transition), ordered by time and key, and forgets them.
-func (s *Summarizer) Transitions() []Transition {
+func (s *Summarizer) Transitions() []observation.Transition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Transition, 0, len(s.pending))
+	out := make([]observation.Transition, 0, len(s.pending))
 	for _, t := range s.pending {
 		out = append(out, *t)
 	}
 	clear(s.pending)
 	s.gen++
-	slices.SortFunc(out, func(a, b Transition) int {
+	slices.SortFunc(out, func(a, b observation.Transition) int {
 		if c := a.At.Compare(b.At); c != 0 {
 			return c
 		}
@@ -785,7 +673,7 @@ func (s *Summarizer) Transitions() []Transition {
 }
 
 // Forget drops a pair (and its pending transition); it reports whether it existed.
-func (s *Summarizer) Forget(key PairKey) bool {
+func (s *Summarizer) Forget(key observation.PairKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.pairs[key]
@@ -797,10 +685,10 @@ func (s *Summarizer) Forget(key PairKey) bool {
 // ExpireIdle drops the pairs whose newest observation is more than ttl before now (their
 // target or source went away), except those keep(key) holds on to, and returns their keys,
 // ordered. keep may be nil.
-func (s *Summarizer) ExpireIdle(now time.Time, ttl time.Duration, keep ...func(PairKey) bool) []PairKey {
+func (s *Summarizer) ExpireIdle(now time.Time, ttl time.Duration, keep ...func(observation.PairKey) bool) []observation.PairKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []PairKey
+	var out []observation.PairKey
 	for k, p := range s.pairs {
 		if now.Sub(later(p.lastObserved, p.seededAt)) > ttl && !(len(keep) > 0 && keep[0] != nil && keep[0](k)) {
 			out = append(out, k)
@@ -821,7 +709,7 @@ func (s *Summarizer) Stats() Stats {
 
 // Verdict returns a pair's verdict and its current run of failed rounds, without computing
 // the window figures.
-func (s *Summarizer) Verdict(key PairKey) (v Verdict, consecutiveFailures int, ok bool) {
+func (s *Summarizer) Verdict(key observation.PairKey) (v observation.Verdict, consecutiveFailures int, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pairs[key]
@@ -845,26 +733,26 @@ func (s *Summarizer) Verdict(key PairKey) (v Verdict, consecutiveFailures int, o
 // persisted verdict (so the Event says what changed relative to the record), a persisted
 // ongoing outage the pair has recovered from ends at the recovery, and the persisted
 // history is kept behind newer outages. It reports whether the pair exists.
-func (s *Summarizer) Adopt(key PairKey, verdict Verdict, since time.Time, outages []Outage) bool {
+func (s *Summarizer) Adopt(key observation.PairKey, verdict observation.Verdict, since time.Time, outages []observation.Outage) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pairs[key]
-	if p == nil || verdict == "" || verdict == VerdictUnknown {
+	if p == nil || verdict == "" || verdict == observation.VerdictUnknown {
 		return p != nil
 	}
 	if len(outages) > s.cfg.MaxOutages {
 		outages = outages[:s.cfg.MaxOutages]
 	}
-	if p.m.verdict == verdict || p.m.verdict == VerdictUnknown {
+	if p.m.verdict == verdict || p.m.verdict == observation.VerdictUnknown {
 		// Agreeing, or not judged yet by this replica: the record's verdict stands (as
 		// Seed would set it), with the rounds this replica counted so far.
-		if p.m.verdict == VerdictUnknown && verdict == VerdictUnreachable {
+		if p.m.verdict == observation.VerdictUnknown && verdict == observation.VerdictUnreachable {
 			p.m.consecFail = max(p.m.consecFail, s.cfg.FailuresToUnreachable)
 			p.m.failStart = since
 		}
 		p.m.verdict, p.m.since = verdict, since
 		p.outages = slices.Clone(outages)
-		if verdict == VerdictUnreachable && len(outages) > 0 && outages[0].Ongoing() {
+		if verdict == observation.VerdictUnreachable && len(outages) > 0 && outages[0].Ongoing() {
 			p.m.failStart = outages[0].Start
 		}
 		if t := s.pending[key]; t != nil {
@@ -874,14 +762,14 @@ func (s *Summarizer) Adopt(key PairKey, verdict Verdict, since time.Time, outage
 	}
 	if t := s.pending[key]; t != nil {
 		t.Old = verdict
-	} else if p.m.verdict != VerdictUnknown {
-		s.pending[key] = &Transition{Key: key, Old: verdict, New: p.m.verdict, At: p.m.since, Flips: 1}
+	} else if p.m.verdict != observation.VerdictUnknown {
+		s.pending[key] = &observation.Transition{Key: key, Old: verdict, New: p.m.verdict, At: p.m.since, Flips: 1}
 	}
 	older := slices.Clone(outages)
-	if len(older) > 0 && older[0].Ongoing() && p.m.verdict == VerdictReachable {
+	if len(older) > 0 && older[0].Ongoing() && p.m.verdict == observation.VerdictReachable {
 		older[0].End = p.m.since
 	}
-	var newer []Outage
+	var newer []observation.Outage
 	newest := time.Time{}
 	if len(older) > 0 {
 		newest = older[0].Start
@@ -905,8 +793,8 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-func (s *Summarizer) Seed(key PairKey, src Source, tgt Target, verdict Verdict, since, lastObserved, now time.Time, outages []Outage) bool {
-	if !key.valid() {
+func (s *Summarizer) Seed(key observation.PairKey, src observation.Source, tgt observation.Target, verdict observation.Verdict, since, lastObserved, now time.Time, outages []observation.Outage) bool {
+	if !key.Valid() {
 		return false
 	}
 	s.mu.Lock()
@@ -920,7 +808,7 @@ func (s *Summarizer) Seed(key PairKey, src Source, tgt Target, verdict Verdict, 
 		outages = outages[:s.cfg.MaxOutages]
 	}
 	p.outages = slices.Clone(outages)
-	if verdict == VerdictUnreachable {
+	if verdict == observation.VerdictUnreachable {
 		// Still failing as far as anyone knows: one success starts the recovery count, one
 		// more failure keeps it Unreachable without a new outage.
 		p.m.consecFail = s.cfg.FailuresToUnreachable

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,9 +24,9 @@ const iv = 10 * time.Second
 func at(i int) time.Time { return t0.Add(time.Duration(i) * iv) }
 
 // obs builds an observation of the simulated pair; ICMP observations carry 3 echoes.
-func obs(i int, typ string, ok bool, rtts ...float64) Observation {
-	o := Observation{Source: simSource(), Target: simTarget(), ProbeType: typ, Timestamp: at(i), Success: ok}
-	o.RTT = NewHistogram(DefaultScale)
+func obs(i int, typ string, ok bool, rtts ...float64) observation.Observation {
+	o := observation.Observation{Source: simSource(), Target: simTarget(), ProbeType: typ, Timestamp: at(i), Success: ok}
+	o.RTT = observation.NewHistogram(observation.DefaultScale)
 	for _, r := range rtts {
 		o.RTT.Record(r)
 	}
@@ -41,16 +43,16 @@ func obs(i int, typ string, ok bool, rtts ...float64) Observation {
 	return o
 }
 
-func icmpRound(i int, ok bool) Observation {
+func icmpRound(i int, ok bool) observation.Observation {
 	if ok {
 		return obs(i, contract.ProbeTypeICMP, true, 300e-6, 310e-6, 320e-6)
 	}
 	return obs(i, contract.ProbeTypeICMP, false)
 }
 
-var simKey = func() PairKey { o := icmpRound(0, true); return KeyOf(&o) }()
+var simKey = func() observation.PairKey { o := icmpRound(0, true); return observation.KeyOf(&o) }()
 
-func verdictAfter(t *testing.T, s *Summarizer) Verdict {
+func verdictAfter(t *testing.T, s *Summarizer) observation.Verdict {
 	t.Helper()
 	sum, ok := s.Summary(simKey)
 	require.True(t, ok)
@@ -61,14 +63,14 @@ func TestVerdictHysteresis(t *testing.T) {
 	s := NewSummarizer(Config{})
 	steps := []struct {
 		ok   bool
-		want Verdict
+		want observation.Verdict
 	}{
-		{false, VerdictUnknown}, {false, VerdictUnknown}, // Unknown needs 3 failures too
-		{true, VerdictReachable},                                                       // first success from Unknown: at once
-		{false, VerdictReachable}, {false, VerdictReachable}, {true, VerdictReachable}, // 2 failures are not enough
-		{false, VerdictReachable}, {false, VerdictReachable}, {false, VerdictUnreachable}, // the 3rd is
-		{true, VerdictUnreachable}, {false, VerdictUnreachable}, {true, VerdictUnreachable}, // successes must be consecutive
-		{true, VerdictReachable},
+		{false, observation.VerdictUnknown}, {false, observation.VerdictUnknown}, // Unknown needs 3 failures too
+		{true, observation.VerdictReachable},                                                                               // first success from Unknown: at once
+		{false, observation.VerdictReachable}, {false, observation.VerdictReachable}, {true, observation.VerdictReachable}, // 2 failures are not enough
+		{false, observation.VerdictReachable}, {false, observation.VerdictReachable}, {false, observation.VerdictUnreachable}, // the 3rd is
+		{true, observation.VerdictUnreachable}, {false, observation.VerdictUnreachable}, {true, observation.VerdictUnreachable}, // successes must be consecutive
+		{true, observation.VerdictReachable},
 	}
 	for i, st := range steps {
 		s.Add(icmpRound(i, st.ok))
@@ -89,21 +91,21 @@ func TestVerdictUnknownToUnreachable(t *testing.T) {
 	s.Add(icmpRound(0, false))
 	s.Add(icmpRound(1, false))
 	sum, _ := s.Summary(simKey)
-	assert.Equal(t, VerdictUnreachable, sum.Verdict)
+	assert.Equal(t, observation.VerdictUnreachable, sum.Verdict)
 	require.Len(t, sum.Outages, 1)
 	assert.True(t, sum.Outages[0].Ongoing())
 	assert.Equal(t, at(0), sum.Outages[0].Start)
 	assert.Contains(t, sum.Outages[0].Message, "unreachable after 2 consecutive failed rounds: icmp 10.0.2.10: timeout")
 	tr := s.Transitions()
 	require.Len(t, tr, 1)
-	assert.Equal(t, Transition{Key: simKey, Old: VerdictUnknown, New: VerdictUnreachable, At: at(1), Flips: 1, Message: sum.Outages[0].Message}, tr[0])
+	assert.Equal(t, observation.Transition{Key: simKey, Old: observation.VerdictUnknown, New: observation.VerdictUnreachable, At: at(1), Flips: 1, Message: sum.Outages[0].Message}, tr[0])
 }
 
 // refVerdicts is an independent model of the hysteresis rules.
-func refVerdicts(rounds []bool, f, sN int) []Verdict {
-	v := VerdictUnknown
+func refVerdicts(rounds []bool, f, sN int) []observation.Verdict {
+	v := observation.VerdictUnknown
 	fails, succs := 0, 0
-	out := make([]Verdict, len(rounds))
+	out := make([]observation.Verdict, len(rounds))
 	for i, ok := range rounds {
 		if ok {
 			fails, succs = 0, succs+1
@@ -111,12 +113,12 @@ func refVerdicts(rounds []bool, f, sN int) []Verdict {
 			fails, succs = fails+1, 0
 		}
 		switch {
-		case ok && v == VerdictUnknown:
-			v = VerdictReachable
-		case ok && v == VerdictUnreachable && succs >= sN:
-			v = VerdictReachable
+		case ok && v == observation.VerdictUnknown:
+			v = observation.VerdictReachable
+		case ok && v == observation.VerdictUnreachable && succs >= sN:
+			v = observation.VerdictReachable
 		case !ok && fails >= f:
-			v = VerdictUnreachable
+			v = observation.VerdictUnreachable
 		}
 		out[i] = v
 	}
@@ -156,14 +158,14 @@ func TestVerdictMatchesModel(t *testing.T) {
 			}
 			sum, _ := s.Summary(simKey)
 			require.Equal(t, want[i], sum.Verdict, "iter %d round %d (F=%d S=%d)", iter, i, f, sN)
-			if i > 0 && want[i] == VerdictUnreachable && want[i-1] != VerdictUnreachable || i == 0 && want[0] == VerdictUnreachable {
+			if i > 0 && want[i] == observation.VerdictUnreachable && want[i-1] != observation.VerdictUnreachable || i == 0 && want[0] == observation.VerdictUnreachable {
 				downs++
 			}
 			// Outage invariants.
 			require.Len(t, sum.Outages, min(downs, maxOut))
 			for j, o := range sum.Outages {
 				if j == 0 {
-					assert.Equal(t, sum.Verdict == VerdictUnreachable, o.Ongoing())
+					assert.Equal(t, sum.Verdict == observation.VerdictUnreachable, o.Ongoing())
 				} else {
 					assert.False(t, o.Ongoing())
 					assert.False(t, o.End.After(sum.Outages[j-1].Start), "newest first, no overlap")
@@ -185,28 +187,28 @@ func TestLateSuccessOfTheSameRound(t *testing.T) {
 			s.Add(icmpRound(2, false))
 			s.Transitions()
 			s.Add(icmpRound(3, false)) // third failure: Unreachable
-			assert.Equal(t, VerdictUnreachable, verdictAfter(t, s))
+			assert.Equal(t, observation.VerdictUnreachable, verdictAfter(t, s))
 			if readBetween {
 				tr := s.Transitions()
 				require.Len(t, tr, 1)
-				assert.Equal(t, VerdictUnreachable, tr[0].New)
+				assert.Equal(t, observation.VerdictUnreachable, tr[0].New)
 			}
 			s.Add(obs(3, contract.ProbeTypeTCP, true, 1e-3)) // the same round succeeded after all
 			sum, _ := s.Summary(simKey)
-			assert.Equal(t, VerdictReachable, sum.Verdict)
+			assert.Equal(t, observation.VerdictReachable, sum.Verdict)
 			assert.Empty(t, sum.Outages, "the outage is withdrawn")
 			assert.Equal(t, 2, sum.FailedRounds, "round 3 no longer counts as failed (rounds 1 and 2 do)")
 			tr := s.Transitions()
 			if readBetween {
 				require.Len(t, tr, 1)
-				assert.Equal(t, VerdictUnreachable, tr[0].Old)
-				assert.Equal(t, VerdictReachable, tr[0].New)
+				assert.Equal(t, observation.VerdictUnreachable, tr[0].Old)
+				assert.Equal(t, observation.VerdictReachable, tr[0].New)
 			} else {
 				assert.Empty(t, tr, "nothing changed as far as the reader knows")
 			}
 			// A late *failure* of a successful round changes nothing.
 			s.Add(obs(3, contract.ProbeTypeHTTP, false))
-			assert.Equal(t, VerdictReachable, verdictAfter(t, s))
+			assert.Equal(t, observation.VerdictReachable, verdictAfter(t, s))
 		})
 	}
 }
@@ -264,7 +266,7 @@ func TestProbeResultsAndFallbacks(t *testing.T) {
 	refused.ErrorType, refused.Message = contract.ErrorTypeRefused, "tcp 10.0.2.10:80: refused"
 	s.Add(refused, obs(2, contract.ProbeTypeHTTP, true, 4e-3))
 	sum, _ := s.Summary(simKey)
-	assert.Equal(t, VerdictReachable, sum.Verdict, "a round succeeds when any probe type did")
+	assert.Equal(t, observation.VerdictReachable, sum.Verdict, "a round succeeds when any probe type did")
 	assert.Equal(t, 0, sum.FailedRounds)
 	assert.Equal(t, "tcp,http", sum.RTTFrom, "without ICMP the other durations are the RTT")
 	assert.Equal(t, uint64(4), sum.RTT.Count)
@@ -277,7 +279,7 @@ func TestProbeResultsAndFallbacks(t *testing.T) {
 	assert.Equal(t, uint64(2), tcp.Lost)
 	assert.Equal(t, at(0), tcp.LastSuccess)
 	require.NotNil(t, tcp.LastFailure)
-	assert.Equal(t, Failure{Time: at(2), ErrorType: "refused", Reason: "ConnectionRefused", Message: "tcp 10.0.2.10:80: refused"}, *tcp.LastFailure)
+	assert.Equal(t, observation.Failure{Time: at(2), ErrorType: "refused", Reason: "ConnectionRefused", Message: "tcp 10.0.2.10:80: refused"}, *tcp.LastFailure)
 	assert.Equal(t, uint64(1), tcp.RTT.Count)
 	assert.Equal(t, "http", http.Type)
 	assert.Nil(t, http.LastFailure)
@@ -321,7 +323,7 @@ func TestOutageHistoryBounded(t *testing.T) {
 	assert.Equal(t, "restored after 10s", sum.Outages[1].Message)
 	tr := s.Transitions()
 	require.Len(t, tr, 1, "coalesced per pair")
-	assert.Equal(t, Transition{Key: simKey, Old: VerdictUnknown, New: VerdictUnreachable, At: at(19), Flips: 20, Message: sum.Outages[0].Message}, tr[0])
+	assert.Equal(t, observation.Transition{Key: simKey, Old: observation.VerdictUnknown, New: observation.VerdictUnreachable, At: at(19), Flips: 20, Message: sum.Outages[0].Message}, tr[0])
 	assert.Empty(t, s.Transitions(), "read once")
 }
 
@@ -340,35 +342,35 @@ func TestTransitionsOrderedAndFlapsReported(t *testing.T) {
 	s.Add(o2)
 	tr := s.Transitions()
 	require.Len(t, tr, 2)
-	assert.Equal(t, VerdictUnreachable, tr[0].New)
+	assert.Equal(t, observation.VerdictUnreachable, tr[0].New)
 	assert.Equal(t, at(1).Add(time.Second), tr[0].At)
-	assert.Equal(t, Transition{Key: simKey, Old: VerdictReachable, New: VerdictReachable, At: at(2), Flips: 2, Message: "restored after 10s"}, tr[1])
+	assert.Equal(t, observation.Transition{Key: simKey, Old: observation.VerdictReachable, New: observation.VerdictReachable, At: at(2), Flips: 2, Message: "restored after 10s"}, tr[1])
 }
 
 func TestForgetExpireAndStats(t *testing.T) {
 	s := NewSummarizer(Config{})
 	s.Add(icmpRound(0, true))
 	other := icmpRound(30, true)
-	other.Target = Target{Kind: TargetExternal, Address: "192.0.2.1"}
+	other.Target = observation.Target{Kind: observation.TargetExternal, Address: "192.0.2.1"}
 	s.Add(other)
 	assert.Equal(t, 2, s.Stats().Pairs)
-	assert.Equal(t, 1, s.Add(Observation{ProbeType: "icmp", Timestamp: t0}), "no pair key")
+	assert.Equal(t, 1, s.Add(observation.Observation{ProbeType: "icmp", Timestamp: t0}), "no pair key")
 	bad := icmpRound(1, true)
 	bad.ProbeType = "sctp"
 	assert.Equal(t, 1, s.Add(bad))
 	late := icmpRound(-1, false)
 	s.Add(late)
 	assert.Equal(t, Stats{Pairs: 2, Ignored: 2, Late: 1}, s.Stats())
-	assert.Equal(t, VerdictReachable, verdictAfter(t, s), "a late failure does not count")
+	assert.Equal(t, observation.VerdictReachable, verdictAfter(t, s), "a late failure does not count")
 
 	assert.Empty(t, s.ExpireIdle(at(0).Add(5*time.Minute), 5*time.Minute), "idle exactly ttl: kept")
 	gone := s.ExpireIdle(at(0).Add(5*time.Minute+time.Second), 5*time.Minute)
-	assert.Equal(t, []PairKey{simKey}, gone)
+	assert.Equal(t, []observation.PairKey{simKey}, gone)
 	_, ok := s.Summary(simKey)
 	assert.False(t, ok)
-	k := KeyOf(&other)
+	k := observation.KeyOf(&other)
 	assert.Equal(t, "netpulse/agent-a(uid-a)->External:192.0.2.1", k.String())
-	assert.Equal(t, []PairKey{k}, s.Keys())
+	assert.Equal(t, []observation.PairKey{k}, s.Keys())
 	assert.True(t, s.Forget(k))
 	assert.False(t, s.Forget(k))
 	assert.Empty(t, s.Summaries())
@@ -379,9 +381,9 @@ func TestMemoryBounded(t *testing.T) {
 	s := NewSummarizer(Config{})
 	rng := rand.New(rand.NewPCG(1, 1))
 	for i := range 3600 { // one hour of 1 s rounds with widely spread RTTs
-		o := Observation{Source: simSource(), Target: simTarget(), ProbeType: contract.ProbeTypeICMP,
+		o := observation.Observation{Source: simSource(), Target: simTarget(), ProbeType: contract.ProbeTypeICMP,
 			Timestamp: t0.Add(time.Duration(i) * time.Second), Success: i%50 != 0, Sent: 3}
-		o.RTT = NewHistogram(MaxScale)
+		o.RTT = observation.NewHistogram(observation.MaxScale)
 		for range 3 {
 			o.RTT.Record(1e-6 * float64(1+rng.IntN(1_000_000)))
 		}
@@ -391,7 +393,7 @@ func TestMemoryBounded(t *testing.T) {
 	p := s.pairs[simKey]
 	assert.Len(t, p.ring, DefaultSlots)
 	for _, sl := range p.ring {
-		assert.LessOrEqual(t, len(sl.probes[0].hist.Counts), MaxBuckets)
+		assert.LessOrEqual(t, len(sl.probes[0].hist.Counts), observation.MaxBuckets)
 		assert.LessOrEqual(t, len(sl.observers), maxObserversPerSlot)
 	}
 	assert.LessOrEqual(t, len(p.outages), DefaultMaxOutages)
@@ -428,29 +430,31 @@ func TestSummarizerConcurrentUse(t *testing.T) {
 func TestSeedContinuesTheRecord(t *testing.T) {
 	s := NewSummarizer(Config{})
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	key := PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: TargetPod, TargetNamespace: "ns", TargetName: "b", TargetUID: "ub"}
-	src := Source{Namespace: "ns", Name: "a", UID: "ua", Node: "n1"}
-	tgt := Target{Kind: TargetPod, Namespace: "ns", Name: "b", UID: "ub", Node: "n2", Address: "10.0.0.2"}
-	out := []Outage{{Start: t0, Reason: "Timeout", Message: "unreachable after 3 consecutive failed rounds"}}
-	require.True(t, s.Seed(key, src, tgt, VerdictUnreachable, t0.Add(2*time.Second), t0.Add(20*time.Second), t0.Add(20*time.Second), out))
-	require.False(t, s.Seed(key, src, tgt, VerdictReachable, t0, t0, t0, nil), "a summarised pair is not re-seeded")
-	obs := func(at time.Time, ok bool) Observation {
-		return Observation{Source: src, Target: tgt, ProbeType: "icmp", Timestamp: at, Success: ok, Sent: 3, Lost: map[bool]uint64{true: 0, false: 3}[ok]}
+	key := observation.PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: observation.TargetPod, TargetNamespace: "ns", TargetName: "b", TargetUID: "ub"}
+	src := observation.Source{Namespace: "ns", Name: "a", UID: "ua", Node: "n1"}
+	tgt := observation.Target{Kind: observation.TargetPod, Namespace: "ns", Name: "b", UID: "ub", Node: "n2", Address: "10.0.0.2"}
+	out := []observation.Outage{{Start: t0, Reason: "Timeout", Message: "unreachable after 3 consecutive failed rounds"}}
+	require.True(t, s.Seed(key, src, tgt, observation.VerdictUnreachable, t0.Add(2*time.Second), t0.Add(20*time.Second), t0.Add(20*time.Second), out))
+	require.False(t, s.Seed(key, src, tgt, observation.VerdictReachable, t0, t0, t0, nil), "a summarised pair is not re-seeded")
+	obs := func(at time.Time, ok bool) observation.Observation {
+		return observation.Observation{Source: src, Target: tgt, ProbeType: "icmp", Timestamp: at, Success: ok, Sent: 3, Lost: map[bool]uint64{true: 0, false: 3}[ok]}
 	}
 	s.Add(obs(t0.Add(30*time.Second), false))
 	assert.Empty(t, s.Transitions(), "still Unreachable: nothing new to report")
 	sum, _ := s.Summary(key)
-	assert.Equal(t, VerdictUnreachable, sum.Verdict)
+	assert.Equal(t, observation.VerdictUnreachable, sum.Verdict)
 	require.Len(t, sum.Outages, 1)
 	assert.Equal(t, t0, sum.Outages[0].Start)
 	assert.True(t, sum.Outages[0].Ongoing())
 	s.Add(obs(t0.Add(31*time.Second), true), obs(t0.Add(32*time.Second), true))
 	tr := s.Transitions()
 	require.Len(t, tr, 1)
-	assert.Equal(t, VerdictUnreachable, tr[0].Old)
-	assert.Equal(t, VerdictReachable, tr[0].New)
+	assert.Equal(t, observation.VerdictUnreachable, tr[0].Old)
+	assert.Equal(t, observation.VerdictReachable, tr[0].New)
 	sum, _ = s.Summary(key)
 	require.Len(t, sum.Outages, 1, "the same outage ended, no second one")
 	assert.Equal(t, t0, sum.Outages[0].Start)
 	assert.Equal(t, t0.Add(31*time.Second), sum.Outages[0].End)
 }
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -38,20 +40,20 @@ const (
 
 var simEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func simSource() Source {
-	return Source{Namespace: "netpulse", Name: "agent-a", UID: "uid-a", Node: "node-a", IP: "10.0.1.10"}
+func simSource() observation.Source {
+	return observation.Source{Namespace: "netpulse", Name: "agent-a", UID: "uid-a", Node: "node-a", IP: "10.0.1.10"}
 }
 
-func simTarget() Target {
-	return Target{Kind: TargetPod, Namespace: "netpulse", Name: "agent-b", UID: "uid-b", Node: "node-b", Address: "10.0.2.10"}
+func simTarget() observation.Target {
+	return observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-b", UID: "uid-b", Node: "node-b", Address: "10.0.2.10"}
 }
 
 // simRound builds one ICMP observation of count echoes: RTT 300us +-10%, 0.5% outliers
 // (5-30x), 0.1% echo loss; all lost while down.
-func simRound(rng *rand.Rand, ts time.Time, down bool) Observation {
+func simRound(rng *rand.Rand, ts time.Time, down bool) observation.Observation {
 	const count = 3
-	o := Observation{Source: simSource(), Target: simTarget(), ProbeType: contract.ProbeTypeICMP, Timestamp: ts, Sent: count}
-	o.RTT = NewHistogram(DefaultScale)
+	o := observation.Observation{Source: simSource(), Target: simTarget(), ProbeType: contract.ProbeTypeICMP, Timestamp: ts, Sent: count}
+	o.RTT = observation.NewHistogram(observation.DefaultScale)
 	if down {
 		o.Lost, o.ErrorType = count, contract.ErrorTypeTimeout
 		o.Message = "icmp 10.0.2.10: timeout (3 of 3 echoes lost)"
@@ -81,8 +83,8 @@ type simResult struct {
 	writeTimes []time.Time
 	// verdictWrites: the time of each verdict write and the verdict written.
 	verdictWrites []time.Time
-	verdicts      []Verdict
-	transitions   []Transition
+	verdicts      []observation.Verdict
+	transitions   []observation.Transition
 }
 
 func (r simResult) perHour() float64 { return float64(r.writes) / r.hours }
@@ -107,11 +109,11 @@ func simulate(d, interval time.Duration, down func(time.Duration) bool, pol Poli
 	s := NewSummarizer(cfg)
 	res := simResult{hours: d.Hours(), reasons: map[string]int{}}
 	var last Written
-	key := PairKey{}
+	key := observation.PairKey{}
 	for off := time.Duration(0); off < d; off += interval {
 		now := simEpoch.Add(off)
 		o := simRound(rng, now, down(off))
-		key = KeyOf(&o)
+		key = observation.KeyOf(&o)
 		s.Add(o)
 		res.transitions = append(res.transitions, s.Transitions()...)
 		sum, _ := s.Summary(key)
@@ -183,7 +185,7 @@ func TestWriteBudget(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, flap.transitions)
-	assert.Equal(t, VerdictUnknown, flap.transitions[0].Old)
+	assert.Equal(t, observation.VerdictUnknown, flap.transitions[0].Old)
 	assert.Equal(t, changes-1, flap.reasons[ReasonVerdict], "one verdict write per verdict change")
 	assert.Greater(t, changes, int(hours/(2*time.Minute)), "every down and up minute is detected")
 	// Latency/loss-driven writes respect MinChangeInterval.
@@ -212,7 +214,7 @@ func TestWriteBudget(t *testing.T) {
 		faultEnd := faultStart + 3*time.Minute
 		r := simulate(20*time.Minute, interval, func(t time.Duration) bool { return t >= faultStart && t < faultEnd }, pol, cfg, 3)
 		require.Len(t, r.verdictWrites, 2, "one outage: down and up")
-		require.Equal(t, []Verdict{VerdictUnreachable, VerdictReachable}, r.verdicts)
+		require.Equal(t, []observation.Verdict{observation.VerdictUnreachable, observation.VerdictReachable}, r.verdicts)
 		down = append(down, r.verdictWrites[0].Sub(simEpoch.Add(faultStart)))
 		up = append(up, r.verdictWrites[1].Sub(simEpoch.Add(faultEnd)))
 	}

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package observation
 
 import (
 	"math"
@@ -90,7 +90,7 @@ func (h *Histogram) Buckets() []Bucket {
 		if c == 0 {
 			continue
 		}
-		lo, hi := bucketBounds(h.Scale, h.Offset+int32(j))
+		lo, hi := BucketBounds(h.Scale, h.Offset+int32(j))
 		out = append(out, Bucket{Lower: lo, Upper: hi, Count: c})
 	}
 	return out
@@ -117,7 +117,7 @@ func mappingFor(scale int32) mapping.Mapping {
 }
 
 // bucketBounds returns the bounds (lower, upper] of bucket index at scale.
-func bucketBounds(scale, index int32) (float64, float64) {
+func BucketBounds(scale, index int32) (float64, float64) {
 	w := math.Ldexp(1, -int(scale)) // octaves per bucket
 	return math.Exp2(float64(index) * w), math.Exp2(float64(index+1) * w)
 }
@@ -208,8 +208,8 @@ func (h *Histogram) downscale(d int32) {
 	h.Counts, h.Offset = counts, first
 }
 
-// trim drops empty buckets at both ends.
-func (h *Histogram) trim() {
+// Trim drops empty buckets at both ends.
+func (h *Histogram) Trim() {
 	i, j := 0, len(h.Counts)
 	for i < j && h.Counts[i] == 0 {
 		i++
@@ -293,7 +293,7 @@ func (h *Histogram) Quantile(q float64) (v float64, ok bool) {
 			continue
 		}
 		if cum+c >= k {
-			lo, hi := bucketBounds(h.Scale, h.Offset+int32(j))
+			lo, hi := BucketBounds(h.Scale, h.Offset+int32(j))
 			f := (float64(k-cum) - 0.5) / float64(c)
 			v = lo * math.Pow(hi/lo, f)
 			return min(max(v, h.Min), h.Max), true
@@ -306,7 +306,7 @@ func (h *Histogram) Quantile(q float64) (v float64, ok bool) {
 // subtractCumulative returns cur - prev for two snapshots of one cumulative histogram (a
 // scale change is handled by comparing at the coarser scale). reset is true when any count
 // went down: the series restarted and cur itself is the delta.
-func subtractCumulative(cur, prev *Histogram) (delta Histogram, reset bool) {
+func SubtractCumulative(cur, prev *Histogram) (delta Histogram, reset bool) {
 	scale := min(cur.Scale, prev.Scale)
 	c, p := cur.Clone(), prev.Clone()
 	c.downscale(c.Scale - scale)
@@ -327,13 +327,13 @@ func subtractCumulative(cur, prev *Histogram) (delta Histogram, reset bool) {
 		}
 		delta.Counts[k] -= pc
 	}
-	delta.trim()
+	delta.Trim()
 	if delta.Count() == 0 {
 		return Histogram{Scale: scale}, false
 	}
 	// Bounds of the round's values: a new extreme of the cumulative histogram happened in
 	// this round (exact); otherwise the delta's outermost buckets bound them.
-	lo, hi := delta.bucketRange()
+	lo, hi := delta.BucketRange()
 	if prev.Count() == 0 || cur.Max > prev.Max {
 		delta.Max = cur.Max
 	} else {
@@ -350,14 +350,14 @@ func subtractCumulative(cur, prev *Histogram) (delta Histogram, reset bool) {
 	return delta, false
 }
 
-// bucketRange returns the lower bound of the lowest and the upper bound of the highest
+// BucketRange returns the lower bound of the lowest and the upper bound of the highest
 // non-empty bucket (0 for the zero bucket).
-func (h *Histogram) bucketRange() (lo, hi float64) {
+func (h *Histogram) BucketRange() (lo, hi float64) {
 	if h.ZeroCount == 0 && len(h.Counts) > 0 {
-		lo, _ = bucketBounds(h.Scale, h.Offset)
+		lo, _ = BucketBounds(h.Scale, h.Offset)
 	}
 	if len(h.Counts) > 0 {
-		_, hi = bucketBounds(h.Scale, h.Offset+int32(len(h.Counts))-1)
+		_, hi = BucketBounds(h.Scale, h.Offset+int32(len(h.Counts))-1)
 	}
 	return lo, hi
 }

@@ -1,18 +1,20 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package decode
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
 	"github.com/netpulse/netpulse/internal/pdatautil"
 )
 
 // SourceOf reads the probing pod from Resource attributes. ok is false when the namespace,
 // name or UID is missing: Decode counts such a Resource's data points as missing_source.
-func SourceOf(attrs pcommon.Map) (Source, bool) { return sourceOf(attrs) }
+func SourceOf(attrs pcommon.Map) (observation.Source, bool) { return sourceOf(attrs) }
 
 // ProbeDataPoints counts the data points of pod_probe metrics in rm: what Decode would
 // count under a skip reason if it skipped the whole Resource. Other metrics are not

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package observation
 
 import (
 	"strconv"
@@ -140,7 +140,7 @@ func (k PairKey) String() string {
 // question) when it has one.
 func EndpointText(addr string, port int64, endpoint string) string {
 	t := Target{Address: addr, Port: port, Endpoint: endpoint}
-	return t.targetText()
+	return t.TargetText()
 }
 
 // Less orders keys (field by field).
@@ -177,7 +177,7 @@ func (k PairKey) valid() bool {
 }
 
 // probeIndex maps the contract's probe types to a fixed order (icmp, tcp, http, dns).
-func probeIndex(t string) int {
+func ProbeIndex(t string) int {
 	switch t {
 	case contract.ProbeTypeICMP:
 		return 0
@@ -191,9 +191,9 @@ func probeIndex(t string) int {
 	return -1
 }
 
-var probeTypes = [...]string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP, contract.ProbeTypeDNS}
+var ProbeTypes = [...]string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP, contract.ProbeTypeDNS}
 
-const numProbeTypes = len(probeTypes)
+const NumProbeTypes = len(ProbeTypes)
 
 // FailureReason maps a contract error.type to the CamelCase reason the PodNetworkHealth API
 // uses for probe failures and outages (api/v1alpha1 FailureReason*): timeout -> Timeout,
@@ -234,7 +234,7 @@ func (t *Target) Family() string {
 }
 
 // targetText renders address[:port] for messages.
-func (t *Target) targetText() string {
+func (t *Target) TargetText() string {
 	s := t.Address
 	switch {
 	case t.Port == 0:
@@ -247,4 +247,25 @@ func (t *Target) targetText() string {
 		s += " " + t.Endpoint
 	}
 	return s
+}
+
+// MergeTarget fills fields of t that are empty from o (points of one group agree; a field
+// missing on one of them is taken from another).
+func MergeTarget(t, o *Target) {
+	if t.Kind == TargetExternal && o.Kind != TargetExternal {
+		addr, port := t.Address, t.Port
+		*t = *o
+		t.Address, t.Port = addr, port
+		return
+	}
+	if t.Kind != o.Kind {
+		return
+	}
+	for _, f := range []struct{ dst, src *string }{
+		{&t.Namespace, &o.Namespace}, {&t.Name, &o.Name}, {&t.UID, &o.UID}, {&t.Node, &o.Node}, {&t.Zone, &o.Zone},
+	} {
+		if *f.dst == "" {
+			*f.dst = *f.src
+		}
+	}
 }

@@ -1,13 +1,16 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package decode
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 
 	"github.com/lightstep/go-expohisto/structure"
 	"github.com/stretchr/testify/assert"
@@ -170,7 +173,7 @@ func (a *fakeAgent) round(now time.Time, probes ...probe) pmetric.Metrics {
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func findObs(obs []Observation, addr, typ string) *Observation {
+func findObs(obs []observation.Observation, addr, typ string) *observation.Observation {
 	for i := range obs {
 		if obs[i].Target.Address == addr && obs[i].ProbeType == typ {
 			return &obs[i]
@@ -196,8 +199,8 @@ func TestDecodeRoundsLikeTheReceiver(t *testing.T) {
 	require.Len(t, r1.Observations, 2)
 	icmp := findObs(r1.Observations, "10.0.2.10", "icmp")
 	require.NotNil(t, icmp)
-	assert.Equal(t, Source{Namespace: "netpulse", Name: "agent-a", UID: "uid-a", Node: "node-a", IP: "10.0.1.10"}, icmp.Source)
-	assert.Equal(t, Target{Kind: TargetPod, Namespace: "netpulse", Name: "agent-b", UID: "uid-b", Node: "node-b", Zone: "zone-2", Address: "10.0.2.10"}, icmp.Target)
+	assert.Equal(t, observation.Source{Namespace: "netpulse", Name: "agent-a", UID: "uid-a", Node: "node-a", IP: "10.0.1.10"}, icmp.Source)
+	assert.Equal(t, observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-b", UID: "uid-b", Node: "node-b", Zone: "zone-2", Address: "10.0.2.10"}, icmp.Target)
 	assert.True(t, icmp.Success)
 	assert.Equal(t, t0, icmp.Timestamp)
 	assert.Equal(t, uint64(3), icmp.Sent)
@@ -248,20 +251,20 @@ func TestDecodeTargetKinds(t *testing.T) {
 	cases := []struct {
 		name  string
 		attrs map[string]string
-		want  Target
+		want  observation.Target
 	}{
 		{"pod by uid", map[string]string{"destination.k8s.pod.uid": "u1", "destination.k8s.node.name": "n1"},
-			Target{Kind: TargetPod, UID: "u1", Node: "n1"}},
+			observation.Target{Kind: observation.TargetPod, UID: "u1", Node: "n1"}},
 		{"pod by name and namespace", map[string]string{"destination.k8s.pod.name": "p", "destination.k8s.namespace.name": "ns"},
-			Target{Kind: TargetPod, Namespace: "ns", Name: "p"}},
+			observation.Target{Kind: observation.TargetPod, Namespace: "ns", Name: "p"}},
 		{"name without namespace is not enough", map[string]string{"destination.k8s.pod.name": "p"},
-			Target{Kind: TargetExternal}},
+			observation.Target{Kind: observation.TargetExternal}},
 		{"node by kind", map[string]string{contract.TargetKind: "node", "destination.k8s.node.name": "n1", "destination.k8s.pod.uid": "hostnet"},
-			Target{Kind: TargetNode, Name: "n1", Node: "n1"}},
+			observation.Target{Kind: observation.TargetNode, Name: "n1", Node: "n1"}},
 		{"node by node name only", map[string]string{"destination.k8s.node.name": "n2", "destination.cloud.availability_zone": "z"},
-			Target{Kind: TargetNode, Name: "n2", Node: "n2", Zone: "z"}},
-		{"external", map[string]string{contract.TargetKind: "external"}, Target{Kind: TargetExternal}},
-		{"a node claim nobody resolved is external", map[string]string{contract.TargetKind: "node"}, Target{Kind: TargetExternal}},
+			observation.Target{Kind: observation.TargetNode, Name: "n2", Node: "n2", Zone: "z"}},
+		{"external", map[string]string{contract.TargetKind: "external"}, observation.Target{Kind: observation.TargetExternal}},
+		{"a node claim nobody resolved is external", map[string]string{contract.TargetKind: "node"}, observation.Target{Kind: observation.TargetExternal}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -492,11 +495,11 @@ func TestDecodeEnrichmentDoesNotRestartStreams(t *testing.T) {
 	d := NewDecoder(DecoderConfig{})
 	ic := probe{addr: "10.0.2.10", typ: "icmp", kind: "pod", success: true, rtts: []float64{1e-3}, sent: 1}
 	r := d.Decode(a.round(t0, ic), t0)
-	assert.Equal(t, TargetExternal, r.Observations[0].Target.Kind, "not enriched yet")
+	assert.Equal(t, observation.TargetExternal, r.Observations[0].Target.Kind, "not enriched yet")
 	a.enrich["10.0.2.10"] = map[string]string{"destination.k8s.pod.uid": "uid-b", "destination.k8s.pod.name": "agent-b", "destination.k8s.namespace.name": "netpulse"}
 	r = d.Decode(a.round(t0.Add(10*time.Second), ic), t0)
 	require.Len(t, r.Observations, 1)
-	assert.Equal(t, TargetPod, r.Observations[0].Target.Kind)
+	assert.Equal(t, observation.TargetPod, r.Observations[0].Target.Kind)
 	assert.Equal(t, uint64(1), r.Observations[0].Sent, "diffed against the unenriched stream")
 	assert.Equal(t, uint64(1), r.Observations[0].RTT.Count())
 }
@@ -581,7 +584,7 @@ func garbageMetrics(rng *rand.Rand) pmetric.Metrics {
 			attrs := func(a pcommon.Map) {
 				if rng.IntN(2) == 0 {
 					a.PutStr(contract.DestinationAddress, []string{"10.0.0.1", "10.0.0.2"}[rng.IntN(2)])
-					a.PutStr(contract.ProbeType, probeTypes[rng.IntN(numProbeTypes)])
+					a.PutStr(contract.ProbeType, observation.ProbeTypes[rng.IntN(observation.NumProbeTypes)])
 				}
 				for _, k := range garbageKeys {
 					if rng.IntN(4) == 0 {
@@ -668,7 +671,7 @@ func FuzzDecode(f *testing.F) {
 		rng := rand.New(rand.NewPCG(seed, ^seed))
 		for _, cfg := range []DecoderConfig{{FirstSightMaxAge: time.Minute}, plausibleConfig()} {
 			d := NewDecoder(cfg)
-			s := NewSummarizer(Config{})
+			s := summary.NewSummarizer(summary.Config{})
 			for range 3 {
 				md := garbageMetrics(rng)
 				for _, now := range []time.Time{t0, t0.Add(time.Second)} {
@@ -692,7 +695,7 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-func checkObservations(t *testing.T, obs []Observation) {
+func checkObservations(t *testing.T, obs []observation.Observation) {
 	t.Helper()
 	for _, o := range obs {
 		if math.IsNaN(o.LossRatio) || o.LossRatio < 0 || o.LossRatio > 1 {
@@ -717,11 +720,11 @@ func TestPipelineDecodeSummarizeDecide(t *testing.T) {
 		"destination.k8s.namespace.name": "netpulse", "destination.k8s.node.name": "node-b",
 	}
 	d := NewDecoder(DecoderConfig{})
-	s := NewSummarizer(Config{})
+	s := summary.NewSummarizer(summary.Config{})
 	rng := rand.New(rand.NewPCG(9, 9))
-	var last Written
+	var last summary.Written
 	writes := map[string]int{}
-	var key PairKey
+	var key observation.PairKey
 	for i := range 360 { // one hour of 10 s rounds; down from minute 30 to 33
 		now := t0.Add(time.Duration(i) * 10 * time.Second)
 		down := i >= 180 && i < 198
@@ -736,19 +739,19 @@ func TestPipelineDecodeSummarizeDecide(t *testing.T) {
 		r := d.Decode(a.round(now, p), now)
 		require.Empty(t, r.Skipped)
 		require.Len(t, r.Observations, 1)
-		key = KeyOf(&r.Observations[0])
+		key = observation.KeyOf(&r.Observations[0])
 		s.Add(r.Observations...)
 		sum, _ := s.Summary(key)
-		if w, reason := Decide(last, sum, now, DefaultPolicy()); w {
+		if w, reason := summary.Decide(last, sum, now, summary.DefaultPolicy()); w {
 			writes[reason]++
-			last = WrittenFrom(sum, now)
-			if sum.Verdict == VerdictUnreachable {
-				assert.Equal(t, ReasonVerdict, reason, "while Unreachable only the verdict and heartbeats write")
+			last = summary.WrittenFrom(sum, now)
+			if sum.Verdict == observation.VerdictUnreachable {
+				assert.Equal(t, summary.ReasonVerdict, reason, "while Unreachable only the verdict and heartbeats write")
 			}
 		}
 	}
 	sum, _ := s.Summary(key)
-	assert.Equal(t, VerdictReachable, sum.Verdict)
+	assert.Equal(t, observation.VerdictReachable, sum.Verdict)
 	require.Len(t, sum.Outages, 1)
 	assert.Equal(t, t0.Add(30*time.Minute), sum.Outages[0].Start)
 	assert.Equal(t, t0.Add(33*time.Minute), sum.Outages[0].End)
@@ -757,14 +760,14 @@ func TestPipelineDecodeSummarizeDecide(t *testing.T) {
 	assert.InEpsilon(t, 300e-6, sum.RTT.P50.Seconds(), 0.05)
 	assert.LessOrEqual(t, sum.RTT.Max.Seconds(), 330e-6*1.0001)
 	assert.Equal(t, uint64(90), sum.Sent)
-	assert.Equal(t, 2, writes[ReasonVerdict], "down and up")
-	assert.Equal(t, 1, writes[ReasonInitial])
+	assert.Equal(t, 2, writes[summary.ReasonVerdict], "down and up")
+	assert.Equal(t, 1, writes[summary.ReasonInitial])
 	// After the outage the window's loss decays over 5 minutes: a few "loss" writes, at
 	// most one per MinChangeInterval.
 	t.Logf("writes: %v", writes)
-	assert.LessOrEqual(t, writes[ReasonLoss], 6)
-	assert.Zero(t, writes[ReasonLatency])
-	assert.LessOrEqual(t, writes[ReasonHeartbeat], 6)
+	assert.LessOrEqual(t, writes[summary.ReasonLoss], 6)
+	assert.Zero(t, writes[summary.ReasonLatency])
+	assert.LessOrEqual(t, writes[summary.ReasonHeartbeat], 6)
 	tr := s.Transitions()
 	require.Len(t, tr, 1)
 	assert.Equal(t, 3, tr[0].Flips, "Unknown -> Reachable -> Unreachable -> Reachable, coalesced")

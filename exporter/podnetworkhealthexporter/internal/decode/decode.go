@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package decode
 
 import (
 	"cmp"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -159,7 +161,7 @@ func (c DecoderConfig) withDefaults() DecoderConfig {
 type DecodeResult struct {
 	// Observations, one per source pod x target (address, port) x probe type x round,
 	// ordered by source, target, probe type and time.
-	Observations []Observation
+	Observations []observation.Observation
 	// Skipped counts data points of pod_probe metrics that were not used, by reason.
 	Skipped map[SkipReason]int
 	// Resets counts cumulative streams that restarted (new StartTimestamp or a count that
@@ -189,7 +191,7 @@ type stream struct {
 	isHist    bool
 	start, ts pcommon.Timestamp
 	value     float64
-	hist      Histogram
+	hist      observation.Histogram
 	seen      time.Time
 	// credit: rounds this stream may still report (MaxPerRound), as of ts.
 	credit float64
@@ -264,13 +266,13 @@ type groupKey struct {
 type point struct {
 	kind       metricKind
 	group      groupKey
-	src        Source
-	target     Target
+	src        observation.Source
+	target     observation.Target
 	stream     string // cumulative streams only
 	cumulative bool
 	start, ts  pcommon.Timestamp
 	value      float64
-	hist       Histogram
+	hist       observation.Histogram
 	errorType  string
 	stable     bool // netpulse.pair.stable
 	leaving    bool // contract.DestinationPodLeaving
@@ -337,8 +339,8 @@ func str(attrs pcommon.Map, key string) string {
 
 // sourceOf reads the source pod from the Resource; all of namespace, name and UID are
 // required (the object lives in the namespace, is named after the pod and owned by its UID).
-func sourceOf(attrs pcommon.Map) (Source, bool) {
-	s := Source{
+func sourceOf(attrs pcommon.Map) (observation.Source, bool) {
+	s := observation.Source{
 		Namespace: str(attrs, contract.K8sNamespaceName),
 		Name:      str(attrs, contract.K8sPodName),
 		UID:       str(attrs, contract.K8sPodUID),
@@ -349,13 +351,13 @@ func sourceOf(attrs pcommon.Map) (Source, bool) {
 }
 
 // targetOf reads the target and probe type from data point attributes.
-func targetOf(attrs pcommon.Map) (Target, string, SkipReason) {
-	t := Target{Address: str(attrs, contract.DestinationAddress)}
+func targetOf(attrs pcommon.Map) (observation.Target, string, SkipReason) {
+	t := observation.Target{Address: str(attrs, contract.DestinationAddress)}
 	if t.Address == "" {
 		return t, "", SkipMissingTarget
 	}
 	probe := str(attrs, contract.ProbeType)
-	if probeIndex(probe) < 0 {
+	if observation.ProbeIndex(probe) < 0 {
 		return t, "", SkipUnknownProbeType
 	}
 	if v, ok := attrs.Get(contract.DestinationPort); ok {
@@ -378,18 +380,18 @@ func targetOf(attrs pcommon.Map) (Target, string, SkipReason) {
 	t.Node, t.Zone = dst(contract.K8sNodeName), dst(contract.CloudZone)
 	switch {
 	case str(attrs, contract.TargetKind) == "node" && t.Node != "":
-		t.Kind = TargetNode
+		t.Kind = observation.TargetNode
 		t.Namespace, t.Name, t.UID = "", t.Node, ""
 	case t.UID != "" || (t.Name != "" && t.Namespace != ""):
-		t.Kind = TargetPod
+		t.Kind = observation.TargetPod
 	case t.Node != "":
-		t.Kind = TargetNode
+		t.Kind = observation.TargetNode
 		t.Namespace, t.Name, t.UID = "", t.Node, ""
 	default:
-		t.Kind = TargetExternal
+		t.Kind = observation.TargetExternal
 		t.Namespace, t.Name, t.UID = "", "", ""
 	}
-	if t.Kind != TargetExternal {
+	if t.Kind != observation.TargetExternal {
 		t.Endpoint = "" // pods and nodes are one target whatever the URL
 	}
 	return t, probe, ""
@@ -402,7 +404,7 @@ const maxEndpointLen = 512
 // attributes except the target identity that k8s_net_attributes adds (destination.* other
 // than destination.address and destination.port): enrichment that appears or changes later
 // must not make a stream look new.
-func streamKey(src *Source, metric string, attrs pcommon.Map) string {
+func streamKey(src *observation.Source, metric string, attrs pcommon.Map) string {
 	type kv struct{ k, v string }
 	var kvs []kv
 	attrs.Range(func(k string, v pcommon.Value) bool {
@@ -435,7 +437,7 @@ func numberValue(dp pmetric.NumberDataPoint) (float64, bool) {
 	return 0, false
 }
 
-func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src Source, res *DecodeResult) []point {
+func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src observation.Source, res *DecodeResult) []point {
 	base := func(attrs pcommon.Map, ts, start pcommon.Timestamp) (point, bool) {
 		t, probe, reason := targetOf(attrs)
 		if reason != "" {
@@ -526,27 +528,27 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src Source, re
 const maxAcceptedBuckets = 160
 
 // histFromPdata converts the positive range of an exponential histogram point.
-func histFromPdata(dp pmetric.ExponentialHistogramDataPoint) (Histogram, bool) {
+func histFromPdata(dp pmetric.ExponentialHistogramDataPoint) (observation.Histogram, bool) {
 	scale := dp.Scale()
-	if scale < MinScale || scale > MaxScale {
-		return Histogram{}, false
+	if scale < observation.MinScale || scale > observation.MaxScale {
+		return observation.Histogram{}, false
 	}
 	neg := dp.Negative().BucketCounts()
 	for i := 0; i < neg.Len(); i++ {
 		if neg.At(i) != 0 {
-			return Histogram{}, false // durations are never negative
+			return observation.Histogram{}, false // durations are never negative
 		}
 	}
 	pos := dp.Positive()
 	n := pos.BucketCounts().Len()
 	if n > maxAcceptedBuckets || int64(pos.Offset())+int64(n) > math.MaxInt32 {
-		return Histogram{}, false
+		return observation.Histogram{}, false
 	}
-	h := Histogram{Scale: scale, ZeroCount: dp.ZeroCount(), Offset: pos.Offset(), Counts: pos.BucketCounts().AsRaw()}
+	h := observation.Histogram{Scale: scale, ZeroCount: dp.ZeroCount(), Offset: pos.Offset(), Counts: pos.BucketCounts().AsRaw()}
 	total := h.ZeroCount
 	for _, c := range h.Counts {
 		if total+c < total || total+c > 1<<53 {
-			return Histogram{}, false
+			return observation.Histogram{}, false
 		}
 		total += c
 	}
@@ -555,17 +557,17 @@ func histFromPdata(dp pmetric.ExponentialHistogramDataPoint) (Histogram, bool) {
 		v   float64
 	}{{dp.HasMin(), dp.Min()}, {dp.HasMax(), dp.Max()}, {dp.HasSum(), dp.Sum()}} {
 		if v.has && !finiteNonNegative(v.v) {
-			return Histogram{}, false
+			return observation.Histogram{}, false
 		}
 	}
-	h.trim()
+	h.Trim()
 	if total == 0 {
-		return Histogram{Scale: scale}, true
+		return observation.Histogram{Scale: scale}, true
 	}
-	lo, hi := h.bucketRange()
+	lo, hi := h.BucketRange()
 	if len(h.Counts) > 0 {
-		if l, _ := bucketBounds(scale, h.Offset); l <= 0 || math.IsInf(hi, 0) {
-			return Histogram{}, false // bucket range outside float64
+		if l, _ := observation.BucketBounds(scale, h.Offset); l <= 0 || math.IsInf(hi, 0) {
+			return observation.Histogram{}, false // bucket range outside float64
 		}
 	}
 	h.Min, h.Max = lo, hi
@@ -591,13 +593,13 @@ func (d *Decoder) release(s *stream) {
 }
 
 // sourceKey identifies a source pod (as streamKey does).
-func sourceKey(src *Source) string {
+func sourceKey(src *observation.Source) string {
 	return strconv.Itoa(len(src.Namespace)) + ":" + src.Namespace + strconv.Itoa(len(src.Name)) + ":" + src.Name + src.UID
 }
 
 // admitStream returns the source's stream count if it may remember one more stream (a
 // duration histogram when hist), else false (caller holds d.mu).
-func (d *Decoder) admitStream(src *Source, hist bool) (*sourceStreams, bool) {
+func (d *Decoder) admitStream(src *observation.Source, hist bool) (*sourceStreams, bool) {
 	k := sourceKey(src)
 	o := d.sources[k]
 	if o == nil {
@@ -688,17 +690,17 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 			continue
 		case p.ts == s.ts && p.start == s.start:
 			// A duplicate (a retried export): nothing new.
-			p.value, p.hist = 0, Histogram{Scale: p.hist.Scale}
+			p.value, p.hist = 0, observation.Histogram{Scale: p.hist.Scale}
 			continue
 		}
 		restarted := p.start != s.start && p.start != 0 && s.start != 0
 		credit := d.earn(s, p.ts)
 		implausible := false
 		if p.kind == mDuration {
-			var delta Histogram
+			var delta observation.Histogram
 			reset := restarted
 			if !reset {
-				delta, reset = subtractCumulative(&p.hist, &s.hist)
+				delta, reset = observation.SubtractCumulative(&p.hist, &s.hist)
 			}
 			s.hist = p.hist
 			switch {
@@ -738,7 +740,7 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 }
 
 // discard keeps the point (its status still counts) without its increment.
-func (p *point) discard() { p.value, p.hist = 0, Histogram{Scale: p.hist.Scale} }
+func (p *point) discard() { p.value, p.hist = 0, observation.Histogram{Scale: p.hist.Scale} }
 
 // increment is what a point adds: echoes, errors, or replies in the histogram.
 func (p *point) increment() float64 {
@@ -797,7 +799,7 @@ func (d *Decoder) selfContained(p *point) bool {
 
 // builder collects the points of one Observation.
 type builder struct {
-	obs                     Observation
+	obs                     observation.Observation
 	hasStatus, hasLossGauge bool
 	hasSent, hasLost        bool
 	lossGauge               float64
@@ -805,7 +807,7 @@ type builder struct {
 }
 
 // assemble groups points into Observations.
-func assemble(pts []point) []Observation {
+func assemble(pts []point) []observation.Observation {
 	groups := map[groupKey]*builder{}
 	var order []*builder
 	for i := range pts {
@@ -823,7 +825,7 @@ func assemble(pts []point) []Observation {
 			groups[p.group] = b
 			order = append(order, b)
 		} else {
-			mergeTarget(&b.obs.Target, &p.target)
+			observation.MergeTarget(&b.obs.Target, &p.target)
 		}
 		b.obs.Stable = b.obs.Stable || p.stable
 		b.obs.TargetLeaving = b.obs.TargetLeaving || p.leaving
@@ -850,7 +852,7 @@ func assemble(pts []point) []Observation {
 			b.obs.RTT.Merge(&p.hist)
 		}
 	}
-	out := make([]Observation, 0, len(order))
+	out := make([]observation.Observation, 0, len(order))
 	for _, b := range order {
 		if o, ok := b.finish(); ok {
 			out = append(out, o)
@@ -860,30 +862,9 @@ func assemble(pts []point) []Observation {
 	return out
 }
 
-// mergeTarget fills fields of t that are empty from o (points of one group agree; a field
-// missing on one of them is taken from another).
-func mergeTarget(t, o *Target) {
-	if t.Kind == TargetExternal && o.Kind != TargetExternal {
-		addr, port := t.Address, t.Port
-		*t = *o
-		t.Address, t.Port = addr, port
-		return
-	}
-	if t.Kind != o.Kind {
-		return
-	}
-	for _, f := range []struct{ dst, src *string }{
-		{&t.Namespace, &o.Namespace}, {&t.Name, &o.Name}, {&t.UID, &o.UID}, {&t.Node, &o.Node}, {&t.Zone, &o.Zone},
-	} {
-		if *f.dst == "" {
-			*f.dst = *f.src
-		}
-	}
-}
-
 // finish infers what the points of a group did not say directly. ok is false when the
 // group says nothing about the outcome of the round.
-func (b *builder) finish() (Observation, bool) {
+func (b *builder) finish() (observation.Observation, bool) {
 	o := b.obs
 	if b.hasLost && !b.hasSent {
 		o.Lost = 0 // a lost count without its sent count cannot be used
@@ -926,14 +907,14 @@ func (b *builder) finish() (Observation, bool) {
 	if what == "" {
 		what = "failed"
 	}
-	o.Message = fmt.Sprintf("%s %s: %s", o.ProbeType, o.Target.targetText(), what)
+	o.Message = fmt.Sprintf("%s %s: %s", o.ProbeType, o.Target.TargetText(), what)
 	if o.Sent > 0 {
 		o.Message += fmt.Sprintf(" (%d of %d echoes lost)", o.Lost, o.Sent)
 	}
 	return o, true
 }
 
-func compareObservations(a, b Observation) int {
+func compareObservations(a, b observation.Observation) int {
 	for _, c := range []int{
 		strings.Compare(a.Source.Namespace, b.Source.Namespace),
 		strings.Compare(a.Source.Name, b.Source.Name),
@@ -941,7 +922,7 @@ func compareObservations(a, b Observation) int {
 		strings.Compare(a.Target.Address, b.Target.Address),
 		cmp.Compare(a.Target.Port, b.Target.Port),
 		strings.Compare(a.Target.Endpoint, b.Target.Endpoint),
-		cmp.Compare(probeIndex(a.ProbeType), probeIndex(b.ProbeType)),
+		cmp.Compare(observation.ProbeIndex(a.ProbeType), observation.ProbeIndex(b.ProbeType)),
 		a.Timestamp.Compare(b.Timestamp),
 	} {
 		if c != 0 {

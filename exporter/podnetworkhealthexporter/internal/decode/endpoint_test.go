@@ -1,10 +1,12 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package decode
 
 import (
 	"testing"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +28,7 @@ func TestDecodeEndpointsAreTargets(t *testing.T) {
 	md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Gauge().DataPoints().At(1).SetIntValue(0)
 	r := NewDecoder(DecoderConfig{}).Decode(md, t0)
 	require.Len(t, r.Observations, 2)
-	byEndpoint := map[string]Observation{}
+	byEndpoint := map[string]observation.Observation{}
 	for _, o := range r.Observations {
 		byEndpoint[o.Target.Endpoint] = o
 	}
@@ -34,7 +36,7 @@ func TestDecodeEndpointsAreTargets(t *testing.T) {
 	fail := byEndpoint["http://192.0.2.10:8080/fail"]
 	assert.False(t, fail.Success)
 	assert.Contains(t, fail.Message, "192.0.2.10:8080 http://192.0.2.10:8080/fail")
-	k1, k2 := KeyOf(&r.Observations[0]), KeyOf(&r.Observations[1])
+	k1, k2 := observation.KeyOf(&r.Observations[0]), observation.KeyOf(&r.Observations[1])
 	assert.NotEqual(t, k1, k2)
 	assert.Equal(t, int64(8080), k1.TargetPort)
 
@@ -44,7 +46,7 @@ func TestDecodeEndpointsAreTargets(t *testing.T) {
 	pod["destination.k8s.pod.name"] = "b"
 	pod["destination.k8s.namespace.name"] = "ns"
 	tg, _, _ := targetOf(mapOf(pod))
-	assert.Equal(t, TargetPod, tg.Kind)
+	assert.Equal(t, observation.TargetPod, tg.Kind)
 	assert.Empty(t, tg.Endpoint)
 }
 

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package observation
 
 import (
 	"math"
@@ -93,8 +93,8 @@ func TestHistogramMergeEqualsRecordingAll(t *testing.T) {
 		s := min(x.Scale, y.Scale)
 		x.downscale(x.Scale - s)
 		y.downscale(y.Scale - s)
-		x.trim()
-		y.trim()
+		x.Trim()
+		y.Trim()
 		assert.Equal(t, y.Counts, x.Counts)
 		assert.Equal(t, y.Offset, x.Offset)
 		if all.Count() > 0 {
@@ -126,7 +126,7 @@ func TestHistogramEdgeValues(t *testing.T) {
 	for _, s := range []int32{-2, 0, 3, 20} {
 		g := NewHistogram(s)
 		g.Record(0.0625)
-		lo, hi := bucketBounds(g.Scale, g.Offset)
+		lo, hi := BucketBounds(g.Scale, g.Offset)
 		assert.InEpsilon(t, 0.0625, hi, 1e-12, "scale %d", s)
 		assert.Less(t, lo, 0.0625)
 	}
@@ -138,8 +138,8 @@ func TestHistogramEdgeValues(t *testing.T) {
 	assert.Equal(t, uint64(2), g.Count())
 }
 
-func bucketLower(s, i int32) float64 { lo, _ := bucketBounds(s, i); return lo }
-func bucketUpper(s, i int32) float64 { _, hi := bucketBounds(s, i); return hi }
+func bucketLower(s, i int32) float64 { lo, _ := BucketBounds(s, i); return lo }
+func bucketUpper(s, i int32) float64 { _, hi := BucketBounds(s, i); return hi }
 
 // cumulative converts a go-expohisto histogram (what pod_probe keeps per series) into ours.
 func cumulative(h *structure.Histogram[float64]) Histogram {
@@ -169,7 +169,7 @@ func TestSubtractCumulativeIsTheRound(t *testing.T) {
 				cum.Update(v)
 			}
 			cur := cumulative(cum)
-			delta, reset := subtractCumulative(&cur, &prev)
+			delta, reset := SubtractCumulative(&cur, &prev)
 			require.False(t, reset, "iter %d round %d", iter, round)
 			require.Equal(t, uint64(len(vs)), delta.Count(), "iter %d round %d", iter, round)
 			if len(vs) > 0 {
@@ -197,7 +197,7 @@ func TestSubtractCumulativeDetectsReset(t *testing.T) {
 	}
 	b := NewHistogram(DefaultScale)
 	b.Record(1e-3)
-	d, reset := subtractCumulative(&b, &a)
+	d, reset := SubtractCumulative(&b, &a)
 	assert.True(t, reset)
 	assert.Equal(t, uint64(1), d.Count())
 	// Zero counts going down also reset.
@@ -205,10 +205,10 @@ func TestSubtractCumulativeDetectsReset(t *testing.T) {
 	z1.Record(0)
 	z1.Record(0)
 	z2.Record(0)
-	_, reset = subtractCumulative(&z2, &z1)
+	_, reset = SubtractCumulative(&z2, &z1)
 	assert.True(t, reset)
 	// Identical snapshots: empty delta.
-	d, reset = subtractCumulative(&a, &a)
+	d, reset = SubtractCumulative(&a, &a)
 	assert.False(t, reset)
 	assert.True(t, d.IsEmpty())
 }

@@ -1,12 +1,15 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package decode
 
 import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,7 +56,7 @@ func TestPlausibleRealRoundsAreAllCounted(t *testing.T) {
 // the pair's loss over the window is the real one.
 func TestPlausibleForgedJumpIsDiscarded(t *testing.T) {
 	d := NewDecoder(plausibleConfig())
-	s := NewSummarizer(Config{})
+	s := summary.NewSummarizer(summary.Config{})
 	a := newFakeAgent()
 	now := t0
 	feed := func(p probe) DecodeResult {
@@ -76,13 +79,13 @@ func TestPlausibleForgedJumpIsDiscarded(t *testing.T) {
 		require.Empty(t, r.Skipped)
 		require.Equal(t, uint64(3), r.Observations[0].Sent)
 	}
-	sum, ok := s.Summary(KeyOf(&r.Observations[0]))
+	sum, ok := s.Summary(observation.KeyOf(&r.Observations[0]))
 	require.True(t, ok)
 	assert.Zero(t, sum.LossRatio, "the forged echoes are not in the window")
 
 	// Without the bound the same forgery dominates the window, as the issue measured.
 	d0 := NewDecoder(DecoderConfig{FirstSightMaxAge: time.Minute})
-	s0 := NewSummarizer(Config{})
+	s0 := summary.NewSummarizer(summary.Config{})
 	a0 := newFakeAgent()
 	now = t0
 	for i := range 61 {
@@ -94,7 +97,7 @@ func TestPlausibleForgedJumpIsDiscarded(t *testing.T) {
 		r0 := d0.Decode(a0.round(now, p), now)
 		s0.Add(r0.Observations...)
 	}
-	sum0, _ := s0.Summary(KeyOf(&r.Observations[0]))
+	sum0, _ := s0.Summary(observation.KeyOf(&r.Observations[0]))
 	assert.Greater(t, sum0.LossRatio, 0.9, "the reference: one point of 1,000 rounds outweighs 60 real ones")
 }
 
