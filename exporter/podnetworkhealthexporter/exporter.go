@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
@@ -33,10 +35,9 @@ import (
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/kubeclient"
@@ -68,7 +69,7 @@ type pnhExporter struct {
 	// binder is nil unless require_authenticated_observers.
 	binder *binder
 	// engine decides what to write (pure); everything below it is I/O.
-	engine *engine.Engine
+	engine *verdict.Engine
 
 	mu   sync.Mutex      // guards gate and nodes
 	gate *readiness.Gate // nil unless readiness_gate.enabled
@@ -111,15 +112,15 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 			FirstSightMaxAge: cfg.MaxProbeInterval,
 			MaxPerRound:      cfg.MaxEchoesPerRound,
 			MinRoundInterval: cfg.MinProbeInterval,
-			MaxFutureSkew:    decode.FutureSkew(cfg.MinProbeInterval),
+			MaxFutureSkew:    observation.FutureSkew(cfg.MinProbeInterval),
 		}),
-		engine:    engine.New(engineConfig(cfg)),
+		engine:    verdict.New(engineConfig(cfg)),
 		stopNodes: make(chan struct{}),
 		rejectLog: rate.NewLimiter(rate.Every(30*time.Second), 1),
 	}
 	// The per-target verdicts, one series per target and family (O(N)): what the gateway
 	// exports instead of a series per pair.
-	observeTargets := func(field func(engine.TargetStatus) (int64, bool)) metric.Int64Callback {
+	observeTargets := func(field func(verdict.TargetStatus) (int64, bool)) metric.Int64Callback {
 		return func(_ context.Context, o metric.Int64Observer) error {
 			for _, t := range e.engine.Targets() {
 				v, ok := field(t)
@@ -137,7 +138,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 			return nil
 		}
 	}
-	if err := tb.RegisterPodNetworkHealthTargetReachableCallback(observeTargets(func(t engine.TargetStatus) (int64, bool) {
+	if err := tb.RegisterPodNetworkHealthTargetReachableCallback(observeTargets(func(t verdict.TargetStatus) (int64, bool) {
 		switch t.Verdict {
 		case observation.VerdictReachable:
 			return 1, true
@@ -148,7 +149,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	})); err != nil {
 		return nil, err
 	}
-	if err := tb.RegisterPodNetworkHealthTargetFailingObserversCallback(observeTargets(func(t engine.TargetStatus) (int64, bool) {
+	if err := tb.RegisterPodNetworkHealthTargetFailingObserversCallback(observeTargets(func(t verdict.TargetStatus) (int64, bool) {
 		return int64(t.Failing), t.Verdict != observation.VerdictUnknown
 	})); err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 }
 
 // targetName is the name a target is known by: the pod or node name, else its address.
-func targetName(k engine.TargetKey) string {
+func targetName(k verdict.TargetKey) string {
 	if k.Name != "" {
 		return k.Name
 	}
@@ -208,15 +209,15 @@ func targetName(k engine.TargetKey) string {
 }
 
 // engineConfig maps the exporter's configuration onto the decision engine.
-func engineConfig(cfg *Config) engine.Config {
-	return engine.Config{
-		Summary: summary.Config{
+func engineConfig(cfg *Config) verdict.Config {
+	return verdict.Config{
+		Summary: verdict.SummaryConfig{
 			Window:                cfg.Window,
 			FailuresToUnreachable: cfg.FailuresToUnreachable,
 			SuccessesToReachable:  cfg.SuccessesToReachable,
 			MaxOutages:            cfg.MaxOutages,
 		},
-		Policy: summary.Policy{
+		Policy: plan.Policy{
 			HeartbeatInterval: cfg.Heartbeat,
 			RTTTolerance:      cfg.RTTTolerance,
 			LossTolerance:     cfg.LossTolerance,
@@ -228,7 +229,7 @@ func engineConfig(cfg *Config) engine.Config {
 		Namespace:            cfg.Namespace,
 		WritesPerSecond:      float64(cfg.QPS),
 		MaxProbeInterval:     cfg.MaxProbeInterval,
-		MaxFutureSkew:        decode.FutureSkew(cfg.MinProbeInterval),
+		MaxFutureSkew:        observation.FutureSkew(cfg.MinProbeInterval),
 	}
 }
 
@@ -421,7 +422,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	}
 	// Resume from what the API already holds: a restart or a new leader neither rewrites
 	// unchanged objects nor forgets stale ones.
-	var existing []engine.Persisted
+	var existing []verdict.Persisted
 	for _, o := range e.writer.existing() {
 		existing = append(existing, persistedOf(o))
 	}

@@ -13,25 +13,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
-// Node conditions: the I/O around engine.ReconcileNodes, in one place. The engine judges
+// Node conditions: the I/O around verdict.ReconcileNodes, in one place. The engine judges
 // every node from the per-target verdicts and says which conditions to write; this file
 // reads the nodes (a stripped informer), applies the writes and removes the condition
 // when the signal is disabled.
 
 // nodeConfig maps the exporter's configuration onto the engine's node rules.
-func (e *pnhExporter) nodeConfig() engine.NodeConfig {
+func (e *pnhExporter) nodeConfig() verdict.NodeConfig {
 	nc := e.cfg.NodeConditions
-	return engine.NodeConfig{Quorum: nc.Quorum, MaxFailingShare: nc.MaxFailingShare, Heartbeat: nc.Heartbeat, MinHold: nc.MinHold}
+	return verdict.NodeConfig{Quorum: nc.Quorum, MaxFailingShare: nc.MaxFailingShare, Heartbeat: nc.Heartbeat, MinHold: nc.MinHold}
 }
 
 // reconcileNodes runs the node judgement (always: it decides which observers are
 // distrusted) and, when node conditions are enabled, writes the conditions it decided.
 func (e *pnhExporter) reconcileNodes(ctx context.Context, now time.Time) {
-	current := map[string]*engine.NodeCondition{}
+	current := map[string]*verdict.NodeCondition{}
 	byName := map[string]*corev1.Node{}
 	if e.cfg.NodeConditions.Enabled {
 		if !e.nodes.HasSynced() {
@@ -43,7 +43,7 @@ func (e *pnhExporter) reconcileNodes(ctx context.Context, now time.Time) {
 			current[n.Name] = nil
 			for _, c := range n.Status.Conditions {
 				if string(c.Type) == e.cfg.NodeConditions.Type {
-					current[n.Name] = &engine.NodeCondition{Status: string(c.Status), Reason: c.Reason, Message: c.Message, LastHeartbeat: c.LastHeartbeatTime.Time}
+					current[n.Name] = &verdict.NodeCondition{Status: string(c.Status), Reason: c.Reason, Message: c.Message, LastHeartbeat: c.LastHeartbeatTime.Time}
 				}
 			}
 		}

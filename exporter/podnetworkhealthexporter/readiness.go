@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 

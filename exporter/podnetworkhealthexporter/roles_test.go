@@ -18,7 +18,7 @@ import (
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
 	"github.com/netpulse/netpulse/internal/identity"
 )
 

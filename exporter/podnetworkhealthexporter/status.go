@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,8 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 )
 
 // nameOf is the object name of a pair.
@@ -215,8 +216,8 @@ func keyOfObject(o *v1alpha1.PodNetworkHealth) observation.PairKey {
 
 // writtenOf approximates what was written for an existing object, so the write budget
 // carries on across restarts: the heartbeat counts from its last observed time.
-func writtenOf(o *v1alpha1.PodNetworkHealth) summary.Written {
-	w := summary.Written{Verdict: observation.Verdict(o.Status.Reachability), Fingerprint: 1}
+func writtenOf(o *v1alpha1.PodNetworkHealth) plan.Written {
+	w := plan.Written{Verdict: observation.Verdict(o.Status.Reachability), Fingerprint: 1}
 	if o.Status.LastObservedTime != nil {
 		w.At = o.Status.LastObservedTime.Time
 	} else {
@@ -235,13 +236,13 @@ func writtenOf(o *v1alpha1.PodNetworkHealth) summary.Written {
 	return w
 }
 
-// persistedOf reads back what a previous writer left in an object, for engine.Resume: the
+// persistedOf reads back what a previous writer left in an object, for verdict.Resume: the
 // pair's verdict (Unreachable also when written as ObserverUnhealthy), since when, the
 // outage history and the attribution.
-func persistedOf(o *v1alpha1.PodNetworkHealth) engine.Persisted {
+func persistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
 	k := keyOfObject(o)
 	st := &o.Status
-	p := engine.Persisted{
+	p := verdict.Persisted{
 		Key:     k,
 		Written: writtenOf(o),
 		Source:  observation.Source{Namespace: k.SourceNamespace, Name: k.SourcePod, UID: k.SourceUID, Node: st.ObservedFromNode},

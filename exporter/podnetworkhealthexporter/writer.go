@@ -85,7 +85,7 @@ const (
 	defaultCheckShare = 0.2
 )
 
-// priorityOf is the priority of an object write by its reason (summary.Decide's reasons).
+// priorityOf is the priority of an object write by its reason (plan.Decide's reasons).
 func priorityOf(reason string) writequeue.Priority {
 	switch reason {
 	case "verdict", "observer":

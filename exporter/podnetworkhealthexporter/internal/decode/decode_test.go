@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 
 	"github.com/lightstep/go-expohisto/structure"
 	"github.com/stretchr/testify/assert"
@@ -671,7 +673,7 @@ func FuzzDecode(f *testing.F) {
 		rng := rand.New(rand.NewPCG(seed, ^seed))
 		for _, cfg := range []DecoderConfig{{FirstSightMaxAge: time.Minute}, plausibleConfig()} {
 			d := NewDecoder(cfg)
-			s := summary.NewSummarizer(summary.Config{})
+			s := verdict.NewSummarizer(verdict.SummaryConfig{})
 			for range 3 {
 				md := garbageMetrics(rng)
 				for _, now := range []time.Time{t0, t0.Add(time.Second)} {
@@ -720,9 +722,9 @@ func TestPipelineDecodeSummarizeDecide(t *testing.T) {
 		"destination.k8s.namespace.name": "netpulse", "destination.k8s.node.name": "node-b",
 	}
 	d := NewDecoder(DecoderConfig{})
-	s := summary.NewSummarizer(summary.Config{})
+	s := verdict.NewSummarizer(verdict.SummaryConfig{})
 	rng := rand.New(rand.NewPCG(9, 9))
-	var last summary.Written
+	var last plan.Written
 	writes := map[string]int{}
 	var key observation.PairKey
 	for i := range 360 { // one hour of 10 s rounds; down from minute 30 to 33
@@ -742,11 +744,11 @@ func TestPipelineDecodeSummarizeDecide(t *testing.T) {
 		key = observation.KeyOf(&r.Observations[0])
 		s.Add(r.Observations...)
 		sum, _ := s.Summary(key)
-		if w, reason := summary.Decide(last, sum, now, summary.DefaultPolicy()); w {
+		if w, reason := plan.Decide(last, sum, now, plan.DefaultPolicy()); w {
 			writes[reason]++
-			last = summary.WrittenFrom(sum, now)
+			last = plan.WrittenFrom(sum, now)
 			if sum.Verdict == observation.VerdictUnreachable {
-				assert.Equal(t, summary.ReasonVerdict, reason, "while Unreachable only the verdict and heartbeats write")
+				assert.Equal(t, plan.ReasonVerdict, reason, "while Unreachable only the verdict and heartbeats write")
 			}
 		}
 	}
@@ -760,14 +762,14 @@ func TestPipelineDecodeSummarizeDecide(t *testing.T) {
 	assert.InEpsilon(t, 300e-6, sum.RTT.P50.Seconds(), 0.05)
 	assert.LessOrEqual(t, sum.RTT.Max.Seconds(), 330e-6*1.0001)
 	assert.Equal(t, uint64(90), sum.Sent)
-	assert.Equal(t, 2, writes[summary.ReasonVerdict], "down and up")
-	assert.Equal(t, 1, writes[summary.ReasonInitial])
+	assert.Equal(t, 2, writes[plan.ReasonVerdict], "down and up")
+	assert.Equal(t, 1, writes[plan.ReasonInitial])
 	// After the outage the window's loss decays over 5 minutes: a few "loss" writes, at
 	// most one per MinChangeInterval.
 	t.Logf("writes: %v", writes)
-	assert.LessOrEqual(t, writes[summary.ReasonLoss], 6)
-	assert.Zero(t, writes[summary.ReasonLatency])
-	assert.LessOrEqual(t, writes[summary.ReasonHeartbeat], 6)
+	assert.LessOrEqual(t, writes[plan.ReasonLoss], 6)
+	assert.Zero(t, writes[plan.ReasonLatency])
+	assert.LessOrEqual(t, writes[plan.ReasonHeartbeat], 6)
 	tr := s.Transitions()
 	require.Len(t, tr, 1)
 	assert.Equal(t, 3, tr[0].Flips, "Unknown -> Reachable -> Unreachable -> Reachable, coalesced")

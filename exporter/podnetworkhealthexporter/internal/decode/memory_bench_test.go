@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/contract"
@@ -80,7 +82,7 @@ func TestDecoderMemoryBenchHostile(t *testing.T) {
 		runtime.KeepAlive(d)
 		return after.HeapAlloc - min(after.HeapAlloc, before.HeapAlloc), d.Streams()
 	}
-	cfg := DecoderConfig{FirstSightMaxAge: time.Minute, MaxPerRound: 10, MinRoundInterval: time.Second, MaxFutureSkew: FutureSkew(time.Second)}
+	cfg := DecoderConfig{FirstSightMaxAge: time.Minute, MaxPerRound: 10, MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second)}
 	hostile := func(stable, endpoint bool) func(d *Decoder) {
 		return func(d *Decoder) {
 			now := t0

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,7 +56,7 @@ func TestPlausibleRealRoundsAreAllCounted(t *testing.T) {
 // the pair's loss over the window is the real one.
 func TestPlausibleForgedJumpIsDiscarded(t *testing.T) {
 	d := NewDecoder(plausibleConfig())
-	s := summary.NewSummarizer(summary.Config{})
+	s := verdict.NewSummarizer(verdict.SummaryConfig{})
 	a := newFakeAgent()
 	now := t0
 	feed := func(p probe) DecodeResult {
@@ -85,7 +85,7 @@ func TestPlausibleForgedJumpIsDiscarded(t *testing.T) {
 
 	// Without the bound the same forgery dominates the window, as the issue measured.
 	d0 := NewDecoder(DecoderConfig{FirstSightMaxAge: time.Minute})
-	s0 := summary.NewSummarizer(summary.Config{})
+	s0 := verdict.NewSummarizer(verdict.SummaryConfig{})
 	a0 := newFakeAgent()
 	now = t0
 	for i := range 61 {

@@ -10,11 +10,11 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/planner"
 )
@@ -134,7 +134,7 @@ func ReferenceBytes(samples int) (perPair, perStreamPair float64) {
 		return float64(int64(b.HeapAlloc)-int64(a.HeapAlloc)) / float64(samples)
 	}
 	perPair = measure(func() any {
-		s := summary.NewSummarizer(summary.Config{})
+		s := verdict.NewSummarizer(verdict.SummaryConfig{})
 		rtt := observation.NewHistogram(8)
 		rtt.RecordN(0.00025, 3)
 		obs := make([]observation.Observation, 0, samples)

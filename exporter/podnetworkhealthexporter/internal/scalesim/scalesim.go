@@ -17,9 +17,9 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 	"github.com/netpulse/netpulse/internal/planner"
 )
@@ -42,7 +42,7 @@ type Config struct {
 	// WritesPerSecond is the API write budget (default 5, burst 10).
 	WritesPerSecond float64
 	// Engine overrides the engine configuration (zero: the exporter's defaults).
-	Engine engine.Config
+	Engine verdict.Config
 	// PairSeries and TargetSeries: series the gateway exports per stable pair and per
 	// target family (defaults 27 and 2; see docs/telemetry-contract.md: status, loss ratio,
 	// jitter, sent, lost, and the duration histogram in classic buckets - explicit_buckets'
@@ -170,19 +170,19 @@ func Run(cfg Config) (Result, error) {
 		pm[i] = planner.Member{ID: id, Node: node, Zone: zone}
 		index[id] = i
 	}
-	plan, err := planner.New(pm, planner.Config{K: cfg.K, Stable: cfg.M, ProbeBudget: cfg.ProbeBudget, BaseInterval: cfg.BaseInterval})
+	probePlan, err := planner.New(pm, planner.Config{K: cfg.K, Stable: cfg.M, ProbeBudget: cfg.ProbeBudget, BaseInterval: cfg.BaseInterval})
 	if err != nil {
 		return Result{}, err
 	}
-	iv := plan.Interval()
+	iv := probePlan.Interval()
 	res := Result{N: cfg.N, Interval: iv}
 
 	ecfg := cfg.Engine
 	ecfg.WritesPerSecond = cfg.WritesPerSecond
-	e := engine.New(ecfg)
+	e := verdict.New(ecfg)
 	q := writequeue.New[write]()
 	budget := writequeue.NewBudget(cfg.WritesPerSecond, 10)
-	nodes := map[string]*engine.NodeCondition{}
+	nodes := map[string]*verdict.NodeCondition{}
 	for _, m := range members {
 		nodes[m.node] = nil
 	}
@@ -194,13 +194,13 @@ func Run(cfg Config) (Result, error) {
 	}
 	jitter := make([]time.Duration, cfg.N)
 	for i, m := range members {
-		jitter[i] = plan.Jitter(m.id)
+		jitter[i] = probePlan.Jitter(m.id)
 	}
 	slices.SortFunc(order, func(a, b int) int { return int(jitter[a] - jitter[b]) })
 
 	dead := cfg.N / 3
 	faultAt := t0.Add(cfg.FaultAt)
-	deadTarget := engine.TargetKeyOf(&observation.Observation{Target: members[dead].tgt})
+	deadTarget := verdict.TargetKeyOf(&observation.Observation{Target: members[dead].tgt})
 	var deadPairs []observation.PairKey // stable pairs towards the dead target
 	rtt := observation.NewHistogram(8)
 	rtt.RecordN(0.00025, 3)
@@ -233,7 +233,7 @@ func Run(cfg Config) (Result, error) {
 			for _, w := range r.Objects {
 				key := "pnh/" + w.Key.String()
 				reqs := 1
-				if w.Reason == summary.ReasonInitial {
+				if w.Reason == plan.ReasonInitial {
 					reqs = 2
 				}
 				q.Set(key, writequeue.Priority(w.Priority), write{requests: reqs, verdict: w.Summary.Verdict, pair: w.Key}, at)
@@ -256,7 +256,7 @@ func Run(cfg Config) (Result, error) {
 				}
 			}
 			if tick%5 == 0 {
-				d := e.ReconcileNodes(at, nodes, engine.NodeConfig{})
+				d := e.ReconcileNodes(at, nodes, verdict.NodeConfig{})
 				for _, w := range d.Writes {
 					q.Set("node/"+w.Node, writequeue.Priority(w.Priority), write{requests: 1}, at)
 					c := w.Condition
@@ -298,7 +298,7 @@ func Run(cfg Config) (Result, error) {
 	}
 
 	var bufObs []observation.Observation
-	for round := plan.Round(t0); ; round++ {
+	for round := probePlan.Round(t0); ; round++ {
 		roundStart := time.Unix(0, int64(round)*int64(iv))
 		if roundStart.After(end) {
 			break
@@ -311,8 +311,8 @@ func Run(cfg Config) (Result, error) {
 			}
 			step(at)
 			src := members[i]
-			targets := plan.Targets(src.id, round)
-			stable := plan.StableTargets(src.id)
+			targets := probePlan.Targets(src.id, round)
+			stable := probePlan.StableTargets(src.id)
 			bufObs = make([]observation.Observation, 0, len(targets))
 			for _, tm := range targets {
 				j := index[tm.ID]
@@ -361,12 +361,12 @@ func Run(cfg Config) (Result, error) {
 	const expiration = 5 * time.Minute
 	stablePairs := 0
 	for _, i := range order {
-		stablePairs += len(plan.StableTargets(members[i].id))
+		stablePairs += len(probePlan.StableTargets(members[i].id))
 	}
 	res.Series = stablePairs*cfg.PairSeries + e.Stats().Targets*cfg.TargetSeries
 	ttl := ecfg.TargetTTL
 	if ttl <= 0 {
-		ttl = engine.DefaultTargetTTL
+		ttl = verdict.DefaultTargetTTL
 	}
 	for _, at := range lastProbed {
 		if end.Sub(at) <= expiration {
@@ -385,7 +385,7 @@ func Run(cfg Config) (Result, error) {
 	// The decoder's share: the stable streams of every source (rotating pairs' points are
 	// self-contained and leave no state).
 	dec := decode.NewDecoder(decode.DecoderConfig{FirstSightMaxAge: time.Minute, StreamTTL: 3 * time.Minute})
-	feedStableStreams(dec, members, plan, end)
+	feedStableStreams(dec, members, probePlan, end)
 
 	runtime.GC()
 	var after runtime.MemStats
@@ -394,6 +394,6 @@ func Run(cfg Config) (Result, error) {
 	runtime.KeepAlive(e)
 	runtime.KeepAlive(q)
 	runtime.KeepAlive(dec)
-	runtime.KeepAlive(plan)
+	runtime.KeepAlive(probePlan)
 	return res, nil
 }

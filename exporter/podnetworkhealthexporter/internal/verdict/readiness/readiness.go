@@ -20,7 +20,7 @@
 //     conditions, not by withdrawing readiness, which could cascade into outages);
 //   - no False/absent writes: a gated pod without the condition is not Ready, which is the
 //     intended state, so no write is spent on it.
-package readiness // import "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
+package readiness // import "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
 
 import (
 	"cmp"

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package plan
 
 import (
 	"math/rand/v2"
@@ -172,3 +172,9 @@ func TestFingerprintSeesEveryField(t *testing.T) {
 	}
 	assert.Equal(t, f, Fingerprint(base), "the mutations worked on copies")
 }
+
+var (
+	t0     = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	simKey = observation.PairKey{SourceNamespace: "default", SourcePod: "a", SourceUID: "uid-a",
+		TargetKind: observation.TargetPod, TargetNamespace: "default", TargetName: "b", TargetUID: "uid-b"}
+)

@@ -1,14 +1,14 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package engine decides what the pod_network_health exporter writes: it turns
-// observations into per-target verdicts (judged across all observers of a target, so a dead
-// target is found within one or two probe intervals at any cluster size), keeps pair
-// summaries only for the pairs that have objects (stable pairs, failing pairs), and says
-// which objects, Events and node conditions to write, with which priority, within one API
-// write budget. It is pure: no I/O, the clock is injected, and the exporter only applies
-// what it returns. docs/summary.md explains the rules with their figures.
-package engine // import "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
+// Package verdict is the pod_network_health exporter's judgement stage: it turns
+// observations into pair verdicts with hysteresis (Summarizer), per-target verdicts (judged
+// across all observers of a target, so a dead target is found within one or two probe
+// intervals at any cluster size), observer silence, and the node judgement (quorum); it
+// keeps pair summaries only for the pairs that have objects (stable pairs, failing pairs).
+// It is pure: no I/O, the clock is injected. docs/summary.md explains the rules with their
+// figures.
+package verdict // import "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 
 import (
 	"fmt"
@@ -18,10 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
@@ -40,10 +40,10 @@ const (
 // Config configures an Engine. Zero fields take the defaults.
 type Config struct {
 	// Summary configures the pair summaries (window, hysteresis, outages).
-	Summary summary.Config
+	Summary SummaryConfig
 	// Policy is the per-object write policy; its HeartbeatInterval is stretched to fit the
 	// budget (see HeartbeatFor).
-	Policy summary.Policy
+	Policy plan.Policy
 	// TargetQuorum distinct observer nodes must fail, with no success after them, for a
 	// target to be Unreachable (default 3; fewer when fewer observers exist).
 	TargetQuorum int
@@ -95,8 +95,8 @@ const (
 	DefaultHeartbeatShare        = 0.5
 	DefaultMaxProbeInterval      = time.Minute
 	DefaultFailingPairsPerSource = 1
-	// DefaultMaxFutureSkew is decode.DefaultMaxFutureSkew (see decode.FutureSkew).
-	DefaultMaxFutureSkew = decode.DefaultMaxFutureSkew
+	// DefaultMaxFutureSkew is observation.DefaultMaxFutureSkew (see observation.FutureSkew).
+	DefaultMaxFutureSkew = observation.DefaultMaxFutureSkew
 )
 
 func (c Config) withDefaults() Config {
@@ -119,7 +119,7 @@ func (c Config) withDefaults() Config {
 		c.HeartbeatShare = DefaultHeartbeatShare
 	}
 	if c.Policy.HeartbeatInterval <= 0 {
-		c.Policy.HeartbeatInterval = summary.DefaultHeartbeatInterval
+		c.Policy.HeartbeatInterval = plan.DefaultHeartbeatInterval
 	}
 	if c.MaxProbeInterval <= 0 {
 		c.MaxProbeInterval = DefaultMaxProbeInterval
@@ -250,7 +250,7 @@ type ObjectWrite struct {
 	// DegradedSince: the first failed round of the earliest failing family.
 	DegradedSince time.Time
 	Delete        bool
-	Reason        string // summary.Reason* or "observer", "delete"
+	Reason        string // Reason* or "observer", "delete"
 	Priority      Priority
 }
 
@@ -303,7 +303,7 @@ func (e *Engine) sourcesWithObjects() map[string]bool {
 // Stats are gauges of the engine's state.
 type Stats struct {
 	Targets, Pairs, StablePairs, CandidatePairs, Objects, Observers, SilentObservers int
-	Summarizer                                                                       summary.Stats
+	Summarizer                                                                       SummaryStats
 }
 
 // Engine is the exporter's decision core. Safe for concurrent use.
@@ -314,14 +314,14 @@ type Engine struct {
 	mu sync.Mutex
 	// candidates: pairs tracked but not stable, per source pod UID.
 	candidates   map[string]int
-	summ         *summary.Summarizer
+	summ         *Summarizer
 	targets      map[TargetKey]*targetState
 	dirtyTargets map[TargetKey]struct{}
 	observers    map[string]*observerState // by source pod UID
 	pairs        map[observation.PairKey]*pairInfo
 	dirty        map[observation.PairKey]struct{}
 	// written: what was last decided for each object (the object set).
-	written            map[observation.PairKey]summary.Written
+	written            map[observation.PairKey]plan.Written
 	writtenBadObserver map[observation.PairKey]bool
 	writtenDegraded    map[observation.PairKey]string
 	writtenSilent      map[observation.PairKey]bool
@@ -343,14 +343,14 @@ func New(cfg Config) *Engine {
 	return &Engine{
 		cfg:                cfg,
 		judge:              judgeConfig{quorum: cfg.TargetQuorum, recovery: cfg.TargetRecovery},
-		summ:               summary.NewSummarizer(cfg.Summary),
+		summ:               NewSummarizer(cfg.Summary),
 		candidates:         map[string]int{},
 		targets:            map[TargetKey]*targetState{},
 		dirtyTargets:       map[TargetKey]struct{}{},
 		observers:          map[string]*observerState{},
 		pairs:              map[observation.PairKey]*pairInfo{},
 		dirty:              map[observation.PairKey]struct{}{},
-		written:            map[observation.PairKey]summary.Written{},
+		written:            map[observation.PairKey]plan.Written{},
 		writtenBadObserver: map[observation.PairKey]bool{},
 		writtenDegraded:    map[observation.PairKey]string{},
 		writtenSilent:      map[observation.PairKey]bool{},
@@ -706,7 +706,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		}
 		degraded, degradedSince := e.degradedFamilies(p, s.Verdict)
 		degradedText := strings.Join(degraded, ",")
-		write, reason := summary.Decide(last, s, now, policy)
+		write, reason := plan.Decide(last, s, now, policy)
 		switch {
 		case write:
 		case (badObserver != "") != e.writtenBadObserver[k]:
@@ -719,7 +719,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		if !write {
 			continue
 		}
-		e.written[k] = summary.WrittenFrom(s, now)
+		e.written[k] = plan.WrittenFrom(s, now)
 		e.writtenBadObserver[k] = badObserver != ""
 		e.writtenDegraded[k] = degradedText
 		e.writtenSilent[k] = silent != ""
@@ -780,14 +780,14 @@ func (e *Engine) heartbeat(configured time.Duration) time.Duration {
 // first write of a non-stable pair is a newly failing pair, so it is urgent too.
 func priorityOf(reason string, stable bool) Priority {
 	switch reason {
-	case summary.ReasonVerdict, "observer", "family":
+	case plan.ReasonVerdict, "observer", "family":
 		return PriorityVerdict
-	case summary.ReasonInitial:
+	case plan.ReasonInitial:
 		if !stable {
 			return PriorityVerdict
 		}
 		return PriorityUpdate
-	case summary.ReasonHeartbeat:
+	case plan.ReasonHeartbeat:
 		return PriorityHeartbeat
 	case "delete":
 		return PriorityCleanup
@@ -798,7 +798,7 @@ func priorityOf(reason string, stable bool) Priority {
 // Persisted is what the API holds for one object at the start of a leadership term.
 type Persisted struct {
 	Key     observation.PairKey
-	Written summary.Written
+	Written plan.Written
 	Source  observation.Source
 	Target  observation.Target
 	// Verdict is the pair's own verdict: Unreachable also when it was written as

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package verdict
 
 import (
 	"fmt"
@@ -60,7 +60,7 @@ func verdictAfter(t *testing.T, s *Summarizer) observation.Verdict {
 }
 
 func TestVerdictHysteresis(t *testing.T) {
-	s := NewSummarizer(Config{})
+	s := NewSummarizer(SummaryConfig{})
 	steps := []struct {
 		ok   bool
 		want observation.Verdict
@@ -87,7 +87,7 @@ func TestVerdictHysteresis(t *testing.T) {
 }
 
 func TestVerdictUnknownToUnreachable(t *testing.T) {
-	s := NewSummarizer(Config{FailuresToUnreachable: 2})
+	s := NewSummarizer(SummaryConfig{FailuresToUnreachable: 2})
 	s.Add(icmpRound(0, false))
 	s.Add(icmpRound(1, false))
 	sum, _ := s.Summary(simKey)
@@ -135,7 +135,7 @@ func TestVerdictMatchesModel(t *testing.T) {
 			rounds[i] = rng.Float64() >= pFail
 		}
 		want := refVerdicts(rounds, f, sN)
-		s := NewSummarizer(Config{FailuresToUnreachable: f, SuccessesToReachable: sN, MaxOutages: maxOut})
+		s := NewSummarizer(SummaryConfig{FailuresToUnreachable: f, SuccessesToReachable: sN, MaxOutages: maxOut})
 		downs := 0
 		for i, ok := range rounds {
 			// Split the round over two calls and probe types, in a random order: the round
@@ -181,7 +181,7 @@ func TestVerdictMatchesModel(t *testing.T) {
 func TestLateSuccessOfTheSameRound(t *testing.T) {
 	for _, readBetween := range []bool{false, true} {
 		t.Run(fmt.Sprintf("transitions read in between=%v", readBetween), func(t *testing.T) {
-			s := NewSummarizer(Config{})
+			s := NewSummarizer(SummaryConfig{})
 			s.Add(icmpRound(0, true))
 			s.Add(icmpRound(1, false))
 			s.Add(icmpRound(2, false))
@@ -214,7 +214,7 @@ func TestLateSuccessOfTheSameRound(t *testing.T) {
 }
 
 func TestWindowFigures(t *testing.T) {
-	s := NewSummarizer(Config{Window: time.Minute, Slots: 6})
+	s := NewSummarizer(SummaryConfig{Window: time.Minute, Slots: 6})
 	// Rounds 0..5 (one minute): fast; then rounds 6..11: slow with 1 of 3 echoes lost.
 	for i := range 6 {
 		s.Add(obs(i, contract.ProbeTypeICMP, true, 100e-6, 100e-6, 100e-6))
@@ -259,7 +259,7 @@ func TestWindowFigures(t *testing.T) {
 }
 
 func TestProbeResultsAndFallbacks(t *testing.T) {
-	s := NewSummarizer(Config{})
+	s := NewSummarizer(SummaryConfig{})
 	s.Add(obs(0, contract.ProbeTypeTCP, true, 1e-3), obs(0, contract.ProbeTypeHTTP, true, 4e-3))
 	s.Add(obs(1, contract.ProbeTypeTCP, false), obs(1, contract.ProbeTypeHTTP, true, 4e-3))
 	refused := obs(2, contract.ProbeTypeTCP, false)
@@ -297,7 +297,7 @@ func TestProbeResultsAndFallbacks(t *testing.T) {
 }
 
 func TestObservers(t *testing.T) {
-	s := NewSummarizer(Config{})
+	s := NewSummarizer(SummaryConfig{})
 	a := icmpRound(0, true)
 	b := icmpRound(1, true)
 	b.Source.Node = "node-c" // the same pod seen from another node (e.g. a gateway merging)
@@ -310,7 +310,7 @@ func TestObservers(t *testing.T) {
 }
 
 func TestOutageHistoryBounded(t *testing.T) {
-	s := NewSummarizer(Config{FailuresToUnreachable: 1, SuccessesToReachable: 1, MaxOutages: 3})
+	s := NewSummarizer(SummaryConfig{FailuresToUnreachable: 1, SuccessesToReachable: 1, MaxOutages: 3})
 	for i := range 20 {
 		s.Add(icmpRound(i, i%2 == 0))
 	}
@@ -328,7 +328,7 @@ func TestOutageHistoryBounded(t *testing.T) {
 }
 
 func TestTransitionsOrderedAndFlapsReported(t *testing.T) {
-	s := NewSummarizer(Config{FailuresToUnreachable: 1, SuccessesToReachable: 1})
+	s := NewSummarizer(SummaryConfig{FailuresToUnreachable: 1, SuccessesToReachable: 1})
 	other := icmpRound(0, true)
 	other.Target.UID, other.Target.Name = "uid-c", "agent-c"
 	s.Add(icmpRound(0, true))
@@ -348,7 +348,7 @@ func TestTransitionsOrderedAndFlapsReported(t *testing.T) {
 }
 
 func TestForgetExpireAndStats(t *testing.T) {
-	s := NewSummarizer(Config{})
+	s := NewSummarizer(SummaryConfig{})
 	s.Add(icmpRound(0, true))
 	other := icmpRound(30, true)
 	other.Target = observation.Target{Kind: observation.TargetExternal, Address: "192.0.2.1"}
@@ -360,7 +360,7 @@ func TestForgetExpireAndStats(t *testing.T) {
 	assert.Equal(t, 1, s.Add(bad))
 	late := icmpRound(-1, false)
 	s.Add(late)
-	assert.Equal(t, Stats{Pairs: 2, Ignored: 2, Late: 1}, s.Stats())
+	assert.Equal(t, SummaryStats{Pairs: 2, Ignored: 2, Late: 1}, s.Stats())
 	assert.Equal(t, observation.VerdictReachable, verdictAfter(t, s), "a late failure does not count")
 
 	assert.Empty(t, s.ExpireIdle(at(0).Add(5*time.Minute), 5*time.Minute), "idle exactly ttl: kept")
@@ -378,7 +378,7 @@ func TestForgetExpireAndStats(t *testing.T) {
 
 // Memory per pair does not grow with the number of rounds.
 func TestMemoryBounded(t *testing.T) {
-	s := NewSummarizer(Config{})
+	s := NewSummarizer(SummaryConfig{})
 	rng := rand.New(rand.NewPCG(1, 1))
 	for i := range 3600 { // one hour of 1 s rounds with widely spread RTTs
 		o := observation.Observation{Source: simSource(), Target: simTarget(), ProbeType: contract.ProbeTypeICMP,
@@ -403,7 +403,7 @@ func TestMemoryBounded(t *testing.T) {
 }
 
 func TestSummarizerConcurrentUse(t *testing.T) {
-	s := NewSummarizer(Config{})
+	s := NewSummarizer(SummaryConfig{})
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
@@ -428,7 +428,7 @@ func TestSummarizerConcurrentUse(t *testing.T) {
 // A seeded Unreachable pair keeps its ongoing outage (start and reason) while it keeps
 // failing, reports no transition for that, and on recovery ends the same outage.
 func TestSeedContinuesTheRecord(t *testing.T) {
-	s := NewSummarizer(Config{})
+	s := NewSummarizer(SummaryConfig{})
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	key := observation.PairKey{SourceNamespace: "ns", SourcePod: "a", SourceUID: "ua", TargetKind: observation.TargetPod, TargetNamespace: "ns", TargetName: "b", TargetUID: "ub"}
 	src := observation.Source{Namespace: "ns", Name: "a", UID: "ua", Node: "n1"}

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package verdict
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
@@ -104,11 +106,11 @@ func (r simResult) breakdown() string {
 
 // simulate runs rounds every interval for the given duration; down(t) says whether the
 // target is down at offset t.
-func simulate(d, interval time.Duration, down func(time.Duration) bool, pol Policy, cfg Config, seed uint64) simResult {
+func simulate(d, interval time.Duration, down func(time.Duration) bool, pol plan.Policy, cfg SummaryConfig, seed uint64) simResult {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	s := NewSummarizer(cfg)
 	res := simResult{hours: d.Hours(), reasons: map[string]int{}}
-	var last Written
+	var last plan.Written
 	key := observation.PairKey{}
 	for off := time.Duration(0); off < d; off += interval {
 		now := simEpoch.Add(off)
@@ -117,15 +119,15 @@ func simulate(d, interval time.Duration, down func(time.Duration) bool, pol Poli
 		s.Add(o)
 		res.transitions = append(res.transitions, s.Transitions()...)
 		sum, _ := s.Summary(key)
-		if write, reason := Decide(last, sum, now, pol); write {
+		if write, reason := plan.Decide(last, sum, now, pol); write {
 			res.writes++
 			res.reasons[reason]++
 			res.writeTimes = append(res.writeTimes, now)
-			if reason == ReasonVerdict {
+			if reason == plan.ReasonVerdict {
 				res.verdictWrites = append(res.verdictWrites, now)
 				res.verdicts = append(res.verdicts, sum.Verdict)
 			}
-			last = WrittenFrom(sum, now)
+			last = plan.WrittenFrom(sum, now)
 		}
 	}
 	return res
@@ -150,14 +152,14 @@ func bench(name, ours, reference string, ratio float64) {
 func TestWriteBudget(t *testing.T) {
 	const interval = 10 * time.Second
 	const hours = 6 * time.Hour
-	pol := DefaultPolicy()
-	cfg := Config{}
+	pol := plan.DefaultPolicy()
+	cfg := SummaryConfig{}
 
 	// Steady target.
 	steady := simulate(hours, interval, never, pol, cfg, 1)
 	again := simulate(hours, interval, never, pol, cfg, 1)
 	require.Equal(t, steady.writes, again.writes, "the simulation is deterministic")
-	assert.Equal(t, map[string]int{ReasonInitial: 1, ReasonHeartbeat: steady.writes - 1}, steady.reasons,
+	assert.Equal(t, map[string]int{plan.ReasonInitial: 1, plan.ReasonHeartbeat: steady.writes - 1}, steady.reasons,
 		"a steady target is written once and then only by heartbeat")
 	for i := 1; i < len(steady.writeTimes); i++ {
 		assert.GreaterOrEqual(t, steady.writeTimes[i].Sub(steady.writeTimes[i-1]), pol.HeartbeatInterval)
@@ -170,7 +172,7 @@ func TestWriteBudget(t *testing.T) {
 	pol5 := pol
 	pol5.HeartbeatInterval = 5 * time.Minute
 	steady5 := simulate(hours, interval, never, pol5, cfg, 1)
-	assert.Equal(t, map[string]int{ReasonInitial: 1, ReasonHeartbeat: steady5.writes - 1}, steady5.reasons)
+	assert.Equal(t, map[string]int{plan.ReasonInitial: 1, plan.ReasonHeartbeat: steady5.writes - 1}, steady5.reasons)
 	bench("pnh_writes_per_object_hour_steady_heartbeat5m", fmt.Sprintf("%.1f/h", steady5.perHour()),
 		fmt.Sprintf("%.1f/h(openshift)", referenceWritesPerHour), referenceWritesPerHour/steady5.perHour())
 
@@ -186,7 +188,7 @@ func TestWriteBudget(t *testing.T) {
 	}
 	require.NotEmpty(t, flap.transitions)
 	assert.Equal(t, observation.VerdictUnknown, flap.transitions[0].Old)
-	assert.Equal(t, changes-1, flap.reasons[ReasonVerdict], "one verdict write per verdict change")
+	assert.Equal(t, changes-1, flap.reasons[plan.ReasonVerdict], "one verdict write per verdict change")
 	assert.Greater(t, changes, int(hours/(2*time.Minute)), "every down and up minute is detected")
 	// Latency/loss-driven writes respect MinChangeInterval.
 	for i := 1; i < len(flap.writeTimes); i++ {
@@ -198,7 +200,7 @@ func TestWriteBudget(t *testing.T) {
 		fmt.Sprintf("%.1f/h(openshift)", referenceWritesPerHour), referenceWritesPerHour/flap.perHour())
 	// An hour with one 3-minute outage.
 	outage := simulate(time.Hour, interval, func(t time.Duration) bool { return t >= 30*time.Minute && t < 33*time.Minute }, pol, cfg, 4)
-	assert.Equal(t, 2, outage.reasons[ReasonVerdict])
+	assert.Equal(t, 2, outage.reasons[plan.ReasonVerdict])
 	bench("pnh_writes_per_object_hour_one_3m_outage", fmt.Sprintf("%.1f/h", outage.perHour()),
 		fmt.Sprintf("%.1f/h(openshift)", referenceWritesPerHour), referenceWritesPerHour/outage.perHour())
 	if testing.Verbose() {

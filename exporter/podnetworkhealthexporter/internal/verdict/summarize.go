@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+package verdict
 
 import (
 	"fmt"
@@ -17,8 +17,8 @@ import (
 	"github.com/netpulse/netpulse/internal/contract"
 )
 
-// Config configures a Summarizer. Zero fields take the defaults.
-type Config struct {
+// SummaryConfig configures a Summarizer. Zero fields take the defaults.
+type SummaryConfig struct {
 	// Window is how far back the figures (quantiles, loss, per-probe results, observers)
 	// look, from the pair's newest observation (default 5m).
 	Window time.Duration
@@ -36,7 +36,7 @@ type Config struct {
 	MaxOutages int
 }
 
-// Defaults of Config.
+// Defaults of SummaryConfig.
 const (
 	DefaultWindow                = 5 * time.Minute
 	DefaultSlots                 = 10
@@ -51,7 +51,7 @@ const maxObserversPerSlot = 8
 // maxMessage is the API's bound on messages (characters).
 const maxMessage = v1alpha1.MaxMessageLength
 
-func (c Config) withDefaults() Config {
+func (c SummaryConfig) withDefaults() SummaryConfig {
 	if c.Window <= 0 {
 		c.Window = DefaultWindow
 	}
@@ -71,8 +71,8 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Stats counts what the Summarizer did not use.
-type Stats struct {
+// SummaryStats counts what the Summarizer did not use.
+type SummaryStats struct {
 	Pairs int
 	// Ignored: observations without a usable pair key, probe type or timestamp.
 	Ignored uint64
@@ -84,7 +84,7 @@ type Stats struct {
 // Summarizer keeps per-pair state: the verdict with hysteresis, the outage history and a
 // sliding window of figures. Safe for concurrent use.
 type Summarizer struct {
-	cfg     Config
+	cfg     SummaryConfig
 	slotW   time.Duration
 	mu      sync.Mutex
 	pairs   map[observation.PairKey]*pairState
@@ -95,14 +95,14 @@ type Summarizer struct {
 }
 
 // NewSummarizer returns a Summarizer.
-func NewSummarizer(cfg Config) *Summarizer {
+func NewSummarizer(cfg SummaryConfig) *Summarizer {
 	cfg = cfg.withDefaults()
 	w := max(cfg.Window/time.Duration(cfg.Slots), time.Millisecond)
 	return &Summarizer{cfg: cfg, slotW: w, pairs: map[observation.PairKey]*pairState{}, pending: map[observation.PairKey]*observation.Transition{}}
 }
 
-// Config returns the effective configuration.
-func (s *Summarizer) Config() Config { return s.cfg }
+// SummaryConfig returns the effective configuration.
+func (s *Summarizer) Config() SummaryConfig { return s.cfg }
 
 // machine is the verdict state machine of a pair.
 type machine struct {
@@ -700,11 +700,11 @@ func (s *Summarizer) ExpireIdle(now time.Time, ttl time.Duration, keep ...func(o
 	return out
 }
 
-// Stats returns counters.
-func (s *Summarizer) Stats() Stats {
+// SummaryStats returns counters.
+func (s *Summarizer) Stats() SummaryStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Pairs: len(s.pairs), Ignored: s.ignored, Late: s.late}
+	return SummaryStats{Pairs: len(s.pairs), Ignored: s.ignored, Late: s.late}
 }
 
 // Verdict returns a pair's verdict and its current run of failed rounds, without computing

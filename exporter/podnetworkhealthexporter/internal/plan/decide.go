@@ -1,7 +1,11 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary
+// Package plan is the pod_network_health exporter's write-policy stage: what to write and
+// when. decide.go holds the per-object policy (Decide: a status is rewritten on a verdict
+// change, a latency or loss move beyond tolerance, or a heartbeat, never when identical).
+// It does no I/O and never reads the clock: callers pass `now`.
+package plan
 
 import (
 	"encoding/binary"

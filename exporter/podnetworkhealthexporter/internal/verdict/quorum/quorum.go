@@ -11,7 +11,7 @@
 // Marking suppresses itself when too many observers fail in ways the candidates do not
 // explain, or when too many nodes would be marked: a broken prober or a cluster-wide outage
 // must not mark the cluster unhealthy. See docs/summary.md for the rules with examples.
-package quorum // import "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/quorum"
+package quorum // import "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/quorum"
 
 import (
 	"fmt"

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package engine
+package verdict
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
 )
 
 // world is a small cluster for the property test: nodes node-0..node-(n-1), each with one

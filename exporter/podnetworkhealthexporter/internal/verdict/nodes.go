@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package engine
+package verdict
 
 import (
 	"maps"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/quorum"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/quorum"
 )
 
 // Node condition statuses (the values of corev1.ConditionStatus).

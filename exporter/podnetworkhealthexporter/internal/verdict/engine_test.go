@@ -1,19 +1,19 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package engine
+package verdict
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
 )
 
 // ring is a small stand-in for the sampling planner (internal/planner is exercised by the
@@ -370,7 +370,7 @@ func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 	// after TargetTTL.
 	gone := observation.PairKey{SourceNamespace: "netpulse", SourcePod: "agent-0", SourceUID: "uid-0", TargetKind: observation.TargetPod,
 		TargetNamespace: "netpulse", TargetName: "old", TargetUID: "uid-old"}
-	e.Resume([]Persisted{{Key: gone, Written: summary.Written{At: r.at(2), Verdict: observation.VerdictReachable, Fingerprint: 1}}}, r.at(2))
+	e.Resume([]Persisted{{Key: gone, Written: plan.Written{At: r.at(2), Verdict: observation.VerdictReachable, Fingerprint: 1}}}, r.at(2))
 	res := e.Reconcile(r.at(3))
 	assert.Equal(t, 11, e.Objects(), "the existing object is part of the object set")
 	for _, w := range res.Objects {
@@ -552,7 +552,7 @@ func persistedOf(ws map[observation.PairKey]ObjectWrite) []Persisted {
 			continue
 		}
 		s := w.Summary
-		out = append(out, Persisted{Key: k, Written: summary.WrittenFrom(s, s.LastObserved), Source: s.Source, Target: s.Target,
+		out = append(out, Persisted{Key: k, Written: plan.WrittenFrom(s, s.LastObserved), Source: s.Source, Target: s.Target,
 			Verdict: s.Verdict, Since: s.VerdictSince, LastObserved: s.LastObserved, Outages: s.Outages,
 			BadObserverNode: w.BadObserverNode})
 	}
