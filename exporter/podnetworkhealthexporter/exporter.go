@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
@@ -289,7 +290,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 		return err
 	}
 	e.initWriter(e.pnh)
-	e.writer.onDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(keyOfObject(o)) })
+	e.writer.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(keyOfObject(o)) })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -346,7 +347,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	lost := func() {
 		componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(errLeaseLost))
 	}
-	done, err := leaderLoop(ctx, e.kube, e.cfg.LeaderElection, e.logger, lead, lost)
+	done, err := apply.LeaderLoop(ctx, e.kube, leaseOf(e.cfg.LeaderElection), e.logger, lead, lost)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("leader election: %w", err)
@@ -362,9 +363,9 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 // the declared checks' own (checks.events_per_minute), so flapping checks never use up the
 // pairs' Events.
 func (e *pnhExporter) initWriter(client versioned.Interface) {
-	e.writer = newWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)
+	e.writer = &writer{apply.NewWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)}
 	if e.checks != nil {
-		e.writer.setCheckShare(e.cfg.Checks.WriteShare)
+		e.writer.SetCheckShare(e.cfg.Checks.WriteShare)
 	}
 	if e.cfg.Events.Enabled {
 		e.hostname, _ = os.Hostname()
@@ -402,20 +403,20 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	e.tb.PodNetworkHealthIsLeader.Record(ctx, 1)
 	defer e.tb.PodNetworkHealthIsLeader.Record(context.Background(), 0)
 	if le := e.cfg.LeaderElection; le.Enabled && le.LeaderLabel != "" {
-		if err := labelOwnPod(ctx, e.kube, le, "true"); err != nil {
+		if err := apply.LabelOwnPod(ctx, e.kube, leaseOf(le), "true"); err != nil {
 			e.logger.Error("pod_network_health: cannot label this pod as the leader; agents behind a leader-selecting Service will not reach it", zap.Error(err))
 		}
 		defer func() {
 			// Best effort: a replica that crashed loses its pod (and label) anyway.
 			unlabelCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := labelOwnPod(unlabelCtx, e.kube, le, ""); err != nil {
+			if err := apply.LabelOwnPod(unlabelCtx, e.kube, leaseOf(le), ""); err != nil {
 				e.logger.Warn("pod_network_health: cannot remove the leader label", zap.Error(err))
 			}
 		}()
 	}
-	e.writer.startInformer()
-	for !e.writer.synced(ctx) {
+	e.writer.StartInformer()
+	for !e.writer.Synced(ctx) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -423,7 +424,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	// Resume from what the API already holds: a restart or a new leader neither rewrites
 	// unchanged objects nor forgets stale ones.
 	var existing []verdict.Persisted
-	for _, o := range e.writer.existing() {
+	for _, o := range e.writer.Existing() {
 		existing = append(existing, persistedOf(o))
 	}
 	e.engine.Resume(existing, time.Now())
@@ -432,7 +433,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 		e.cleanupNodeConditions(ctx)
 	}
 	workerCtx, stopWorkers := context.WithCancel(ctx)
-	e.writer.run(workerCtx, e.cfg.Workers)
+	e.writer.Run(workerCtx, e.cfg.Workers)
 	defer stopWorkers()
 
 	if e.checks != nil {
@@ -471,13 +472,13 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 	res := e.engine.Reconcile(now)
 	for _, w := range res.Objects {
 		if w.Delete {
-			e.writer.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, reason: w.Reason, delete: true}, w.Priority)
+			e.writer.Set(&apply.Desired{Obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, Reason: w.Reason, Delete: true}, w.Priority)
 			continue
 		}
 		if w.Restate {
 			silent := w.SilentObserver
-			e.writer.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, reason: w.Reason,
-				restate: func(st *v1alpha1.PodNetworkHealthStatus) { markObserverSilent(st, silent, now) }}, w.Priority)
+			e.writer.Set(&apply.Desired{Obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, Reason: w.Reason,
+				Restate: func(st *v1alpha1.PodNetworkHealthStatus) { markObserverSilent(st, silent, now) }}, w.Priority)
 			continue
 		}
 		obj := objectOf(w.Summary)
@@ -488,7 +489,7 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 		case w.SilentObserver != "":
 			markObserverSilent(&obj.Status, w.SilentObserver, now)
 		}
-		e.writer.set(&desired{obj: obj, reason: w.Reason}, w.Priority)
+		e.writer.Set(&apply.Desired{Obj: obj, Reason: w.Reason}, w.Priority)
 	}
 	for _, o := range res.ObserverChanges {
 		if o.Silent {
@@ -506,8 +507,8 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 	e.tb.PodNetworkHealthPairs.Record(ctx, int64(st.Pairs))
 	e.tb.PodNetworkHealthObserversSilent.Record(ctx, int64(st.SilentObservers))
 	e.tb.PodNetworkHealthObjects.Record(ctx, int64(st.Objects))
-	e.tb.PodNetworkHealthPendingObjects.Record(ctx, int64(e.writer.pendingCount()))
-	pending, dropped := e.writer.pendingByPriority(), e.writer.droppedByPriority()
+	e.tb.PodNetworkHealthPendingObjects.Record(ctx, int64(e.writer.PendingCount()))
+	pending, dropped := e.writer.PendingByPriority(), e.writer.DroppedByPriority()
 	for p := range writequeue.NumPriorities {
 		attrs := metric.WithAttributes(attribute.String("priority", writequeue.Priority(p).String()))
 		e.tb.PodNetworkHealthWritesPending.Record(ctx, int64(pending[p]), attrs)
@@ -520,25 +521,25 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 	return len(res.TargetChanges) > 0
 }
 
-func (e *pnhExporter) onWritten(r writeResult) {
+func (e *pnhExporter) onWritten(r apply.WriteResult) {
 	outcome := "success"
 	switch {
-	case r.rejected:
+	case r.Rejected:
 		outcome = "rejected"
-		if e.firstRejection(r.key) {
+		if e.firstRejection(r.Key) {
 			e.logger.Warn("pod_network_health: the API refused a write; not retrying it (a newer state is written when it comes)",
-				zap.String("object", r.key), zap.String("write_reason", r.reason), zap.Error(r.err))
+				zap.String("object", r.Key), zap.String("write_reason", r.Reason), zap.Error(r.Err))
 		}
-	case r.err != nil:
+	case r.Err != nil:
 		outcome = "error"
-		e.logger.Debug("pod_network_health: write failed; retrying with back-off", zap.String("object", r.key), zap.Error(r.err))
+		e.logger.Debug("pod_network_health: write failed; retrying with back-off", zap.String("object", r.Key), zap.Error(r.Err))
 	default:
 		e.mu.Lock()
-		delete(e.rejectedKeys, r.key)
+		delete(e.rejectedKeys, r.Key)
 		e.mu.Unlock()
 	}
 	e.tb.PodNetworkHealthAPIWrites.Add(context.Background(), 1, metric.WithAttributes(
-		attribute.String("write_reason", r.reason), attribute.String("outcome", outcome)))
+		attribute.String("write_reason", r.Reason), attribute.String("outcome", outcome)))
 }
 
 // maxRejectedKeys bounds the keys remembered so that a refused write is logged once per
@@ -615,7 +616,7 @@ func (e *pnhExporter) enqueueEvent(obj corev1.ObjectReference, typ, reason, msg 
 		FirstTimestamp: at, LastTimestamp: at, Count: 1,
 		ReportingController: eventComponent, ReportingInstance: e.hostname,
 	}
-	e.writer.enqueue(e.writer.eventKey(), p, func(ctx context.Context) error {
+	e.writer.Enqueue(e.writer.EventKey(), p, func(ctx context.Context) error {
 		_, err := e.kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil // a retry of a request that did reach the API
@@ -639,8 +640,8 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 			// (bounded: the collector's shutdown budget, at most shutdownFlush).
 			fctx, cancel := context.WithTimeout(ctx, shutdownFlush)
 			// Declared checks' verdicts and Events too, after the pairs'.
-			if !e.writer.flush(fctx, writequeue.CheckEvent) {
-				p := e.writer.pendingByPriority()
+			if !e.writer.Flush(fctx, writequeue.CheckEvent) {
+				p := e.writer.PendingByPriority()
 				if p[writequeue.Verdict]+p[writequeue.Event]+p[writequeue.CheckVerdict]+p[writequeue.CheckEvent] > 0 {
 					e.logger.Warn("pod_network_health: shutting down with verdict writes or Events not yet in the API; the next leader re-derives them",
 						zap.Int("verdicts", p[writequeue.Verdict]), zap.Int("events", p[writequeue.Event]),
@@ -659,7 +660,7 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 			<-d
 		}
 		if e.writer != nil {
-			e.writer.stop()
+			e.writer.Stop()
 		}
 		close(e.stopNodes)
 		if e.nodesF != nil {
@@ -674,4 +675,10 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 		e.tb.Shutdown()
 	})
 	return nil
+}
+
+// leaseOf maps leader_election onto the apply stage's Lease.
+func leaseOf(le LeaderElectionConfig) apply.Lease {
+	return apply.Lease{LeaseName: le.LeaseName, LeaseNamespace: le.LeaseNamespace, Identity: le.Identity,
+		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod, LeaderLabel: le.LeaderLabel}
 }

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 )
 
 // maxNameLen keeps object names well inside the 253-character limit and readable in
@@ -77,3 +79,10 @@ func sanitize(s string) string {
 	}
 	return strings.Join(labels, ".")
 }
+
+// Labels on every object netpulse writes; the writer's informer watches only these.
+const (
+	LabelManagedBy      = apply.LabelManagedBy
+	LabelManagedByValue = apply.LabelManagedByValue
+	LabelSourcePod      = apply.LabelSourcePod
+)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
@@ -65,8 +66,8 @@ func (e *pnhExporter) reconcileNodes(ctx context.Context, now time.Time) {
 			LastHeartbeatTime:  metav1.NewTime(now),
 			LastTransitionTime: metav1.NewTime(now),
 		}
-		e.writer.enqueue(nodeKey(n.Name), w.Priority, func(ctx context.Context) error {
-			return setNodeCondition(ctx, e.kube, n, cond)
+		e.writer.Enqueue(apply.NodeKey(n.Name), w.Priority, func(ctx context.Context) error {
+			return apply.SetNodeCondition(ctx, e.kube, n, cond)
 		}, "node_condition")
 	}
 }
@@ -124,8 +125,8 @@ func (e *pnhExporter) cleanupNodeConditions(ctx context.Context) {
 				continue
 			}
 			node, typ := n.Name, e.cfg.NodeConditions.Type
-			e.writer.enqueue(nodeKey(node), writequeue.Cleanup, func(ctx context.Context) error {
-				err := removeNodeCondition(ctx, e.kube, node, typ)
+			e.writer.Enqueue(apply.NodeKey(node), writequeue.Cleanup, func(ctx context.Context) error {
+				err := apply.RemoveNodeCondition(ctx, e.kube, node, typ)
 				if apierrors.IsForbidden(err) {
 					e.logger.Info("pod_network_health: node conditions are disabled but a stale one remains; grant nodes/status patch to remove it", zap.String("node", node))
 					return nil // retrying cannot help

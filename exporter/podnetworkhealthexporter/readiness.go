@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
@@ -78,8 +79,8 @@ func (e *pnhExporter) reconcileReadiness(ctx context.Context, now time.Time) {
 			Type: corev1.PodConditionType(f.ConditionType), Status: corev1.ConditionStatus(f.Status),
 			Reason: f.Reason, Message: f.Message, LastTransitionTime: metav1.NewTime(now),
 		}
-		e.writer.enqueue(podKey(f.Namespace, f.Name), writequeue.Verdict, func(ctx context.Context) error {
-			return setPodCondition(ctx, e.kube, f.Namespace, f.Name, cond)
+		e.writer.Enqueue(apply.PodKey(f.Namespace, f.Name), writequeue.Verdict, func(ctx context.Context) error {
+			return apply.SetPodCondition(ctx, e.kube, f.Namespace, f.Name, cond)
 		}, "readiness_gate")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
@@ -52,7 +53,7 @@ func objectOf(s observation.Summary) *v1alpha1.PodNetworkHealth {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      nameOf(k),
 			Namespace: k.SourceNamespace,
-			Labels:    map[string]string{LabelManagedBy: LabelManagedByValue},
+			Labels:    map[string]string{apply.LabelManagedBy: apply.LabelManagedByValue},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Pod", Name: k.SourcePod, UID: types.UID(k.SourceUID),
 			}},
@@ -61,7 +62,7 @@ func objectOf(s observation.Summary) *v1alpha1.PodNetworkHealth {
 		Status: statusOf(s),
 	}
 	if len(validation.IsValidLabelValue(k.SourcePod)) == 0 {
-		obj.Labels[LabelSourcePod] = k.SourcePod
+		obj.Labels[apply.LabelSourcePod] = k.SourcePod
 	}
 	return obj
 }

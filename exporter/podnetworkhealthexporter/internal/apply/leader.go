@@ -1,9 +1,11 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package podnetworkhealthexporter
+package apply
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,13 +18,23 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// leaderLoop campaigns for the writer Lease until ctx ends: lead(ctx) is called when this
+// Lease names the writer Lease and this candidate (the exporter's leader_election).
+type Lease struct {
+	LeaseName, LeaseNamespace string
+	// Identity of this candidate: its pod name.
+	Identity                                  string
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// LeaderLabel, when set, is put on this replica's own pod while it holds the Lease.
+	LeaderLabel string
+}
+
+// LeaderLoop campaigns for the writer Lease until ctx ends: lead(ctx) is called when this
 // instance acquires it and must return at once (work it starts stops when its ctx is
 // cancelled, on losing the lease); the lease is
 // released on shutdown so another replica takes over within one retry period. The returned
 // channel closes when the loop and any lead call have returned. lost is called when the
 // lease is lost while ctx is still live (not released at shutdown).
-func leaderLoop(ctx context.Context, client kubernetes.Interface, cfg LeaderElectionConfig, logger *zap.Logger, lead func(context.Context), lost func()) (<-chan struct{}, error) {
+func LeaderLoop(ctx context.Context, client kubernetes.Interface, cfg Lease, logger *zap.Logger, lead func(context.Context), lost func()) (<-chan struct{}, error) {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: cfg.LeaseName, Namespace: cfg.LeaseNamespace},
 		Client:     client.CoordinationV1(),
@@ -69,9 +81,9 @@ func leaderLoop(ctx context.Context, client kubernetes.Interface, cfg LeaderElec
 	return done, nil
 }
 
-// labelOwnPod sets (or, with value "", removes) the leader label on this replica's pod with
+// LabelOwnPod sets (or, with value "", removes) the leader label on this replica's pod with
 // a JSON merge patch, so only the Lease holder matches the gateway Service's selector.
-func labelOwnPod(ctx context.Context, client kubernetes.Interface, cfg LeaderElectionConfig, value string) error {
+func LabelOwnPod(ctx context.Context, client kubernetes.Interface, cfg Lease, value string) error {
 	var v any = value
 	if value == "" {
 		v = nil // merge patch: delete the key

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package podnetworkhealthexporter
+package apply
 
 import (
 	"context"
@@ -34,41 +34,41 @@ const (
 	LabelSourcePod      = "netpulse.io/source-pod"
 )
 
-// desired is the latest state an object should have. Only the newest is kept per object,
+// Desired is the latest state an object should have. Only the newest is kept per object,
 // so memory stays bounded by the number of pairs however long the API is unreachable.
-type desired struct {
-	obj    *v1alpha1.PodNetworkHealth
-	reason string
-	delete bool
-	// restate, when set, changes the existing object's status in place (obj names it; its
+type Desired struct {
+	Obj    *v1alpha1.PodNetworkHealth
+	Reason string
+	Delete bool
+	// Restate, when set, changes the existing object's status in place (Obj names it; its
 	// spec and status are not used); nothing is written when the object does not exist.
-	restate func(*v1alpha1.PodNetworkHealthStatus)
+	Restate func(*v1alpha1.PodNetworkHealthStatus)
 }
 
-// writeResult tells the exporter what reached the API (or failed to; a failed write is
+// WriteResult tells the exporter what reached the API (or failed to; a failed write is
 // retried with back-off unless a newer state replaced it).
-type writeResult struct {
-	key      string                           // objectKey, nodeKey, podKey or eventKey
-	status   *v1alpha1.PodNetworkHealthStatus // objects only; nil after a delete
-	reason   string
-	priority writequeue.Priority
-	err      error
-	// rejected: the API answered 4xx (other than 401, 408, 409, 429): not retried.
-	rejected bool
+type WriteResult struct {
+	Key      string                           // ObjectKey, NodeKey, PodKey or EventKey
+	Status   *v1alpha1.PodNetworkHealthStatus // objects only; nil after a delete
+	Reason   string
+	Priority writequeue.Priority
+	Err      error
+	// Rejected: the API answered 4xx (other than 401, 408, 409, 429): not retried.
+	Rejected bool
 }
 
-// writeItem is one pending write: an object's desired state, or one API request built by
+// writeItem is one pending write: an object's Desired state, or one API request built by
 // the exporter (an Event, a node or pod condition patch).
 type writeItem struct {
-	obj    *desired
+	obj    *Desired
 	apply  func(context.Context) error
 	reason string
 }
 
 // Queue keys. Objects, nodes and pods coalesce to their latest state; events do not.
-func objectKey(ns, name string) string { return "pnh/" + ns + "/" + name }
-func nodeKey(name string) string       { return "node/" + name }
-func podKey(ns, name string) string    { return "pod/" + ns + "/" + name }
+func ObjectKey(ns, name string) string { return "pnh/" + ns + "/" + name }
+func NodeKey(name string) string       { return "node/" + name }
+func PodKey(ns, name string) string    { return "pod/" + ns + "/" + name }
 
 const (
 	// maxPendingWrites bounds the pending writes (memory while the API is unreachable).
@@ -81,8 +81,8 @@ const (
 	retryMax  = 5 * time.Second
 	// heartbeatShare of the budget is what heartbeats may use (heartbeatInterval).
 	heartbeatShare = 0.5
-	// defaultCheckShare of the budget is what declared checks may use (checks.write_share).
-	defaultCheckShare = 0.2
+	// DefaultCheckShare of the budget is what declared checks may use (checks.write_share).
+	DefaultCheckShare = 0.2
 )
 
 // priorityOf is the priority of an object write by its reason (plan.Decide's reasons).
@@ -99,14 +99,14 @@ func priorityOf(reason string) writequeue.Priority {
 	}
 }
 
-// writer applies desired states to the API under one write budget shared by every kind of
+// writer applies Desired states to the API under one write budget shared by every kind of
 // write (objects, Events, node and pod conditions): a priority queue that keeps only the
 // latest state per key (verdict changes first, then Events, updates, heartbeats, deletes),
 // per-key exponential back-off, conflict re-reads from its own informer, and never a
 // rewrite of an identical status. Every API request a worker makes takes a budget token
 // first; a worker picks its next item only once a token is available, so what it writes is
 // the most urgent write at that moment.
-type writer struct {
+type Writer struct {
 	client   versioned.Interface
 	factory  externalversions.SharedInformerFactory
 	informer cache.SharedIndexInformer
@@ -117,7 +117,7 @@ type writer struct {
 	// more than their share and never pass a pair verdict or Event.
 	checkBudget *writequeue.Budget
 	logger      *zap.Logger
-	done        func(writeResult)
+	done        func(WriteResult)
 	now         func() time.Time
 	popped      func(key string) // tests: the order the queue hands items out
 
@@ -139,8 +139,8 @@ type writer struct {
 	wg       sync.WaitGroup
 }
 
-// newWriter: qps and burst are the exporter's write budget (requests per second, bucket).
-func newWriter(client versioned.Interface, namespace string, qps float64, burst int, logger *zap.Logger, done func(writeResult)) *writer {
+// NewWriter: qps and burst are the exporter's write budget (requests per second, bucket).
+func NewWriter(client versioned.Interface, namespace string, qps float64, burst int, logger *zap.Logger, done func(WriteResult)) *Writer {
 	factory := externalversions.NewSharedInformerFactoryWithOptions(client, 0,
 		externalversions.WithNamespace(namespace),
 		externalversions.WithTweakListOptions(func(lo *metav1.ListOptions) {
@@ -148,13 +148,13 @@ func newWriter(client versioned.Interface, namespace string, qps float64, burst 
 		}))
 	inf := factory.Netpulse().V1alpha1().PodNetworkHealths()
 	life, kill := context.WithCancel(context.Background())
-	return &writer{
+	return &Writer{
 		client:      client,
 		factory:     factory,
 		informer:    inf.Informer(),
 		lister:      inf.Lister(),
 		budget:      writequeue.NewBudget(qps, burst),
-		checkBudget: checkShareBudget(qps, burst, defaultCheckShare),
+		checkBudget: checkShareBudget(qps, burst, DefaultCheckShare),
 		logger:      logger,
 		done:        done,
 		now:         time.Now,
@@ -176,14 +176,14 @@ func checkShareBudget(qps float64, burst int, share float64) *writequeue.Budget 
 	return writequeue.NewBudget(qps*share, max(1, int(float64(burst)*share)))
 }
 
-// setCheckShare sets the declared checks' share of the write budget (before run).
-func (w *writer) setCheckShare(share float64) {
+// SetCheckShare sets the declared checks' share of the write budget (before run).
+func (w *Writer) SetCheckShare(share float64) {
 	w.checkBudget = checkShareBudget(w.budget.Rate(), w.budget.Burst(), share)
 }
 
-// onDeleted calls fn for every object that disappears from the API (garbage-collected with
+// OnDeleted calls fn for every object that disappears from the API (garbage-collected with
 // its source pod, deleted by a user, or by this writer). Register before startInformer.
-func (w *writer) onDeleted(fn func(*v1alpha1.PodNetworkHealth)) {
+func (w *Writer) OnDeleted(fn func(*v1alpha1.PodNetworkHealth)) {
 	_, _ = w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -194,43 +194,43 @@ func (w *writer) onDeleted(fn func(*v1alpha1.PodNetworkHealth)) {
 	}})
 }
 
-// startInformer begins watching netpulse's own objects (list + watch, never periodic LISTs).
-func (w *writer) startInformer() { w.factory.Start(w.stopCh) }
+// StartInformer begins watching netpulse's own objects (list + watch, never periodic LISTs).
+func (w *Writer) StartInformer() { w.factory.Start(w.stopCh) }
 
-// synced waits for the first list.
-func (w *writer) synced(ctx context.Context) bool {
+// Synced waits for the first list.
+func (w *Writer) Synced(ctx context.Context) bool {
 	return cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced)
 }
 
-// existing returns the objects netpulse wrote, from the informer cache.
-func (w *writer) existing() []*v1alpha1.PodNetworkHealth {
+// Existing returns the objects netpulse wrote, from the informer cache.
+func (w *Writer) Existing() []*v1alpha1.PodNetworkHealth {
 	objs, _ := w.lister.List(labels.Everything())
 	return objs
 }
 
-// set records the latest desired state of an object and schedules its write, with the
-// priority p, or without p the priority of d.reason (priorityOf). A pending state of the
+// Set records the latest Desired state of an object and schedules its write, with the
+// priority p, or without p the priority of d.Reason (priorityOf). A pending state of the
 // same object is replaced and keeps the more urgent priority of the two.
-func (w *writer) set(d *desired, p ...writequeue.Priority) {
-	prio := priorityOf(d.reason)
+func (w *Writer) Set(d *Desired, p ...writequeue.Priority) {
+	prio := priorityOf(d.Reason)
 	if len(p) > 0 {
 		prio = p[0]
 	}
-	w.put(objectKey(d.obj.Namespace, d.obj.Name), prio, &writeItem{obj: d, reason: d.reason})
+	w.put(ObjectKey(d.Obj.Namespace, d.Obj.Name), prio, &writeItem{obj: d, reason: d.Reason})
 }
 
-// enqueue schedules one API request (an Event, a node or pod condition patch) under the
+// Enqueue schedules one API request (an Event, a node or pod condition patch) under the
 // write budget: apply must make exactly one request (it is given one token). Keys
 // nodeKey/podKey coalesce to the latest apply; eventKey is unique. reason labels the
-// writeResult.
-func (w *writer) enqueue(key string, p writequeue.Priority, apply func(context.Context) error, reason string) {
+// WriteResult.
+func (w *Writer) Enqueue(key string, p writequeue.Priority, apply func(context.Context) error, reason string) {
 	w.put(key, p, &writeItem{apply: apply, reason: reason})
 }
 
-// eventKey is a new, unique key for an Event (Events are not coalesced).
-func (w *writer) eventKey() string { return "event/" + strconv.FormatUint(w.events.Add(1), 10) }
+// EventKey is a new, unique key for an Event (Events are not coalesced).
+func (w *Writer) EventKey() string { return "event/" + strconv.FormatUint(w.events.Add(1), 10) }
 
-func (w *writer) put(key string, p writequeue.Priority, it *writeItem) {
+func (w *Writer) put(key string, p writequeue.Priority, it *writeItem) {
 	w.mu.Lock()
 	drop, dropped := w.queue.Set(key, p, it, w.now())
 	if dropped {
@@ -245,29 +245,29 @@ func (w *writer) put(key string, p writequeue.Priority, it *writeItem) {
 }
 
 // forgetLocked drops the back-off state of a key that is no longer queued.
-func (w *writer) forgetLocked(key string) {
+func (w *Writer) forgetLocked(key string) {
 	if !w.queue.Contains(key) {
 		delete(w.failures, key)
 		delete(w.stale, key)
 	}
 }
 
-func (w *writer) notifyLocked() {
+func (w *Writer) notifyLocked() {
 	close(w.changed)
 	w.changed = make(chan struct{})
 }
 
-// pendingCount is the number of writes not yet done (waiting or in flight).
-func (w *writer) pendingCount() int {
+// PendingCount is the number of writes not yet done (waiting or in flight).
+func (w *Writer) PendingCount() int {
 	n := 0
-	for _, c := range w.pendingByPriority() {
+	for _, c := range w.PendingByPriority() {
 		n += c
 	}
 	return n
 }
 
-// pendingByPriority is pendingCount by priority.
-func (w *writer) pendingByPriority() [writequeue.NumPriorities]int {
+// PendingByPriority is pendingCount by priority.
+func (w *Writer) PendingByPriority() [writequeue.NumPriorities]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := w.queue.LenByPriority()
@@ -277,23 +277,23 @@ func (w *writer) pendingByPriority() [writequeue.NumPriorities]int {
 	return out
 }
 
-// droppedByPriority counts the writes the queue bound dropped since the start.
-func (w *writer) droppedByPriority() [writequeue.NumPriorities]uint64 {
+// DroppedByPriority counts the writes the queue bound dropped since the start.
+func (w *Writer) DroppedByPriority() [writequeue.NumPriorities]uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.queue.DroppedByPriority()
 }
 
-// heartbeatInterval stretches the configured heartbeat so the heartbeats of objects
+// HeartbeatInterval stretches the configured heartbeat so the heartbeats of objects
 // use at most half of the write budget.
-func (w *writer) heartbeatInterval(configured time.Duration, objects int) time.Duration {
+func (w *Writer) HeartbeatInterval(configured time.Duration, objects int) time.Duration {
 	return writequeue.HeartbeatInterval(configured, objects, w.budget.Rate(), heartbeatShare)
 }
 
-// run starts n workers; they stop when ctx ends (the end of a leadership term) or at stop.
+// Run starts n workers; they stop when ctx ends (the end of a leadership term) or at stop.
 // Pending writes survive for the next term (a write cut off by the end of the term is
 // given back without back-off).
-func (w *writer) run(ctx context.Context, n int) {
+func (w *Writer) Run(ctx context.Context, n int) {
 	if w.life.Err() != nil {
 		return // stopped
 	}
@@ -319,13 +319,13 @@ func (w *writer) run(ctx context.Context, n int) {
 	}
 }
 
-// flush waits, while workers run, until no write of priority upTo or more urgent is
+// Flush waits, while workers run, until no write of priority upTo or more urgent is
 // pending or in flight, or ctx ends; it reports whether they all reached the API (or
 // failed for good). Used on shutdown: the outgoing leader's verdicts and Events are not
 // left for the next one to re-derive.
-func (w *writer) flush(ctx context.Context, upTo writequeue.Priority) bool {
+func (w *Writer) Flush(ctx context.Context, upTo writequeue.Priority) bool {
 	for {
-		pending := w.pendingByPriority()
+		pending := w.PendingByPriority()
 		n := 0
 		for p := writequeue.Priority(0); p <= upTo; p++ {
 			n += pending[p]
@@ -344,8 +344,8 @@ func (w *writer) flush(ctx context.Context, upTo writequeue.Priority) bool {
 	}
 }
 
-// stop ends the workers and the informer. Safe to call more than once.
-func (w *writer) stop() {
+// Stop ends the workers and the informer. Safe to call more than once.
+func (w *Writer) Stop() {
 	w.stopOnce.Do(func() {
 		w.kill()
 		w.wg.Wait()
@@ -357,7 +357,7 @@ func (w *writer) stop() {
 // work: wait for a ready item, wait for the budget, take the most urgent item, write it.
 // A declared check's write is handed out only while the checks' share has a token; until
 // then the pairs' writes pass it.
-func (w *writer) work(ctx context.Context) {
+func (w *Writer) work(ctx context.Context) {
 	for w.waitReady(ctx) && w.sleep(ctx, w.budget.Delay(w.now())) {
 		w.mu.Lock()
 		now := w.now()
@@ -374,7 +374,7 @@ func (w *writer) work(ctx context.Context) {
 
 // allow is the filter of the priorities a worker may take now: all but the checks' while
 // their share has no token.
-func (w *writer) allow(now time.Time) func(writequeue.Priority) bool {
+func (w *Writer) allow(now time.Time) func(writequeue.Priority) bool {
 	if w.checkBudget.Delay(now) == 0 {
 		return nil
 	}
@@ -383,7 +383,7 @@ func (w *writer) allow(now time.Time) func(writequeue.Priority) bool {
 
 // waitReady sleeps until an item a worker may take is ready (a retry time passes, the
 // queue changes, or the checks' share refills while only check writes are ready).
-func (w *writer) waitReady(ctx context.Context) bool {
+func (w *Writer) waitReady(ctx context.Context) bool {
 	for {
 		w.mu.Lock()
 		now := w.now()
@@ -424,7 +424,7 @@ func (w *writer) waitReady(ctx context.Context) bool {
 }
 
 // sleep waits d; false when ctx ended first.
-func (w *writer) sleep(ctx context.Context, d time.Duration) bool {
+func (w *Writer) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
@@ -441,7 +441,7 @@ func (w *writer) sleep(ctx context.Context, d time.Duration) bool {
 // rejected reports whether err is an API answer that a retry of the same request cannot
 // change: every 4xx except 401 (a credential being rotated), 408 (a timeout), 409 (a
 // conflict: the retry re-reads the object) and 429 (the server asks to retry).
-func rejected(err error) bool {
+func Rejected(err error) bool {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
 		return false
@@ -459,7 +459,7 @@ func rejected(err error) bool {
 
 // takeFor takes the tokens of one request of priority p: the checks' share first for a
 // check write, then the budget.
-func (w *writer) takeFor(ctx context.Context, p writequeue.Priority) error {
+func (w *Writer) takeFor(ctx context.Context, p writequeue.Priority) error {
 	if p.IsCheck() {
 		for {
 			ok, wait := w.checkBudget.Take(w.now())
@@ -475,7 +475,7 @@ func (w *writer) takeFor(ctx context.Context, p writequeue.Priority) error {
 }
 
 // take blocks until the budget gives a token for one API request.
-func (w *writer) take(ctx context.Context) error {
+func (w *Writer) take(ctx context.Context) error {
 	for {
 		ok, wait := w.budget.Take(w.now())
 		if ok {
@@ -487,7 +487,7 @@ func (w *writer) take(ctx context.Context) error {
 	}
 }
 
-func (w *writer) process(ctx context.Context, key string, p writequeue.Priority, it *writeItem) {
+func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority, it *writeItem) {
 	var status *v1alpha1.PodNetworkHealthStatus
 	var err error
 	if it.obj != nil {
@@ -505,7 +505,7 @@ func (w *writer) process(ctx context.Context, key string, p writequeue.Priority,
 		w.mu.Unlock()
 		return
 	}
-	if err != nil && rejected(err) {
+	if err != nil && Rejected(err) {
 		// The API refused this request for what it is (invalid, forbidden, too large...):
 		// the same request would be refused again, so it is not retried; a newer state of
 		// the key is written when it comes.
@@ -515,7 +515,7 @@ func (w *writer) process(ctx context.Context, key string, p writequeue.Priority,
 		w.queue.Done(key)
 		w.notifyLocked()
 		w.mu.Unlock()
-		w.done(writeResult{key: key, reason: it.reason, priority: p, err: err, rejected: true})
+		w.done(WriteResult{Key: key, Reason: it.reason, Priority: p, Err: err, Rejected: true})
 		return
 	}
 	if err != nil {
@@ -534,7 +534,7 @@ func (w *writer) process(ctx context.Context, key string, p writequeue.Priority,
 		}
 		w.notifyLocked()
 		w.mu.Unlock()
-		w.done(writeResult{key: key, reason: it.reason, priority: p, err: err})
+		w.done(WriteResult{Key: key, Reason: it.reason, Priority: p, Err: err})
 		return
 	}
 	w.mu.Lock()
@@ -543,32 +543,32 @@ func (w *writer) process(ctx context.Context, key string, p writequeue.Priority,
 	w.queue.Done(key)
 	w.notifyLocked()
 	w.mu.Unlock()
-	w.done(writeResult{key: key, status: status, reason: it.reason, priority: p})
+	w.done(WriteResult{Key: key, Status: status, Reason: it.reason, Priority: p})
 }
 
-// apply writes one desired state. It returns the status now in the API (nil after delete).
+// apply writes one Desired state. It returns the status now in the API (nil after delete).
 // Each API request takes a budget token; reads from the informer cache take none.
-func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHealthStatus, error) {
-	api := w.client.NetpulseV1alpha1().PodNetworkHealths(d.obj.Namespace)
-	if d.delete {
+func (w *Writer) apply(ctx context.Context, d *Desired) (*v1alpha1.PodNetworkHealthStatus, error) {
+	api := w.client.NetpulseV1alpha1().PodNetworkHealths(d.Obj.Namespace)
+	if d.Delete {
 		if err := w.take(ctx); err != nil {
 			return nil, err
 		}
-		err := api.Delete(ctx, d.obj.Name, metav1.DeleteOptions{})
+		err := api.Delete(ctx, d.Obj.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("delete %s/%s: %w", d.obj.Namespace, d.obj.Name, err)
+			return nil, fmt.Errorf("delete %s/%s: %w", d.Obj.Namespace, d.Obj.Name, err)
 		}
 		return nil, nil
 	}
-	cur, err := w.lister.PodNetworkHealths(d.obj.Namespace).Get(d.obj.Name)
+	cur, err := w.lister.PodNetworkHealths(d.Obj.Namespace).Get(d.Obj.Name)
 	w.mu.Lock()
-	stale := w.stale[objectKey(d.obj.Namespace, d.obj.Name)]
+	stale := w.stale[ObjectKey(d.Obj.Namespace, d.Obj.Name)]
 	w.mu.Unlock()
 	if stale {
 		// A read, not a write: outside the write budget.
-		cur, err = api.Get(ctx, d.obj.Name, metav1.GetOptions{})
+		cur, err = api.Get(ctx, d.Obj.Name, metav1.GetOptions{})
 	}
-	if d.restate != nil {
+	if d.Restate != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -576,7 +576,7 @@ func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHea
 			return nil, err
 		}
 		upd := cur.DeepCopy()
-		d.restate(&upd.Status)
+		d.Restate(&upd.Status)
 		if apiequality.Semantic.DeepEqual(cur.Status, upd.Status) {
 			st := cur.Status
 			return &st, nil
@@ -586,7 +586,7 @@ func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHea
 		}
 		res, err := api.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 		if err != nil {
-			return nil, fmt.Errorf("update status %s/%s: %w", d.obj.Namespace, d.obj.Name, err)
+			return nil, fmt.Errorf("update status %s/%s: %w", d.Obj.Namespace, d.Obj.Name, err)
 		}
 		st := res.Status
 		return &st, nil
@@ -595,44 +595,44 @@ func (w *writer) apply(ctx context.Context, d *desired) (*v1alpha1.PodNetworkHea
 		if err := w.take(ctx); err != nil {
 			return nil, err
 		}
-		created, err := api.Create(ctx, withoutStatus(d.obj), metav1.CreateOptions{})
+		created, err := api.Create(ctx, withoutStatus(d.Obj), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// The informer has not seen it yet: read it and fall through to the update.
 			if err := w.take(ctx); err != nil {
 				return nil, err
 			}
-			created, err = api.Get(ctx, d.obj.Name, metav1.GetOptions{})
+			created, err = api.Get(ctx, d.Obj.Name, metav1.GetOptions{})
 		}
 		if err != nil {
-			return nil, fmt.Errorf("create %s/%s: %w", d.obj.Namespace, d.obj.Name, err)
+			return nil, fmt.Errorf("create %s/%s: %w", d.Obj.Namespace, d.Obj.Name, err)
 		}
 		cur = created
 	} else if err != nil {
 		return nil, err
 	}
-	if !apiequality.Semantic.DeepEqual(cur.Spec, d.obj.Spec) || !apiequality.Semantic.DeepEqual(cur.OwnerReferences, d.obj.OwnerReferences) {
+	if !apiequality.Semantic.DeepEqual(cur.Spec, d.Obj.Spec) || !apiequality.Semantic.DeepEqual(cur.OwnerReferences, d.Obj.OwnerReferences) {
 		upd := cur.DeepCopy()
-		upd.Spec = d.obj.Spec
-		upd.OwnerReferences = d.obj.OwnerReferences
+		upd.Spec = d.Obj.Spec
+		upd.OwnerReferences = d.Obj.OwnerReferences
 		if err := w.take(ctx); err != nil {
 			return nil, err
 		}
 		if cur, err = api.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
-			return nil, fmt.Errorf("update %s/%s: %w", d.obj.Namespace, d.obj.Name, err)
+			return nil, fmt.Errorf("update %s/%s: %w", d.Obj.Namespace, d.Obj.Name, err)
 		}
 	}
-	if apiequality.Semantic.DeepEqual(cur.Status, d.obj.Status) {
+	if apiequality.Semantic.DeepEqual(cur.Status, d.Obj.Status) {
 		st := cur.Status
 		return &st, nil // identical status is never rewritten
 	}
 	upd := cur.DeepCopy()
-	upd.Status = d.obj.Status
+	upd.Status = d.Obj.Status
 	if err := w.take(ctx); err != nil {
 		return nil, err
 	}
 	res, err := api.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("update status %s/%s: %w", d.obj.Namespace, d.obj.Name, err)
+		return nil, fmt.Errorf("update status %s/%s: %w", d.Obj.Namespace, d.Obj.Name, err)
 	}
 	st := res.Status
 	return &st, nil

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package podnetworkhealthexporter
+package apply
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// setNodeCondition writes one condition of our own type into node status with a strategic
+// SetNodeCondition writes one condition of our own type into node status with a strategic
 // merge patch keyed by type, so conditions owned by the kubelet or others are untouched.
 // LastTransitionTime moves only when the status flips.
-func setNodeCondition(ctx context.Context, client kubernetes.Interface, node *corev1.Node, cond corev1.NodeCondition) error {
+func SetNodeCondition(ctx context.Context, client kubernetes.Interface, node *corev1.Node, cond corev1.NodeCondition) error {
 	for _, c := range node.Status.Conditions {
 		if c.Type == cond.Type && c.Status == cond.Status {
 			cond.LastTransitionTime = c.LastTransitionTime
@@ -34,9 +34,9 @@ func setNodeCondition(ctx context.Context, client kubernetes.Interface, node *co
 	return nil
 }
 
-// removeNodeCondition deletes our condition type from node status (cleanup when the
+// RemoveNodeCondition deletes our condition type from node status (cleanup when the
 // signal is disabled).
-func removeNodeCondition(ctx context.Context, client kubernetes.Interface, node, condType string) error {
+func RemoveNodeCondition(ctx context.Context, client kubernetes.Interface, node, condType string) error {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{
 		{"type": condType, "$patch": "delete"},
 	}}})
@@ -50,8 +50,8 @@ func removeNodeCondition(ctx context.Context, client kubernetes.Interface, node,
 	return nil
 }
 
-// setPodCondition writes the network-readiness condition into pod status (readiness gate).
-func setPodCondition(ctx context.Context, client kubernetes.Interface, ns, name string, cond corev1.PodCondition) error {
+// SetPodCondition writes the network-readiness condition into pod status (readiness gate).
+func SetPodCondition(ctx context.Context, client kubernetes.Interface, ns, name string, cond corev1.PodCondition) error {
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
 	if err != nil {
 		return err

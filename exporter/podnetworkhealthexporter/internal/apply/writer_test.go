@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package podnetworkhealthexporter
+package apply
 
 import (
 	"context"
@@ -47,16 +47,16 @@ func testPNH(name, node string) *v1alpha1.PodNetworkHealth {
 // results collects what the writer reports, in order.
 type results struct {
 	mu  sync.Mutex
-	all []writeResult
+	all []WriteResult
 }
 
-func (r *results) done(res writeResult) {
+func (r *results) done(res WriteResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.all = append(r.all, res)
 }
 
-func (r *results) get() []writeResult {
+func (r *results) get() []WriteResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.all)
@@ -65,7 +65,7 @@ func (r *results) get() []writeResult {
 func (r *results) keys() []string {
 	var out []string
 	for _, res := range r.get() {
-		out = append(out, res.key)
+		out = append(out, res.Key)
 	}
 	return out
 }
@@ -82,8 +82,8 @@ func objectWrites(client *fake.Clientset, verb, subresource string) []string {
 	return out
 }
 
-func drained(w *writer) func() bool {
-	return func() bool { return w.pendingCount() == 0 }
+func drained(w *Writer) func() bool {
+	return func() bool { return w.PendingCount() == 0 }
 }
 
 func TestPriorityOfReason(t *testing.T) {
@@ -120,19 +120,19 @@ func testVerdictOvertakesBacklog(t *testing.T, workers int) {
 	var res results
 	// A budget that never makes a worker wait between taking an item and writing it, so the
 	// order of the requests is the order the queue handed the items out.
-	w := newWriter(client, "", 1000, 1000, zap.NewNop(), res.done)
-	defer w.stop()
+	w := NewWriter(client, "", 1000, 1000, zap.NewNop(), res.done)
+	defer w.Stop()
 	var taken []string // guarded by w.mu
 	w.popped = func(key string) { taken = append(taken, key) }
 	for i := range 200 {
-		w.set(&desired{obj: testPNH(fmt.Sprintf("hb-%03d", i), "n"), reason: "heartbeat"})
+		w.Set(&Desired{Obj: testPNH(fmt.Sprintf("hb-%03d", i), "n"), Reason: "heartbeat"})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w.run(ctx, workers)
+	w.Run(ctx, workers)
 	<-reached
-	w.set(&desired{obj: testPNH("verdict", "n"), reason: "verdict"})
-	pending := w.pendingByPriority()
+	w.Set(&Desired{Obj: testPNH("verdict", "n"), Reason: "verdict"})
+	pending := w.PendingByPriority()
 	assert.Equal(t, 1, pending[writequeue.Verdict])
 	assert.GreaterOrEqual(t, pending[writequeue.Heartbeat], 200-10, "at most 10 heartbeats written")
 	close(release)
@@ -141,7 +141,7 @@ func testVerdictOvertakesBacklog(t *testing.T, workers int) {
 	created := objectWrites(client, "create", "")
 	require.Len(t, created, 201)
 	w.mu.Lock()
-	handedOut := slices.Index(taken, objectKey("ns", "verdict"))
+	handedOut := slices.Index(taken, ObjectKey("ns", "verdict"))
 	w.mu.Unlock()
 	at := slices.Index(created, "verdict")
 	t.Logf("verdict taken as item %d, created as request %d of %d", handedOut+1, at+1, len(created))
@@ -155,7 +155,7 @@ func testVerdictOvertakesBacklog(t *testing.T, workers int) {
 		assert.Equal(t, 10, slices.Index(objectWrites(client, "update", "status"), "verdict"))
 	}
 	for _, r := range res.get() {
-		require.NoError(t, r.err)
+		require.NoError(t, r.Err)
 	}
 }
 
@@ -164,22 +164,22 @@ func TestWriterOneBudgetForEveryKind(t *testing.T) {
 	client := fake.NewSimpleClientset()
 	var res results
 	const qps, burst = 20, 2
-	w := newWriter(client, "", qps, burst, zap.NewNop(), res.done)
-	defer w.stop()
+	w := NewWriter(client, "", qps, burst, zap.NewNop(), res.done)
+	defer w.Stop()
 	var patches atomic.Int32
 	for i := range 4 {
-		w.set(&desired{obj: testPNH(fmt.Sprintf("o-%d", i), "n"), reason: "initial"})
-		w.enqueue(nodeKey(fmt.Sprintf("node-%d", i)), writequeue.Verdict, func(context.Context) error {
+		w.Set(&Desired{Obj: testPNH(fmt.Sprintf("o-%d", i), "n"), Reason: "initial"})
+		w.Enqueue(NodeKey(fmt.Sprintf("node-%d", i)), writequeue.Verdict, func(context.Context) error {
 			patches.Add(1)
 			return nil
 		}, "node_condition")
 	}
-	w.enqueue(w.eventKey(), writequeue.Event, func(context.Context) error { patches.Add(1); return nil }, "event")
-	w.enqueue(w.eventKey(), writequeue.Event, func(context.Context) error { patches.Add(1); return nil }, "event")
+	w.Enqueue(w.EventKey(), writequeue.Event, func(context.Context) error { patches.Add(1); return nil }, "event")
+	w.Enqueue(w.EventKey(), writequeue.Event, func(context.Context) error { patches.Add(1); return nil }, "event")
 	start := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w.run(ctx, 3)
+	w.Run(ctx, 3)
 	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
 	elapsed := time.Since(start)
 	requests := len(objectWrites(client, "create", "")) + len(objectWrites(client, "update", "status")) + int(patches.Load())
@@ -195,27 +195,27 @@ func TestWriterOneBudgetForEveryKind(t *testing.T) {
 func TestWriterOrdersEveryKindByPriority(t *testing.T) {
 	client := fake.NewSimpleClientset()
 	var res results
-	w := newWriter(client, "", 1000, 1, zap.NewNop(), res.done)
-	defer w.stop()
+	w := NewWriter(client, "", 1000, 1, zap.NewNop(), res.done)
+	defer w.Stop()
 	noop := func(context.Context) error { return nil }
-	w.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}, reason: "delete", delete: true})
-	w.set(&desired{obj: testPNH("hb", "n"), reason: "heartbeat"})
-	w.set(&desired{obj: testPNH("lat", "n"), reason: "latency"})
-	w.enqueue(podKey("ns", "p"), writequeue.Update, noop, "readiness_gate")
-	ev := w.eventKey()
-	w.enqueue(ev, writequeue.Event, noop, "event")
-	w.enqueue(nodeKey("n1"), writequeue.Verdict, noop, "node_condition")
-	w.set(&desired{obj: testPNH("flip", "n"), reason: "heartbeat"}, writequeue.Verdict)
+	w.Set(&Desired{Obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}, Reason: "delete", Delete: true})
+	w.Set(&Desired{Obj: testPNH("hb", "n"), Reason: "heartbeat"})
+	w.Set(&Desired{Obj: testPNH("lat", "n"), Reason: "latency"})
+	w.Enqueue(PodKey("ns", "p"), writequeue.Update, noop, "readiness_gate")
+	ev := w.EventKey()
+	w.Enqueue(ev, writequeue.Event, noop, "event")
+	w.Enqueue(NodeKey("n1"), writequeue.Verdict, noop, "node_condition")
+	w.Set(&Desired{Obj: testPNH("flip", "n"), Reason: "heartbeat"}, writequeue.Verdict)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w.run(ctx, 1)
+	w.Run(ctx, 1)
 	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
-	assert.Equal(t, []string{nodeKey("n1"), objectKey("ns", "flip"), ev, objectKey("ns", "lat"), podKey("ns", "p"), objectKey("ns", "hb"), objectKey("ns", "gone")}, res.keys())
+	assert.Equal(t, []string{NodeKey("n1"), ObjectKey("ns", "flip"), ev, ObjectKey("ns", "lat"), PodKey("ns", "p"), ObjectKey("ns", "hb"), ObjectKey("ns", "gone")}, res.keys())
 	got := res.get()
-	assert.Equal(t, writequeue.Verdict, got[1].priority)
-	assert.Equal(t, "heartbeat", got[1].reason)
-	assert.Nil(t, got[6].status, "deleted")
-	assert.Equal(t, "n", got[5].status.ObservedFromNode)
+	assert.Equal(t, writequeue.Verdict, got[1].Priority)
+	assert.Equal(t, "heartbeat", got[1].Reason)
+	assert.Nil(t, got[6].Status, "deleted")
+	assert.Equal(t, "n", got[5].Status.ObservedFromNode)
 }
 
 // Only the latest state of a key is written, and an identical status is never rewritten.
@@ -223,18 +223,18 @@ func TestWriterCoalescesAndSkipsIdenticalStatus(t *testing.T) {
 	existing := testPNH("same", "n")
 	client := fake.NewSimpleClientset(existing)
 	var res results
-	w := newWriter(client, "", 1000, 1, zap.NewNop(), res.done)
-	defer w.stop()
-	w.startInformer()
+	w := NewWriter(client, "", 1000, 1, zap.NewNop(), res.done)
+	defer w.Stop()
+	w.StartInformer()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	require.True(t, w.synced(ctx))
+	require.True(t, w.Synced(ctx))
 
-	w.set(&desired{obj: testPNH("same", "n"), reason: "heartbeat"})
-	w.set(&desired{obj: testPNH("new", "n1"), reason: "initial"})
-	w.set(&desired{obj: testPNH("new", "n2"), reason: "heartbeat"})
-	assert.Equal(t, 2, w.pendingCount())
-	w.run(ctx, 2)
+	w.Set(&Desired{Obj: testPNH("same", "n"), Reason: "heartbeat"})
+	w.Set(&Desired{Obj: testPNH("new", "n1"), Reason: "initial"})
+	w.Set(&Desired{Obj: testPNH("new", "n2"), Reason: "heartbeat"})
+	assert.Equal(t, 2, w.PendingCount())
+	w.Run(ctx, 2)
 	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
 	assert.Equal(t, []string{"new"}, objectWrites(client, "create", ""))
 	assert.Equal(t, []string{"new"}, objectWrites(client, "update", "status"))
@@ -242,9 +242,9 @@ func TestWriterCoalescesAndSkipsIdenticalStatus(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "n2", got.Status.ObservedFromNode)
 	for _, r := range res.get() {
-		if r.key == objectKey("ns", "new") {
-			assert.Equal(t, "heartbeat", r.reason, "the newest state is written")
-			assert.Equal(t, writequeue.Update, r.priority, "with the more urgent priority of the two")
+		if r.Key == ObjectKey("ns", "new") {
+			assert.Equal(t, "heartbeat", r.Reason, "the newest state is written")
+			assert.Equal(t, writequeue.Update, r.Priority, "with the more urgent priority of the two")
 		}
 	}
 }
@@ -261,21 +261,21 @@ func TestWriterRetriesConflict(t *testing.T) {
 		return false, nil, nil
 	})
 	var res results
-	w := newWriter(client, "", 1000, 1, zap.NewNop(), res.done)
-	defer w.stop()
-	w.startInformer()
+	w := NewWriter(client, "", 1000, 1, zap.NewNop(), res.done)
+	defer w.Stop()
+	w.StartInformer()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	require.True(t, w.synced(ctx))
-	w.set(&desired{obj: testPNH("c", "n"), reason: "verdict"})
+	require.True(t, w.Synced(ctx))
+	w.Set(&Desired{Obj: testPNH("c", "n"), Reason: "verdict"})
 	start := time.Now()
-	w.run(ctx, 1)
+	w.Run(ctx, 1)
 	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
 	got := res.get()
 	require.Len(t, got, 2)
-	assert.True(t, apierrors.IsConflict(got[0].err), "%v", got[0].err)
-	assert.NoError(t, got[1].err)
-	assert.Equal(t, "n", got[1].status.ObservedFromNode)
+	assert.True(t, apierrors.IsConflict(got[0].Err), "%v", got[0].Err)
+	assert.NoError(t, got[1].Err)
+	assert.Equal(t, "n", got[1].Status.ObservedFromNode)
 	assert.GreaterOrEqual(t, time.Since(start), retryBase)
 	assert.Len(t, objectWrites(client, "create", ""), 1, "the retry found the object in the informer (or via AlreadyExists)")
 }
@@ -287,12 +287,12 @@ func TestWriterConflictRetryReadsTheAPI(t *testing.T) {
 	existing.ResourceVersion = "1"
 	client := fake.NewSimpleClientset(existing)
 	var res results
-	w := newWriter(client, "", 1000, 1, zap.NewNop(), res.done)
-	defer w.stop()
-	w.startInformer()
+	w := NewWriter(client, "", 1000, 1, zap.NewNop(), res.done)
+	defer w.Stop()
+	w.StartInformer()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	require.True(t, w.synced(ctx))
+	require.True(t, w.Synced(ctx))
 	// The informer keeps a copy the API no longer has: updates from it conflict.
 	client.PrependReactor("update", "podnetworkhealths", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		o := a.(clienttesting.UpdateAction).GetObject().(*v1alpha1.PodNetworkHealth)
@@ -306,25 +306,25 @@ func TestWriterConflictRetryReadsTheAPI(t *testing.T) {
 		fresh.ResourceVersion = "2"
 		return true, fresh, nil
 	})
-	w.set(&desired{obj: testPNH("s", "new"), reason: "verdict"})
-	w.run(ctx, 1)
+	w.Set(&Desired{Obj: testPNH("s", "new"), Reason: "verdict"})
+	w.Run(ctx, 1)
 	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
 	got := res.get()
 	require.Len(t, got, 2, "one conflict, then the write from the API's copy")
-	assert.True(t, apierrors.IsConflict(got[0].err))
-	require.NoError(t, got[1].err)
-	assert.Equal(t, "new", got[1].status.ObservedFromNode)
+	assert.True(t, apierrors.IsConflict(got[0].Err))
+	require.NoError(t, got[1].Err)
+	assert.Equal(t, "new", got[1].Status.ObservedFromNode)
 }
 
 // Failed writes back off per key: 200ms, 400ms, ...
 func TestWriterBacksOffPerKey(t *testing.T) {
 	client := fake.NewSimpleClientset()
 	var res results
-	w := newWriter(client, "", 1000, 10, zap.NewNop(), res.done)
-	defer w.stop()
+	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done)
+	defer w.Stop()
 	var mu sync.Mutex
 	var at []time.Time
-	w.enqueue(nodeKey("n"), writequeue.Verdict, func(context.Context) error {
+	w.Enqueue(NodeKey("n"), writequeue.Verdict, func(context.Context) error {
 		mu.Lock()
 		defer mu.Unlock()
 		at = append(at, time.Now())
@@ -335,7 +335,7 @@ func TestWriterBacksOffPerKey(t *testing.T) {
 	}, "node_condition")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w.run(ctx, 2)
+	w.Run(ctx, 2)
 	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
@@ -344,9 +344,9 @@ func TestWriterBacksOffPerKey(t *testing.T) {
 	assert.GreaterOrEqual(t, at[2].Sub(at[1]), 2*retryBase)
 	got := res.get()
 	require.Len(t, got, 3)
-	assert.Error(t, got[0].err)
-	assert.Error(t, got[1].err)
-	assert.NoError(t, got[2].err)
+	assert.Error(t, got[0].Err)
+	assert.Error(t, got[1].Err)
+	assert.NoError(t, got[2].Err)
 	w.mu.Lock()
 	assert.Empty(t, w.failures)
 	w.mu.Unlock()
@@ -356,8 +356,8 @@ func TestWriterBacksOffPerKey(t *testing.T) {
 func TestWriterStaleRetryKeepsNewerState(t *testing.T) {
 	client := fake.NewSimpleClientset()
 	var res results
-	w := newWriter(client, "", 1000, 10, zap.NewNop(), res.done)
-	defer w.stop()
+	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done)
+	defer w.Stop()
 	started, fail := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var applied []string
@@ -366,7 +366,7 @@ func TestWriterStaleRetryKeepsNewerState(t *testing.T) {
 		defer mu.Unlock()
 		applied = append(applied, s)
 	}
-	w.enqueue(nodeKey("n"), writequeue.Verdict, func(context.Context) error {
+	w.Enqueue(NodeKey("n"), writequeue.Verdict, func(context.Context) error {
 		record("v1")
 		close(started)
 		<-fail
@@ -374,9 +374,9 @@ func TestWriterStaleRetryKeepsNewerState(t *testing.T) {
 	}, "node_condition")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w.run(ctx, 2)
+	w.Run(ctx, 2)
 	<-started
-	w.enqueue(nodeKey("n"), writequeue.Heartbeat, func(context.Context) error { record("v2"); return nil }, "node_condition")
+	w.Enqueue(NodeKey("n"), writequeue.Heartbeat, func(context.Context) error { record("v2"); return nil }, "node_condition")
 	close(fail)
 	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
 	mu.Lock()
@@ -384,7 +384,7 @@ func TestWriterStaleRetryKeepsNewerState(t *testing.T) {
 	assert.Equal(t, []string{"v1", "v2"}, applied)
 	got := res.get()
 	require.Len(t, got, 2)
-	assert.Equal(t, writequeue.Verdict, got[1].priority, "the newer state inherits the failed verdict's urgency")
+	assert.Equal(t, writequeue.Verdict, got[1].Priority, "the newer state inherits the failed verdict's urgency")
 }
 
 // The end of a leadership term gives an interrupted write back without back-off and
@@ -392,11 +392,11 @@ func TestWriterStaleRetryKeepsNewerState(t *testing.T) {
 func TestWriterPendingSurvivesTerms(t *testing.T) {
 	client := fake.NewSimpleClientset()
 	var res results
-	w := newWriter(client, "", 1000, 10, zap.NewNop(), res.done)
-	defer w.stop()
+	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done)
+	defer w.Stop()
 	var calls atomic.Int32
 	started := make(chan struct{})
-	w.enqueue(nodeKey("n"), writequeue.Verdict, func(ctx context.Context) error {
+	w.Enqueue(NodeKey("n"), writequeue.Verdict, func(ctx context.Context) error {
 		if calls.Add(1) == 1 {
 			close(started)
 			<-ctx.Done()
@@ -405,7 +405,7 @@ func TestWriterPendingSurvivesTerms(t *testing.T) {
 		return nil
 	}, "node_condition")
 	term1, end1 := context.WithCancel(context.Background())
-	w.run(term1, 2)
+	w.Run(term1, 2)
 	<-started
 	end1()
 	require.Eventually(t, func() bool {
@@ -417,47 +417,47 @@ func TestWriterPendingSurvivesTerms(t *testing.T) {
 
 	term2, end2 := context.WithCancel(context.Background())
 	defer end2()
-	w.run(term2, 1)
+	w.Run(term2, 1)
 	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
 	got := res.get()
 	require.Len(t, got, 1)
-	assert.NoError(t, got[0].err)
+	assert.NoError(t, got[0].Err)
 }
 
-// stop ends workers whose context never ends (goleak in TestMain checks), twice is fine.
+// Stop ends workers whose context never ends (goleak in TestMain checks), twice is fine.
 func TestWriterStopEndsWorkers(t *testing.T) {
-	w := newWriter(fake.NewSimpleClientset(), "", 5, 10, zap.NewNop(), func(writeResult) {})
-	w.startInformer()
-	w.run(context.Background(), 4)
-	w.set(&desired{obj: testPNH("x", "n"), reason: "heartbeat"})
-	w.stop()
-	w.stop()
-	w.run(context.Background(), 1) // after stop: starts nothing
+	w := NewWriter(fake.NewSimpleClientset(), "", 5, 10, zap.NewNop(), func(WriteResult) {})
+	w.StartInformer()
+	w.Run(context.Background(), 4)
+	w.Set(&Desired{Obj: testPNH("x", "n"), Reason: "heartbeat"})
+	w.Stop()
+	w.Stop()
+	w.Run(context.Background(), 1) // after stop: starts nothing
 }
 
 // The bound drops the least urgent writes first and counts them; verdicts stay.
 func TestWriterBoundCountsDrops(t *testing.T) {
-	w := newWriter(fake.NewSimpleClientset(), "", 5, 10, zap.NewNop(), func(writeResult) {})
-	defer w.stop()
+	w := NewWriter(fake.NewSimpleClientset(), "", 5, 10, zap.NewNop(), func(WriteResult) {})
+	defer w.Stop()
 	w.queue = writequeue.New[*writeItem](writequeue.MaxItems(2))
 	noop := func(context.Context) error { return nil }
-	w.set(&desired{obj: testPNH("a", "n"), reason: "heartbeat"})
-	w.enqueue(nodeKey("n"), writequeue.Verdict, noop, "node_condition")
-	w.set(&desired{obj: testPNH("b", "n"), reason: "verdict"}) // evicts the heartbeat
-	w.enqueue(w.eventKey(), writequeue.Event, noop, "event")   // refused: only verdicts left
+	w.Set(&Desired{Obj: testPNH("a", "n"), Reason: "heartbeat"})
+	w.Enqueue(NodeKey("n"), writequeue.Verdict, noop, "node_condition")
+	w.Set(&Desired{Obj: testPNH("b", "n"), Reason: "verdict"}) // evicts the heartbeat
+	w.Enqueue(w.EventKey(), writequeue.Event, noop, "event")   // refused: only verdicts left
 	var dropped [writequeue.NumPriorities]uint64
 	dropped[writequeue.Event], dropped[writequeue.Heartbeat] = 1, 1
-	assert.Equal(t, dropped, w.droppedByPriority())
+	assert.Equal(t, dropped, w.DroppedByPriority())
 	var pending [writequeue.NumPriorities]int
 	pending[writequeue.Verdict] = 2
-	assert.Equal(t, pending, w.pendingByPriority())
+	assert.Equal(t, pending, w.PendingByPriority())
 }
 
 func TestWriterHeartbeatInterval(t *testing.T) {
-	w := newWriter(fake.NewSimpleClientset(), "", 5, 10, zap.NewNop(), func(writeResult) {})
-	defer w.stop()
-	assert.Equal(t, 10*time.Minute, w.heartbeatInterval(10*time.Minute, 200))
-	assert.Equal(t, 4000*time.Second, w.heartbeatInterval(10*time.Minute, 10_000))
+	w := NewWriter(fake.NewSimpleClientset(), "", 5, 10, zap.NewNop(), func(WriteResult) {})
+	defer w.Stop()
+	assert.Equal(t, 10*time.Minute, w.HeartbeatInterval(10*time.Minute, 200))
+	assert.Equal(t, 4000*time.Second, w.HeartbeatInterval(10*time.Minute, 10_000))
 }
 
 // A restate changes the existing object's status in place (keeping its figures) and writes
@@ -468,18 +468,25 @@ func TestWriterRestatesExistingObjectOnly(t *testing.T) {
 	existing.Status.LossRatio = "0.25"
 	client := fake.NewSimpleClientset(existing)
 	var res results
-	w := newWriter(client, "", 1000, 1, zap.NewNop(), res.done)
-	defer w.stop()
-	w.startInformer()
+	w := NewWriter(client, "", 1000, 1, zap.NewNop(), res.done)
+	defer w.Stop()
+	w.StartInformer()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	require.True(t, w.synced(ctx))
+	require.True(t, w.Synced(ctx))
 
 	now := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
-	mark := func(st *v1alpha1.PodNetworkHealthStatus) { markObserverSilent(st, "ns/src", now) }
-	w.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "kept"}}, reason: "observer", restate: mark})
-	w.set(&desired{obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "absent"}}, reason: "observer", restate: mark})
-	w.run(ctx, 1)
+	// What the exporter's markObserverSilent does to the Reachable condition (status.go).
+	mark := func(st *v1alpha1.PodNetworkHealthStatus) {
+		st.Reachability = v1alpha1.ReachabilityUnknown
+		for i := range st.Conditions {
+			c := &st.Conditions[i]
+			c.Status, c.Reason, c.LastTransitionTime = metav1.ConditionUnknown, v1alpha1.ReasonObserverSilent, metav1.NewTime(now)
+		}
+	}
+	w.Set(&Desired{Obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "kept"}}, Reason: "observer", Restate: mark})
+	w.Set(&Desired{Obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "absent"}}, Reason: "observer", Restate: mark})
+	w.Run(ctx, 1)
 	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
 	assert.Empty(t, objectWrites(client, "create", ""), "a restate never creates")
 	assert.Equal(t, []string{"kept"}, objectWrites(client, "update", "status"))
@@ -507,30 +514,30 @@ func TestWriterFlushWaitsForVerdictsOnly(t *testing.T) {
 		return false, nil, nil
 	})
 	var res results
-	w := newWriter(client, "", 1000, 1000, zap.NewNop(), res.done)
-	defer w.stop()
+	w := NewWriter(client, "", 1000, 1000, zap.NewNop(), res.done)
+	defer w.Stop()
 	defer unblock() // before stop: the blocked worker must return
 	for i := range 3 {
-		w.set(&desired{obj: testPNH(fmt.Sprintf("hb-%d", i), "n"), reason: "heartbeat"})
-		w.set(&desired{obj: testPNH(fmt.Sprintf("v-%d", i), "n"), reason: "verdict"})
+		w.Set(&Desired{Obj: testPNH(fmt.Sprintf("hb-%d", i), "n"), Reason: "heartbeat"})
+		w.Set(&Desired{Obj: testPNH(fmt.Sprintf("v-%d", i), "n"), Reason: "verdict"})
 	}
 	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancelShort()
-	require.False(t, w.flush(short, writequeue.Event), "no workers: nothing gets written")
+	require.False(t, w.Flush(short, writequeue.Event), "no workers: nothing gets written")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	w.run(ctx, 1)
+	w.Run(ctx, 1)
 	fctx, cancelF := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancelF()
-	require.True(t, w.flush(fctx, writequeue.Event))
-	pending := w.pendingByPriority()
+	require.True(t, w.Flush(fctx, writequeue.Event))
+	pending := w.PendingByPriority()
 	assert.Zero(t, pending[writequeue.Verdict])
 	assert.Equal(t, 3, pending[writequeue.Heartbeat], "heartbeats are not waited for")
 	var done []string
 	for _, r := range res.get() {
-		done = append(done, r.key)
+		done = append(done, r.Key)
 	}
-	assert.Equal(t, []string{objectKey("ns", "v-0"), objectKey("ns", "v-1"), objectKey("ns", "v-2")}, done)
+	assert.Equal(t, []string{ObjectKey("ns", "v-0"), ObjectKey("ns", "v-1"), ObjectKey("ns", "v-2")}, done)
 	unblock()
 	cancel()
 }
