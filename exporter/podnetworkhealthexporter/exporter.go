@@ -70,7 +70,7 @@ type pnhExporter struct {
 	// binder is nil unless require_authenticated_observers.
 	binder *binder
 	// engine decides what to write (pure); everything below it is I/O.
-	engine *verdict.Engine
+	engine *plan.Engine
 
 	mu   sync.Mutex      // guards gate and nodes
 	gate *readiness.Gate // nil unless readiness_gate.enabled
@@ -115,7 +115,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 			MinRoundInterval: cfg.MinProbeInterval,
 			MaxFutureSkew:    observation.FutureSkew(cfg.MinProbeInterval),
 		}),
-		engine:    verdict.New(engineConfig(cfg)),
+		engine:    plan.New(engineConfig(cfg)).WithPolicy(writePolicy(cfg)),
 		stopNodes: make(chan struct{}),
 		rejectLog: rate.NewLimiter(rate.Every(30*time.Second), 1),
 	}
@@ -218,11 +218,7 @@ func engineConfig(cfg *Config) verdict.Config {
 			SuccessesToReachable:  cfg.SuccessesToReachable,
 			MaxOutages:            cfg.MaxOutages,
 		},
-		Policy: plan.Policy{
-			HeartbeatInterval: cfg.Heartbeat,
-			RTTTolerance:      cfg.RTTTolerance,
-			LossTolerance:     cfg.LossTolerance,
-		},
+		Heartbeat:            cfg.Heartbeat,
 		TargetQuorum:         cfg.TargetQuorum,
 		TargetRecovery:       cfg.TargetRecovery,
 		TargetTTL:            cfg.TargetTTL,
@@ -232,6 +228,11 @@ func engineConfig(cfg *Config) verdict.Config {
 		MaxProbeInterval:     cfg.MaxProbeInterval,
 		MaxFutureSkew:        observation.FutureSkew(cfg.MinProbeInterval),
 	}
+}
+
+// writePolicy maps the exporter's configuration onto the objects' write policy.
+func writePolicy(cfg *Config) plan.Policy {
+	return plan.Policy{HeartbeatInterval: cfg.Heartbeat, RTTTolerance: cfg.RTTTolerance, LossTolerance: cfg.LossTolerance}
 }
 
 // consume decodes and feeds the engine; it never waits for the API, so the pipeline never

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
@@ -217,8 +216,8 @@ func keyOfObject(o *v1alpha1.PodNetworkHealth) observation.PairKey {
 
 // writtenOf approximates what was written for an existing object, so the write budget
 // carries on across restarts: the heartbeat counts from its last observed time.
-func writtenOf(o *v1alpha1.PodNetworkHealth) plan.Written {
-	w := plan.Written{Verdict: observation.Verdict(o.Status.Reachability), Fingerprint: 1}
+func writtenOf(o *v1alpha1.PodNetworkHealth) observation.Written {
+	w := observation.Written{Verdict: observation.Verdict(o.Status.Reachability), Fingerprint: 1}
 	if o.Status.LastObservedTime != nil {
 		w.At = o.Status.LastObservedTime.Time
 	} else {

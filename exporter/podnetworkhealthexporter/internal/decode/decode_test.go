@@ -724,7 +724,7 @@ func TestPipelineDecodeSummarizeDecide(t *testing.T) {
 	d := NewDecoder(DecoderConfig{})
 	s := verdict.NewSummarizer(verdict.SummaryConfig{})
 	rng := rand.New(rand.NewPCG(9, 9))
-	var last plan.Written
+	var last observation.Written
 	writes := map[string]int{}
 	var key observation.PairKey
 	for i := range 360 { // one hour of 10 s rounds; down from minute 30 to 33
@@ -746,7 +746,7 @@ func TestPipelineDecodeSummarizeDecide(t *testing.T) {
 		sum, _ := s.Summary(key)
 		if w, reason := plan.Decide(last, sum, now, plan.DefaultPolicy()); w {
 			writes[reason]++
-			last = plan.WrittenFrom(sum, now)
+			last = observation.WrittenFrom(sum, now)
 			if sum.Verdict == observation.VerdictUnreachable {
 				assert.Equal(t, plan.ReasonVerdict, reason, "while Unreachable only the verdict and heartbeats write")
 			}

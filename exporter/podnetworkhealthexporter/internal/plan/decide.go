@@ -8,9 +8,6 @@
 package plan
 
 import (
-	"encoding/binary"
-	"hash"
-	"hash/fnv"
 	"math"
 	"time"
 
@@ -72,34 +69,6 @@ const (
 	ReasonWithin    = "within_budget"
 )
 
-// Written is what was last written for a pair: the writer records it (WrittenFrom) after a
-// successful write. The zero value means "never written".
-type Written struct {
-	At          time.Time
-	Verdict     observation.Verdict
-	HasRTT      bool
-	RTTP50      time.Duration
-	HasLoss     bool
-	LossRatio   float64
-	Fingerprint uint64
-}
-
-// IsZero reports whether nothing was written yet.
-func (w Written) IsZero() bool { return w.At.IsZero() && w.Fingerprint == 0 }
-
-// WrittenFrom records that s was written at `at`.
-func WrittenFrom(s observation.Summary, at time.Time) Written {
-	return Written{
-		At:          at,
-		Verdict:     s.Verdict,
-		HasRTT:      s.RTT.Count > 0,
-		RTTP50:      s.RTT.P50,
-		HasLoss:     s.HasLoss,
-		LossRatio:   s.LossRatio,
-		Fingerprint: Fingerprint(s),
-	}
-}
-
 // Decide says whether the status of a pair should be written now, and why. The rules, in
 // order:
 //
@@ -117,12 +86,12 @@ func WrittenFrom(s observation.Summary, at time.Time) Written {
 // The comparison is always against the last *written* status, so slow drift accumulates
 // into a write instead of hiding under the tolerance forever. Zero Policy fields take the
 // defaults.
-func Decide(last Written, cur observation.Summary, now time.Time, p Policy) (write bool, reason string) {
+func Decide(last observation.Written, cur observation.Summary, now time.Time, p Policy) (write bool, reason string) {
 	p = p.withDefaults()
 	if last.IsZero() {
 		return true, ReasonInitial
 	}
-	if Fingerprint(cur) == last.Fingerprint {
+	if observation.Fingerprint(cur) == last.Fingerprint {
 		return false, ReasonUnchanged
 	}
 	if cur.Verdict != last.Verdict {
@@ -190,79 +159,4 @@ func (p Policy) withDefaults() Policy {
 		p.MinChangeInterval = 0 // disabled
 	}
 	return p
-}
-
-// Fingerprint hashes everything a Summary would put into a status (FNV-64a), so that
-// identical content is recognised without keeping the last written status.
-func Fingerprint(s observation.Summary) uint64 {
-	h := fnv.New64a()
-	w := fpWriter{h: h}
-	k := s.Key
-	w.str(k.SourceNamespace, k.SourcePod, k.SourceUID, string(k.TargetKind), k.TargetNamespace, k.TargetName, k.TargetUID, k.TargetAddress)
-	w.str(s.Target.Node, s.Target.Zone, s.Target.Address, string(s.Verdict), s.RTTFrom, s.ObservedFromNode)
-	w.time(s.VerdictSince, s.LastObserved, s.WindowStart, s.WindowEnd)
-	w.latency(s.RTT)
-	w.u64(math.Float64bits(s.LossRatio), b2u(s.HasLoss), s.Sent, s.Lost)
-	w.u64(uint64(s.Rounds), uint64(s.FailedRounds), uint64(s.Observers), uint64(len(s.ObserverNodes)))
-	w.str(s.ObserverNodes...)
-	w.u64(uint64(len(s.Probes)))
-	for _, r := range s.Probes {
-		w.str(r.Type)
-		w.u64(r.Probes, r.Failures, r.Sent, r.Lost)
-		w.latency(r.RTT)
-		w.time(r.LastSuccess)
-		if f := r.LastFailure; f != nil {
-			w.u64(1)
-			w.time(f.Time)
-			w.str(f.ErrorType, f.Reason, f.Message)
-		} else {
-			w.u64(0)
-		}
-	}
-	w.u64(uint64(len(s.Outages)))
-	for _, o := range s.Outages {
-		w.time(o.Start, o.End)
-		w.str(o.Reason, o.Message)
-	}
-	return h.Sum64()
-}
-
-func b2u(b bool) uint64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-type fpWriter struct {
-	h   hash.Hash64
-	buf [8]byte
-}
-
-func (w *fpWriter) u64(vs ...uint64) {
-	for _, v := range vs {
-		binary.LittleEndian.PutUint64(w.buf[:], v)
-		_, _ = w.h.Write(w.buf[:])
-	}
-}
-
-func (w *fpWriter) str(ss ...string) {
-	for _, s := range ss {
-		w.u64(uint64(len(s)))
-		_, _ = w.h.Write([]byte(s))
-	}
-}
-
-func (w *fpWriter) time(ts ...time.Time) {
-	for _, t := range ts {
-		if t.IsZero() {
-			w.u64(0, 0)
-			continue
-		}
-		w.u64(1, uint64(t.UnixNano()))
-	}
-}
-
-func (w *fpWriter) latency(l observation.Latency) {
-	w.u64(l.Count, uint64(l.P50), uint64(l.P90), uint64(l.P99), uint64(l.Max))
 }

@@ -24,7 +24,7 @@ func baseSummary() observation.Summary {
 func TestDecideRules(t *testing.T) {
 	p := DefaultPolicy()
 	base := baseSummary()
-	written := WrittenFrom(base, t0)
+	written := observation.WrittenFrom(base, t0)
 	later := func(d time.Duration, mut func(*observation.Summary)) (bool, string) {
 		s := base
 		s.LastObserved = t0.Add(d) // new data arrived: the content differs
@@ -42,7 +42,7 @@ func TestDecideRules(t *testing.T) {
 		got  func() (bool, string)
 		want want
 	}{
-		{"never written", func() (bool, string) { return Decide(Written{}, base, t0, p) }, want{true, ReasonInitial}},
+		{"never written", func() (bool, string) { return Decide(observation.Written{}, base, t0, p) }, want{true, ReasonInitial}},
 		{"identical content, even after the heartbeat", func() (bool, string) { return Decide(written, base, t0.Add(time.Hour), p) }, want{false, ReasonUnchanged}},
 		{"verdict change at once", func() (bool, string) {
 			return later(time.Second, func(s *observation.Summary) { s.Verdict = observation.VerdictUnreachable })
@@ -69,7 +69,7 @@ func TestDecideRules(t *testing.T) {
 			return later(30*time.Second, func(s *observation.Summary) { s.LossRatio = 0.5 })
 		}, want{false, ReasonDeferred}},
 		{"loss and RTT while Unreachable restate the verdict", func() (bool, string) {
-			w := WrittenFrom(observation.Summary{Key: simKey, Verdict: observation.VerdictUnreachable, HasLoss: true, LossRatio: 0.3, Sent: 30, Lost: 9}, t0)
+			w := observation.WrittenFrom(observation.Summary{Key: simKey, Verdict: observation.VerdictUnreachable, HasLoss: true, LossRatio: 0.3, Sent: 30, Lost: 9}, t0)
 			return Decide(w, observation.Summary{Key: simKey, Verdict: observation.VerdictUnreachable, HasLoss: true, LossRatio: 0.9, LastObserved: t0}, t0.Add(5*time.Minute), p)
 		}, want{false, ReasonWithin}},
 		{"heartbeat", func() (bool, string) { return later(10*time.Minute, nil) }, want{true, ReasonHeartbeat}},
@@ -85,7 +85,7 @@ func TestDecideRules(t *testing.T) {
 
 func TestDecideHeartbeatPolicy(t *testing.T) {
 	base := baseSummary()
-	written := WrittenFrom(base, t0)
+	written := observation.WrittenFrom(base, t0)
 	s := base
 	s.LastObserved = t0.Add(time.Minute)
 	w, r := Decide(written, s, t0.Add(5*time.Minute), Policy{HeartbeatInterval: 5 * time.Minute})
@@ -104,7 +104,7 @@ func TestDecideComparesWithLastWritten(t *testing.T) {
 	p := DefaultPolicy()
 	s := baseSummary()
 	s.RTT.P50 = 1 * time.Millisecond
-	last := WrittenFrom(s, t0)
+	last := observation.WrittenFrom(s, t0)
 	writes := 0
 	now := t0
 	for range 30 { // +5% per 2 minutes
@@ -116,7 +116,7 @@ func TestDecideComparesWithLastWritten(t *testing.T) {
 			if r != ReasonHeartbeat {
 				assert.Equal(t, ReasonLatency, r)
 			}
-			last = WrittenFrom(s, now)
+			last = observation.WrittenFrom(s, now)
 		}
 	}
 	assert.GreaterOrEqual(t, writes, 6)
@@ -135,7 +135,7 @@ func TestDecideNeverRewritesIdenticalContent(t *testing.T) {
 		s.LossRatio = rng.Float64()
 		s.Probes = []observation.ProbeResult{{Type: "icmp", Sent: rng.Uint64N(100), LastFailure: &observation.Failure{Time: t0, Reason: "Timeout"}}}
 		s.Outages = []observation.Outage{{Start: t0, Message: "x"}}
-		w := WrittenFrom(s, t0)
+		w := observation.WrittenFrom(s, t0)
 		after := time.Duration(rng.Int64N(int64(24 * time.Hour)))
 		write, reason := Decide(w, s, t0.Add(after), DefaultPolicy())
 		assert.False(t, write)
@@ -148,7 +148,7 @@ func TestFingerprintSeesEveryField(t *testing.T) {
 	base.Probes = []observation.ProbeResult{{Type: "icmp", Sent: 3, LastFailure: &observation.Failure{Time: t0, Reason: "Timeout", Message: "m"}}}
 	base.Outages = []observation.Outage{{Start: t0, Message: "m"}}
 	base.ObserverNodes = []string{"node-a"}
-	f := Fingerprint(base)
+	f := observation.Fingerprint(base)
 	muts := map[string]func(*observation.Summary){
 		"verdict":        func(s *observation.Summary) { s.Verdict = observation.VerdictUnknown },
 		"p99":            func(s *observation.Summary) { s.RTT.P99++ },
@@ -168,9 +168,9 @@ func TestFingerprintSeesEveryField(t *testing.T) {
 		s.Probes[0].LastFailure = &fl
 		s.Outages = append([]observation.Outage(nil), base.Outages...)
 		mut(&s)
-		assert.NotEqual(t, f, Fingerprint(s), name)
+		assert.NotEqual(t, f, observation.Fingerprint(s), name)
 	}
-	assert.Equal(t, f, Fingerprint(base), "the mutations worked on copies")
+	assert.Equal(t, f, observation.Fingerprint(base), "the mutations worked on copies")
 }
 
 var (

@@ -179,7 +179,7 @@ func Run(cfg Config) (Result, error) {
 
 	ecfg := cfg.Engine
 	ecfg.WritesPerSecond = cfg.WritesPerSecond
-	e := verdict.New(ecfg)
+	e := plan.New(ecfg)
 	q := writequeue.New[write]()
 	budget := writequeue.NewBudget(cfg.WritesPerSecond, 10)
 	nodes := map[string]*verdict.NodeCondition{}

@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
-
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
@@ -41,9 +39,10 @@ const (
 type Config struct {
 	// Summary configures the pair summaries (window, hysteresis, outages).
 	Summary SummaryConfig
-	// Policy is the per-object write policy; its HeartbeatInterval is stretched to fit the
-	// budget (see HeartbeatFor).
-	Policy plan.Policy
+	// Heartbeat is the configured heartbeat of objects (plan.Policy.HeartbeatInterval,
+	// default 10m), stretched to fit the budget (HeartbeatShare): an object not written
+	// for that long is looked at again.
+	Heartbeat time.Duration
 	// TargetQuorum distinct observer nodes must fail, with no success after them, for a
 	// target to be Unreachable (default 3; fewer when fewer observers exist).
 	TargetQuorum int
@@ -87,12 +86,14 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultTargetQuorum          = 3
-	DefaultTargetRecovery        = 2
-	DefaultTargetTTL             = 10 * time.Minute
-	DefaultFailingPairRetention  = 30 * time.Minute
-	DefaultWritesPerSecond       = 5
-	DefaultHeartbeatShare        = 0.5
+	DefaultTargetQuorum         = 3
+	DefaultTargetRecovery       = 2
+	DefaultTargetTTL            = 10 * time.Minute
+	DefaultFailingPairRetention = 30 * time.Minute
+	DefaultWritesPerSecond      = 5
+	DefaultHeartbeatShare       = 0.5
+	// DefaultHeartbeat is plan.DefaultHeartbeatInterval.
+	DefaultHeartbeat             = 10 * time.Minute
 	DefaultMaxProbeInterval      = time.Minute
 	DefaultFailingPairsPerSource = 1
 	// DefaultMaxFutureSkew is observation.DefaultMaxFutureSkew (see observation.FutureSkew).
@@ -118,8 +119,8 @@ func (c Config) withDefaults() Config {
 	if c.HeartbeatShare <= 0 || c.HeartbeatShare > 1 {
 		c.HeartbeatShare = DefaultHeartbeatShare
 	}
-	if c.Policy.HeartbeatInterval <= 0 {
-		c.Policy.HeartbeatInterval = plan.DefaultHeartbeatInterval
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultHeartbeat
 	}
 	if c.MaxProbeInterval <= 0 {
 		c.MaxProbeInterval = DefaultMaxProbeInterval
@@ -216,12 +217,12 @@ func (e *Engine) voterNodes() int {
 	return len(seen)
 }
 
-// takeoverGrace: how long a new writer waits before it reads any agent as newly silent.
+// TakeoverGrace: how long a new writer waits before it reads any agent as newly silent.
 // On real nodes (internal/e2ereal) the agents reached a new leader up to ~20 s after the
 // takeover: the Service has no endpoint between the old leader's deletion and the new one's
 // label, and gRPC's reconnect backoff (1 s, x1.6, not configurable in the OTLP exporter)
 // has grown meanwhile. An agent really silent at a takeover reads silent 30 s later.
-const takeoverGrace = 30 * time.Second
+const TakeoverGrace = 30 * time.Second
 
 // silentAfter is how long an observer may stay quiet before it reads as silent: three of
 // its rounds (at most maxInterval each), and never less than 10 s (batching and delivery
@@ -230,36 +231,49 @@ func (o *observerState) silentAfter(maxInterval time.Duration) time.Duration {
 	return max(3*min(o.interval, maxInterval), 10*time.Second)
 }
 
-// ObjectWrite is one object to write (or delete).
-type ObjectWrite struct {
-	Key observation.PairKey
-	// Summary is what to write; unset for deletes.
-	Summary observation.Summary
-	// BadObserverNode: the pair is Unreachable because its observer's node cannot reach
-	// the pod network; the object says Unknown / ObserverUnhealthy instead.
-	BadObserverNode string
-	// SilentObserver: the pair's observer stopped reporting (Unknown / ObserverSilent);
-	// it names the observer pod ("namespace/name").
-	SilentObserver string
-	// Restate: the pair was resumed from the API and this replica has no summary of its
-	// own yet; only the existing object's Reachable condition changes (SilentObserver).
-	Restate bool
-	// DegradedFamilies: address families that fail while another answers (sorted; empty
-	// when every probed family answers).
-	DegradedFamilies []string
-	// DegradedSince: the first failed round of the earliest failing family.
-	DegradedSince time.Time
-	Delete        bool
-	Reason        string // Reason* or "observer", "delete"
-	Priority      Priority
+// ObjectRecord is what was last written for a pair that has an object.
+type ObjectRecord struct {
+	Written observation.Written
+	// BadObserver: written as Unknown / ObserverUnhealthy.
+	BadObserver bool
+	// Degraded: the DegradedFamilies written, comma-separated.
+	Degraded string
+	// Silent: written as Unknown / ObserverSilent.
+	Silent bool
 }
 
-// Result is what one Reconcile decided.
-type Result struct {
-	Objects []ObjectWrite
-	// Events: verdict changes of pairs that have objects, ordered by time.
-	Events []observation.Transition
-	// TargetChanges: per-target verdict changes, for logs and metrics.
+// PairState is the judgement of one pair that may need a write: it changed, or its object
+// is a heartbeat old.
+type PairState struct {
+	Key     observation.PairKey
+	Summary observation.Summary
+	// Stable: observed as a stable pair (otherwise a rotating pair followed while failing).
+	Stable bool
+	// Seeded: resumed from the API and not observed since.
+	Seeded bool
+	// HasObject and Last: whether the pair has an object, and what was written to it.
+	HasObject bool
+	Last      ObjectRecord
+	// SilentObserver names the pair's observer pod ("namespace/name") when it stopped
+	// reporting.
+	SilentObserver string
+	// BadObserverNode: the pair is Unreachable because its observer's node cannot reach
+	// the pod network (unset for seeded pairs).
+	BadObserverNode string
+	// DegradedFamilies: address families that fail while another answers (sorted; empty
+	// when every probed family answers); DegradedSince the first failed round of the
+	// earliest of them (unset for seeded pairs).
+	DegradedFamilies []string
+	DegradedSince    time.Time
+}
+
+// Judgement is what one Judge found.
+type Judgement struct {
+	// Pairs that may need a write, ordered by key.
+	Pairs []PairState
+	// Deletes: pairs dropped (expired, past retention) that had objects.
+	Deletes []observation.PairKey
+	// TargetChanges: per-target verdict changes, for logs and metrics, ordered by time.
 	TargetChanges []TargetStatus
 	// ObserverChanges: observers that fell silent or reported again.
 	ObserverChanges []ObserverStatus
@@ -321,7 +335,7 @@ type Engine struct {
 	pairs        map[observation.PairKey]*pairInfo
 	dirty        map[observation.PairKey]struct{}
 	// written: what was last decided for each object (the object set).
-	written            map[observation.PairKey]plan.Written
+	written            map[observation.PairKey]observation.Written
 	writtenBadObserver map[observation.PairKey]bool
 	writtenDegraded    map[observation.PairKey]string
 	writtenSilent      map[observation.PairKey]bool
@@ -350,7 +364,7 @@ func New(cfg Config) *Engine {
 		observers:          map[string]*observerState{},
 		pairs:              map[observation.PairKey]*pairInfo{},
 		dirty:              map[observation.PairKey]struct{}{},
-		written:            map[observation.PairKey]plan.Written{},
+		written:            map[observation.PairKey]observation.Written{},
 		writtenBadObserver: map[observation.PairKey]bool{},
 		writtenDegraded:    map[observation.PairKey]string{},
 		writtenSilent:      map[observation.PairKey]bool{},
@@ -498,15 +512,38 @@ func (e *Engine) observerDistrusted(uid string) bool {
 // distrusted reports whether observers on node have lost the pod network (caller holds mu).
 func (e *Engine) distrusted(node string) bool { return node != "" && e.badNodes[node] }
 
-// Reconcile judges the targets observed since the last call and decides the writes due
-// at now: objects whose verdict changed first, then Events, first writes and changes of
-// latency or loss, heartbeats (stretched to the budget) and deletes.
-func (e *Engine) Reconcile(now time.Time) Result {
+// Judge judges the targets observed since the last call, escalates, expires and drops
+// pairs, and returns the pairs that may need a write at now (changed, or with an object a
+// heartbeat old). The write decisions are the plan stage's (plan.PairObjects); what it
+// writes comes back through Record, and Events after that.
+func (e *Engine) Judge(now time.Time) Judgement {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var res Result
+	var j Judgement
+	j.TargetChanges = e.judgeTargets()
+	pairKeys := e.pairKeys()
+	e.escalatePairs(pairKeys)
+	for k, t := range e.targets {
+		if now.Sub(t.lastSeen) > e.cfg.TargetTTL {
+			delete(e.targets, k)
+		}
+	}
+	j.ObserverChanges = e.judgeObservers(now)
+	if len(j.ObserverChanges) > 0 {
+		for k := range e.pairs {
+			pairKeys[k] = struct{}{}
+		}
+	}
+	j.Deletes = e.expirePairs(now, pairKeys)
+	j.Heartbeat = e.heartbeat(e.cfg.Heartbeat)
+	j.Pairs = e.duePairs(now, pairKeys, j.Heartbeat)
+	return j
+}
 
-	// 1. Per-target verdicts.
+// judgeTargets re-judges the targets observed since the last call (all after Resume) and
+// returns those whose verdict changed, ordered by time (caller holds mu).
+func (e *Engine) judgeTargets() []TargetStatus {
+	var changes []TargetStatus
 	judgeKeys := e.dirtyTargets
 	if e.fullPass {
 		judgeKeys = map[TargetKey]struct{}{}
@@ -518,21 +555,31 @@ func (e *Engine) Reconcile(now time.Time) Result {
 	judge.voters = e.voterNodes()
 	for k := range judgeKeys {
 		if t := e.targets[k]; t != nil && t.judge(judge, e.distrusted) {
-			res.TargetChanges = append(res.TargetChanges, t.status())
+			changes = append(changes, t.status())
 		}
 	}
 	clear(e.dirtyTargets)
-	slices.SortFunc(res.TargetChanges, func(a, b TargetStatus) int { return a.Since.Compare(b.Since) })
+	slices.SortFunc(changes, func(a, b TargetStatus) int { return a.Since.Compare(b.Since) })
+	return changes
+}
 
-	// 2. Pairs whose newest round failed turn Unreachable at once when their target is
-	// judged unreachable by its observers; candidate pairs when they failed on two visits.
-	pairKeys := e.dirty
-	if e.fullPass {
-		pairKeys = map[observation.PairKey]struct{}{}
-		for k := range e.pairs {
-			pairKeys[k] = struct{}{}
-		}
+// pairKeys is the set of pairs to look at: those observed since the last call, or all
+// after Resume (caller holds mu).
+func (e *Engine) pairKeys() map[observation.PairKey]struct{} {
+	if !e.fullPass {
+		return e.dirty
 	}
+	keys := make(map[observation.PairKey]struct{}, len(e.pairs))
+	for k := range e.pairs {
+		keys[k] = struct{}{}
+	}
+	return keys
+}
+
+// escalatePairs: pairs whose newest round failed turn Unreachable at once when their target
+// is judged unreachable by its observers; candidate pairs when they failed on two visits
+// (caller holds mu).
+func (e *Engine) escalatePairs(pairKeys map[observation.PairKey]struct{}) {
 	for k := range pairKeys {
 		p := e.pairs[k]
 		if p == nil {
@@ -557,19 +604,17 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			}
 		}
 	}
+}
 
-	// 3. Expiry: targets and pairs no longer observed; candidates past their retention.
-	for k, t := range e.targets {
-		if now.Sub(t.lastSeen) > e.cfg.TargetTTL {
-			delete(e.targets, k)
-		}
-	}
-	silenceChanged := false
+// judgeObservers marks observers silent or reporting again and forgets those long gone
+// that have no objects; it returns the changes (caller holds mu).
+func (e *Engine) judgeObservers(now time.Time) []ObserverStatus {
+	var changes []ObserverStatus
 	var withObjects map[string]bool // built once, only when an observer is past TargetTTL
-	// A new term's first takeoverGrace declares no agent silent: the agents follow the
+	// A new term's first TakeoverGrace declares no agent silent: the agents follow the
 	// writer through a Service that selects it, and they reach it only once it has labelled
 	// itself, the endpoint is published and their gRPC reconnect backoff has run.
-	inGrace := !e.termStart.IsZero() && now.Sub(e.termStart) < takeoverGrace
+	inGrace := !e.termStart.IsZero() && now.Sub(e.termStart) < TakeoverGrace
 	for k, ob := range e.observers {
 		silent := now.Sub(ob.lastArrival) > ob.silentAfter(e.cfg.MaxProbeInterval)
 		if silent && !ob.silent && inGrace {
@@ -577,8 +622,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		}
 		if silent != ob.silent {
 			ob.silent = silent
-			silenceChanged = true
-			res.ObserverChanges = append(res.ObserverChanges, ObserverStatus{UID: k, Namespace: ob.namespace, Name: ob.name, Node: ob.node, Silent: silent, LastSeen: ob.lastSeen})
+			changes = append(changes, ObserverStatus{UID: k, Namespace: ob.namespace, Name: ob.name, Node: ob.node, Silent: silent, LastSeen: ob.lastSeen})
 		}
 		// A silent observer is remembered while it has objects: they read ObserverSilent
 		// until its pod is deleted (its objects are garbage-collected with it).
@@ -591,11 +635,13 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			}
 		}
 	}
-	if silenceChanged {
-		for k := range e.pairs {
-			pairKeys[k] = struct{}{}
-		}
-	}
+	return changes
+}
+
+// expirePairs drops the pairs no longer observed and candidates past their retention, and
+// returns those of them that had objects (caller holds mu).
+func (e *Engine) expirePairs(now time.Time, pairKeys map[observation.PairKey]struct{}) []observation.PairKey {
+	var deletes []observation.PairKey
 	drop := func(k observation.PairKey) {
 		e.summ.Forget(k)
 		if p := e.pairs[k]; p != nil && !p.stable {
@@ -604,11 +650,8 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		delete(e.pairs, k)
 		delete(pairKeys, k)
 		if _, had := e.written[k]; had {
-			delete(e.written, k)
-			delete(e.writtenBadObserver, k)
-			delete(e.writtenDegraded, k)
-			delete(e.writtenSilent, k)
-			res.Objects = append(res.Objects, ObjectWrite{Key: k, Delete: true, Reason: "delete", Priority: PriorityCleanup})
+			e.forgetObject(k)
+			deletes = append(deletes, k)
 		}
 	}
 	keepSilent := func(k observation.PairKey) bool {
@@ -648,12 +691,12 @@ func (e *Engine) Reconcile(now time.Time) Result {
 			}
 		}
 	}
+	return deletes
+}
 
-	// 4. Objects: stable pairs, and pairs that are (or were, within retention) Unreachable.
-	hb := e.heartbeat(e.cfg.Policy.HeartbeatInterval)
-	res.Heartbeat = hb
-	policy := e.cfg.Policy
-	policy.HeartbeatInterval = hb
+// duePairs returns, ordered by key, the pairs of pairKeys and the objects not written for
+// hb, with what the plan stage needs to decide their writes (caller holds mu).
+func (e *Engine) duePairs(now time.Time, pairKeys map[observation.PairKey]struct{}, hb time.Duration) []PairState {
 	keys := make([]observation.PairKey, 0, len(pairKeys))
 	for k := range pairKeys {
 		keys = append(keys, k)
@@ -674,6 +717,7 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		}
 		return 0
 	})
+	var out []PairState
 	for _, k := range keys {
 		if k.SourceUID == "" || k.SourceNamespace == "" || (e.cfg.Namespace != "" && k.SourceNamespace != e.cfg.Namespace) {
 			continue
@@ -683,62 +727,82 @@ func (e *Engine) Reconcile(now time.Time) Result {
 		if p == nil || !ok {
 			continue
 		}
-		last, hasObject := e.written[k]
-		if !hasObject && !p.stable && s.Verdict != observation.VerdictUnreachable {
-			continue // a candidate without a verdict against it: no object
-		}
-		silent := ""
+		_, hasObject := e.written[k]
+		st := PairState{Key: k, Summary: s, Stable: p.stable, Seeded: p.seeded, HasObject: hasObject, Last: e.recordOf(k)}
 		if ob := e.observers[k.SourceUID]; ob != nil && ob.silent {
-			silent = k.SourceNamespace + "/" + k.SourcePod
+			st.SilentObserver = k.SourceNamespace + "/" + k.SourcePod
 		}
-		if p.seeded {
-			// Resumed from the API: it says nothing new yet, unless its observer fell
-			// silent; then only the object's Reachable condition is restated.
-			if hasObject && silent != "" && !e.writtenSilent[k] {
-				e.writtenSilent[k] = true
-				res.Objects = append(res.Objects, ObjectWrite{Key: k, SilentObserver: silent, Restate: true, Reason: "observer", Priority: PriorityUpdate})
+		if !p.seeded {
+			if s.Verdict == observation.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
+				st.BadObserverNode = s.ObservedFromNode
 			}
-			continue
+			st.DegradedFamilies, st.DegradedSince = e.degradedFamilies(p, s.Verdict)
 		}
-		badObserver := ""
-		if s.Verdict == observation.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
-			badObserver = s.ObservedFromNode
-		}
-		degraded, degradedSince := e.degradedFamilies(p, s.Verdict)
-		degradedText := strings.Join(degraded, ",")
-		write, reason := plan.Decide(last, s, now, policy)
-		switch {
-		case write:
-		case (badObserver != "") != e.writtenBadObserver[k]:
-			write, reason = true, "observer"
-		case hasObject && degradedText != e.writtenDegraded[k]:
-			write, reason = true, "family"
-		case hasObject && (silent != "") != e.writtenSilent[k]:
-			write, reason = true, "observer"
-		}
-		if !write {
-			continue
-		}
-		e.written[k] = plan.WrittenFrom(s, now)
-		e.writtenBadObserver[k] = badObserver != ""
-		e.writtenDegraded[k] = degradedText
-		e.writtenSilent[k] = silent != ""
-		res.Objects = append(res.Objects, ObjectWrite{
-			Key: k, Summary: s, BadObserverNode: badObserver, SilentObserver: silent, DegradedFamilies: degraded, DegradedSince: degradedSince, Reason: reason,
-			Priority: priorityOf(reason, p.stable),
-		})
+		out = append(out, st)
 	}
+	return out
+}
 
-	// 5. Events for pairs that have objects: an outage detected, or ended.
+// recordOf is what was written for k (zero without an object; caller holds mu).
+func (e *Engine) recordOf(k observation.PairKey) ObjectRecord {
+	return ObjectRecord{Written: e.written[k], BadObserver: e.writtenBadObserver[k], Degraded: e.writtenDegraded[k], Silent: e.writtenSilent[k]}
+}
+
+// forgetObject forgets what was written for k (caller holds mu).
+func (e *Engine) forgetObject(k observation.PairKey) {
+	delete(e.written, k)
+	delete(e.writtenBadObserver, k)
+	delete(e.writtenDegraded, k)
+	delete(e.writtenSilent, k)
+}
+
+// Record keeps what the plan stage decided to write for k. It reports false, keeping
+// nothing, when the pair is gone since Judge (its object left the API meanwhile): then
+// nothing is to be written.
+func (e *Engine) Record(k observation.PairKey, r ObjectRecord) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.pairs[k]; !ok {
+		return false
+	}
+	e.written[k] = r.Written
+	e.writtenBadObserver[k] = r.BadObserver
+	e.writtenDegraded[k] = r.Degraded
+	e.writtenSilent[k] = r.Silent
+	return true
+}
+
+// Events returns the verdict changes since the last call of the pairs that have objects:
+// an outage detected, or ended.
+func (e *Engine) Events() []observation.Transition {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []observation.Transition
 	for _, t := range e.summ.Transitions() {
 		_, ok := e.written[t.Key]
 		if ok && t.Old != t.New && (t.New == observation.VerdictUnreachable || t.Old == observation.VerdictUnreachable) {
-			res.Events = append(res.Events, t)
+			out = append(out, t)
 		}
 	}
-	slices.SortStableFunc(res.Objects, func(a, b ObjectWrite) int { return int(a.Priority) - int(b.Priority) })
-	return res
+	return out
 }
+
+// RejudgeAll makes the next Judge look at every target and pair, as after Resume.
+func (e *Engine) RejudgeAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fullPass = true
+}
+
+// ObjectKeys returns the pairs that have objects, in no order.
+func (e *Engine) ObjectKeys() []observation.PairKey {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Collect(maps.Keys(e.written))
+}
+
+// Summaries returns the summary of every pair followed, ordered by key.
+func (e *Engine) Summaries() []observation.Summary { return e.summ.Summaries() }
 
 // degradedFamilies lists the address families of a Reachable pair that fail while another
 // answers: the pair's own rounds in that family failed FailuresToUnreachable times in a row,
@@ -776,29 +840,10 @@ func (e *Engine) heartbeat(configured time.Duration) time.Duration {
 	return writequeue.HeartbeatInterval(configured, len(e.written)+len(e.nodes), e.cfg.WritesPerSecond, e.cfg.HeartbeatShare)
 }
 
-// priorityOf maps a write reason to its priority: a verdict (or its attribution) first; the
-// first write of a non-stable pair is a newly failing pair, so it is urgent too.
-func priorityOf(reason string, stable bool) Priority {
-	switch reason {
-	case plan.ReasonVerdict, "observer", "family":
-		return PriorityVerdict
-	case plan.ReasonInitial:
-		if !stable {
-			return PriorityVerdict
-		}
-		return PriorityUpdate
-	case plan.ReasonHeartbeat:
-		return PriorityHeartbeat
-	case "delete":
-		return PriorityCleanup
-	}
-	return PriorityUpdate
-}
-
 // Persisted is what the API holds for one object at the start of a leadership term.
 type Persisted struct {
 	Key     observation.PairKey
-	Written plan.Written
+	Written observation.Written
 	Source  observation.Source
 	Target  observation.Target
 	// Verdict is the pair's own verdict: Unreachable also when it was written as
@@ -886,10 +931,7 @@ func (e *Engine) ObjectGone(k observation.PairKey) {
 	if _, ok := e.written[k]; !ok {
 		return
 	}
-	delete(e.written, k)
-	delete(e.writtenBadObserver, k)
-	delete(e.writtenDegraded, k)
-	delete(e.writtenSilent, k)
+	e.forgetObject(k)
 	e.summ.Forget(k)
 	if p := e.pairs[k]; p != nil && !p.stable {
 		e.countCandidate(k, -1)

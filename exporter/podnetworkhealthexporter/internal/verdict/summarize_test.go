@@ -458,3 +458,10 @@ func TestSeedContinuesTheRecord(t *testing.T) {
 }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func simSource() observation.Source {
+	return observation.Source{Namespace: "netpulse", Name: "agent-a", UID: "uid-a", Node: "node-a", IP: "10.0.1.10"}
+}
+func simTarget() observation.Target {
+	return observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-b", UID: "uid-b", Node: "node-b", Address: "10.0.2.10"}
+}

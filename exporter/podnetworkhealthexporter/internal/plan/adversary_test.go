@@ -1,12 +1,14 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package verdict
+package plan
 
 import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
@@ -30,8 +32,8 @@ func (r *ring) flood(liar, victim, n int, now time.Time, ahead time.Duration, ok
 	return obs
 }
 
-func nodesOf(r *ring) map[string]*NodeCondition {
-	cur := map[string]*NodeCondition{}
+func nodesOf(r *ring) map[string]*verdict.NodeCondition {
+	cur := map[string]*verdict.NodeCondition{}
 	for i := 0; i < r.n; i++ {
 		cur[fmt.Sprintf("node-%d", i)] = nil
 	}
@@ -46,7 +48,7 @@ func TestOneNodeCannotMakeAHealthyTargetUnreachable(t *testing.T) {
 	for _, ahead := range []time.Duration{59 * time.Second, time.Second, 0} {
 		t.Run(ahead.String(), func(t *testing.T) {
 			r := newRing(12, 3)
-			e := New(Config{})
+			e := New(verdict.Config{})
 			liar, victim := 0, 6
 			cur := nodesOf(r)
 			for round := range 12 {
@@ -58,10 +60,10 @@ func TestOneNodeCannotMakeAHealthyTargetUnreachable(t *testing.T) {
 				for _, c := range res.TargetChanges {
 					assert.NotEqual(t, observation.VerdictUnreachable, c.Verdict, "round %d: %s", round, c.Key)
 				}
-				d := e.ReconcileNodes(now, cur, NodeConfig{})
+				d := e.ReconcileNodes(now, cur, verdict.NodeConfig{})
 				assert.Empty(t, d.Marked, "round %d", round)
 			}
-			ts, ok := e.Target(TargetKeyOf(&observation.Observation{Target: r.tgt(victim)}))
+			ts, ok := e.Target(verdict.TargetKeyOf(&observation.Observation{Target: r.tgt(victim)}))
 			require.True(t, ok)
 			assert.Equal(t, observation.VerdictReachable, ts.Verdict)
 			assert.LessOrEqual(t, ts.Failing, 1, "one failing observer node at most")
@@ -76,7 +78,7 @@ func TestOneNodeCannotHideAPartition(t *testing.T) {
 	for _, ahead := range []time.Duration{59 * time.Second, time.Second, 0} {
 		t.Run(ahead.String(), func(t *testing.T) {
 			r := newRing(12, 3)
-			e := New(Config{})
+			e := New(verdict.Config{})
 			liar, cut := 0, 6
 			cur := nodesOf(r)
 			partition := func(s, d int) bool { return s != cut && d != cut }
@@ -90,10 +92,10 @@ func TestOneNodeCannotHideAPartition(t *testing.T) {
 				e.Observe(r.round(round, ok), r.at(round))
 				e.Observe(r.flood(liar, cut, 16, now, ahead, true), now)
 				e.Reconcile(now)
-				d := e.ReconcileNodes(now, cur, NodeConfig{})
+				d := e.ReconcileNodes(now, cur, verdict.NodeConfig{})
 				marked = d.Marked
 			}
-			ts, ok := e.Target(TargetKeyOf(&observation.Observation{Target: r.tgt(cut)}))
+			ts, ok := e.Target(verdict.TargetKeyOf(&observation.Observation{Target: r.tgt(cut)}))
 			require.True(t, ok)
 			assert.Equal(t, observation.VerdictUnreachable, ts.Verdict, "the partition is not hidden")
 			assert.Equal(t, []string{"node-6"}, marked)
@@ -106,12 +108,12 @@ func TestOneNodeCannotHideAPartition(t *testing.T) {
 // pair summaries.
 func TestFutureObservationsAreRefused(t *testing.T) {
 	r := newRing(6, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	now := r.at(0)
-	obs := r.flood(1, 3, 4, now, DefaultMaxFutureSkew+time.Second, false)
+	obs := r.flood(1, 3, 4, now, verdict.DefaultMaxFutureSkew+time.Second, false)
 	assert.Equal(t, 4, e.Observe(obs, now), "all refused")
 	assert.Zero(t, e.Stats().Targets)
-	obs = r.flood(1, 3, 1, now, DefaultMaxFutureSkew, false)
+	obs = r.flood(1, 3, 1, now, verdict.DefaultMaxFutureSkew, false)
 	assert.Zero(t, e.Observe(obs, now), "within the skew")
 	assert.Equal(t, 1, e.Stats().Targets)
 }

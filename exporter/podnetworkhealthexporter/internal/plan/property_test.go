@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package verdict
+package plan
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/quick"
 	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
@@ -112,7 +114,7 @@ func (w *world) lies(rng *rand.Rand, now time.Time) []observation.Observation {
 		var ts time.Time
 		switch rng.IntN(6) {
 		case 0:
-			ts = now.Add(DefaultMaxFutureSkew)
+			ts = now.Add(verdict.DefaultMaxFutureSkew)
 		case 1:
 			ts = now.Add(time.Duration(rng.Int64N(int64(time.Hour)))) // refused (or within the skew)
 		default:
@@ -127,7 +129,7 @@ func (w *world) lies(rng *rand.Rand, now time.Time) []observation.Observation {
 
 // outcome is everything decided about others in one round.
 type outcome struct {
-	targets map[TargetKey]observation.Verdict
+	targets map[verdict.TargetKey]observation.Verdict
 	pairs   map[observation.PairKey]string
 	nodes   map[string]string
 	ready   map[string]string
@@ -136,12 +138,12 @@ type outcome struct {
 type sim struct {
 	e    *Engine
 	gate *readiness.Gate
-	cur  map[string]*NodeCondition
+	cur  map[string]*verdict.NodeCondition
 	pods []readiness.PodInfo
 }
 
 func (w *world) newSim() *sim {
-	s := &sim{e: New(Config{}), gate: readiness.NewGate(readiness.Config{MinReachingNodes: 2}), cur: map[string]*NodeCondition{}}
+	s := &sim{e: New(verdict.Config{}), gate: readiness.NewGate(readiness.Config{MinReachingNodes: 2}), cur: map[string]*verdict.NodeCondition{}}
 	for i := range w.n {
 		s.cur["node-"+strconv.Itoa(i)] = nil
 	}
@@ -168,19 +170,19 @@ func (s *sim) step(w *world, round int, liars []observation.Observation) outcome
 	s.e.Observe(liars, now)
 	s.gate.Observe(append(obs, liars...)...)
 	s.e.Reconcile(now)
-	for _, wr := range s.e.ReconcileNodes(now, s.cur, NodeConfig{MinHold: 20 * time.Second}).Writes {
+	for _, wr := range s.e.ReconcileNodes(now, s.cur, verdict.NodeConfig{MinHold: 20 * time.Second}).Writes {
 		c := wr.Condition
 		s.cur[wr.Node] = &c
 	}
-	out := outcome{targets: map[TargetKey]observation.Verdict{}, pairs: map[observation.PairKey]string{}, nodes: map[string]string{}, ready: map[string]string{}}
+	out := outcome{targets: map[verdict.TargetKey]observation.Verdict{}, pairs: map[observation.PairKey]string{}, nodes: map[string]string{}, ready: map[string]string{}}
 	for j := range 2 * w.n {
 		tgt := w.pod(j)
-		k := TargetKeyOf(&observation.Observation{Target: tgt})
+		k := verdict.TargetKeyOf(&observation.Observation{Target: tgt})
 		if ts, ok := s.e.Target(k); ok {
 			out.targets[k] = ts.Verdict
 		}
 	}
-	for _, sm := range s.e.summ.Summaries() {
+	for _, sm := range s.e.Summaries() {
 		if sm.Key.SourceUID == w.src(liar).UID {
 			continue
 		}

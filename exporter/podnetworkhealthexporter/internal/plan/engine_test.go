@@ -1,14 +1,14 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package verdict
+package plan
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
@@ -91,7 +91,7 @@ func withoutSource(obs []observation.Observation, source string) []observation.O
 // firstWriter runs an engine over rounds healthy rounds and returns the last write of each
 // object: what a writer that is about to be replaced leaves in the API.
 func (r *ring) firstWriter(rounds int) map[observation.PairKey]ObjectWrite {
-	a := New(Config{})
+	a := New(verdict.Config{})
 	last := map[observation.PairKey]ObjectWrite{}
 	for round := 0; round < rounds; round++ {
 		a.Observe(r.round(round, healthy), r.at(round))
@@ -104,7 +104,7 @@ func (r *ring) firstWriter(rounds int) map[observation.PairKey]ObjectWrite {
 
 func TestHealthyObjectsAreTheStablePairs(t *testing.T) {
 	r := newRing(20, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	objects := map[observation.PairKey]bool{}
 	for round := 0; round < 30; round++ {
 		e.Observe(r.round(round, healthy), r.at(round))
@@ -128,7 +128,7 @@ func TestHealthyObjectsAreTheStablePairs(t *testing.T) {
 
 func TestDeadTargetUnreachableWithinOneRound(t *testing.T) {
 	r := newRing(50, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	dead := 7
 	for round := 0; round < 5; round++ {
 		e.Observe(r.round(round, healthy), r.at(round))
@@ -138,7 +138,7 @@ func TestDeadTargetUnreachableWithinOneRound(t *testing.T) {
 	e.Observe(r.round(5, fault), r.at(5))
 	res := e.Reconcile(r.at(5).Add(time.Second))
 
-	tk := TargetKeyOf(&observation.Observation{Target: r.tgt(dead)})
+	tk := verdict.TargetKeyOf(&observation.Observation{Target: r.tgt(dead)})
 	ts, ok := e.Target(tk)
 	require.True(t, ok)
 	assert.Equal(t, observation.VerdictUnreachable, ts.Verdict, "all %d observers of the round failed", 4)
@@ -178,7 +178,7 @@ func TestDeadTargetUnreachableWithinOneRound(t *testing.T) {
 
 func TestBrokenObserverNeverMakesATargetUnreachable(t *testing.T) {
 	r := newRing(30, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	broken := 4
 	fault := func(s, _ int) bool { return s != broken }
 	for round := 0; round < 60; round++ {
@@ -188,11 +188,11 @@ func TestBrokenObserverNeverMakesATargetUnreachable(t *testing.T) {
 			assert.NotEqual(t, observation.VerdictUnreachable, c.Verdict, "round %d: %s", round, c.Key)
 		}
 		if round%5 == 0 {
-			cur := map[string]*NodeCondition{}
+			cur := map[string]*verdict.NodeCondition{}
 			for i := 0; i < r.n; i++ {
 				cur[fmt.Sprintf("node-%d", i)] = nil
 			}
-			d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+			d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, verdict.NodeConfig{})
 			assert.Empty(t, d.Marked, "an observer that fails everything marks no node")
 		}
 	}
@@ -207,7 +207,7 @@ func TestBrokenObserverNeverMakesATargetUnreachable(t *testing.T) {
 
 func TestPathSpecificFailureBecomesAnObjectOnlyWhenRepeated(t *testing.T) {
 	r := newRing(12, 3) // rotating period (12-2)/3 -> 4 rounds
-	e := New(Config{})
+	e := New(verdict.Config{})
 	a, b := 2, 8 // a never reaches b; everyone else does
 	fault := func(s, d int) bool { return s != a || d != b }
 	var failingWrites []ObjectWrite
@@ -223,7 +223,7 @@ func TestPathSpecificFailureBecomesAnObjectOnlyWhenRepeated(t *testing.T) {
 	require.NotEmpty(t, failingWrites, "a path that fails on consecutive visits gets an object")
 	assert.Equal(t, observation.VerdictUnreachable, failingWrites[0].Summary.Verdict)
 	assert.Equal(t, PriorityVerdict, failingWrites[0].Priority)
-	tk := TargetKeyOf(&observation.Observation{Target: r.tgt(b)})
+	tk := verdict.TargetKeyOf(&observation.Observation{Target: r.tgt(b)})
 	ts, _ := e.Target(tk)
 	assert.Equal(t, observation.VerdictReachable, ts.Verdict, "the target itself is reachable")
 	assert.Equal(t, 1, e.Stats().CandidatePairs)
@@ -231,12 +231,12 @@ func TestPathSpecificFailureBecomesAnObjectOnlyWhenRepeated(t *testing.T) {
 
 func TestNodePartitionMarkedHeldAndCleared(t *testing.T) {
 	r := newRing(20, 3)
-	e := New(Config{})
-	cur := map[string]*NodeCondition{}
+	e := New(verdict.Config{})
+	cur := map[string]*verdict.NodeCondition{}
 	for i := 0; i < r.n; i++ {
 		cur[fmt.Sprintf("node-%d", i)] = nil
 	}
-	apply := func(d NodeDecision) {
+	apply := func(d verdict.NodeDecision) {
 		for _, w := range d.Writes {
 			c := w.Condition
 			cur[w.Node] = &c
@@ -245,10 +245,10 @@ func TestNodePartitionMarkedHeldAndCleared(t *testing.T) {
 	cut := 5
 	partition := func(s, d int) bool { return s != cut && d != cut }
 	round := 0
-	step := func(ok func(int, int) bool) NodeDecision {
+	step := func(ok func(int, int) bool) verdict.NodeDecision {
 		e.Observe(r.round(round, ok), r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
-		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{MinHold: 30 * time.Second})
+		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, verdict.NodeConfig{MinHold: 30 * time.Second})
 		apply(d)
 		round++
 		return d
@@ -258,11 +258,11 @@ func TestNodePartitionMarkedHeldAndCleared(t *testing.T) {
 	}
 	for n, c := range cur {
 		require.NotNil(t, c, n)
-		assert.Equal(t, StatusFalse, c.Status, n)
+		assert.Equal(t, verdict.StatusFalse, c.Status, n)
 	}
 	d := step(partition)
 	assert.Equal(t, []string{"node-5"}, d.Marked)
-	assert.Equal(t, StatusTrue, cur["node-5"].Status)
+	assert.Equal(t, verdict.StatusTrue, cur["node-5"].Status)
 	assert.Equal(t, []string{"node-5"}, e.BadNodes(), "the cut-off node's observers are distrusted")
 	writes := 0
 	for range 5 {
@@ -274,9 +274,7 @@ func TestNodePartitionMarkedHeldAndCleared(t *testing.T) {
 	}
 	assert.Zero(t, writes, "nothing changes while the partition lasts")
 	// Its own stable pair reads ObserverUnhealthy, not a verdict against its peer.
-	e.mu.Lock()
-	e.fullPass = true
-	e.mu.Unlock()
+	e.RejudgeAll()
 	res := e.Reconcile(r.at(round))
 	for _, w := range res.Objects {
 		if w.Key.SourcePod == "agent-5" {
@@ -289,19 +287,19 @@ func TestNodePartitionMarkedHeldAndCleared(t *testing.T) {
 		d := step(healthy)
 		for _, w := range d.Writes {
 			if w.Node == "node-5" {
-				assert.Equal(t, StatusFalse, w.Condition.Status)
+				assert.Equal(t, verdict.StatusFalse, w.Condition.Status)
 				clearedAt = i
 			}
 		}
 	}
 	assert.GreaterOrEqual(t, clearedAt, 2, "held for MinHold after the last evidence")
-	assert.Equal(t, StatusFalse, cur["node-5"].Status)
+	assert.Equal(t, verdict.StatusFalse, cur["node-5"].Status)
 }
 
 func TestFlappingNodeConditionIsDamped(t *testing.T) {
 	r := newRing(20, 3)
-	e := New(Config{})
-	cur := map[string]*NodeCondition{}
+	e := New(verdict.Config{})
+	cur := map[string]*verdict.NodeCondition{}
 	for i := 0; i < r.n; i++ {
 		cur[fmt.Sprintf("node-%d", i)] = nil
 	}
@@ -314,7 +312,7 @@ func TestFlappingNodeConditionIsDamped(t *testing.T) {
 		}
 		e.Observe(r.round(round, ok), r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
-		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, verdict.NodeConfig{})
 		for _, w := range d.Writes {
 			c := w.Condition
 			cur[w.Node] = &c
@@ -328,8 +326,8 @@ func TestFlappingNodeConditionIsDamped(t *testing.T) {
 
 func TestSuppressionNeverClaimsReachable(t *testing.T) {
 	r := newRing(20, 3)
-	e := New(Config{})
-	cur := map[string]*NodeCondition{}
+	e := New(verdict.Config{})
+	cur := map[string]*verdict.NodeCondition{}
 	for i := 0; i < r.n; i++ {
 		cur[fmt.Sprintf("node-%d", i)] = nil
 	}
@@ -340,7 +338,7 @@ func TestSuppressionNeverClaimsReachable(t *testing.T) {
 		}
 		e.Observe(r.round(round, ok), r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
-		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, verdict.NodeConfig{})
 		for _, w := range d.Writes {
 			c := w.Condition
 			cur[w.Node] = &c
@@ -351,14 +349,14 @@ func TestSuppressionNeverClaimsReachable(t *testing.T) {
 		}
 	}
 	for n, c := range cur {
-		assert.Equal(t, StatusUnknown, c.Status, n)
-		assert.Equal(t, NodeReasonSuppressed, c.Reason, n)
+		assert.Equal(t, verdict.StatusUnknown, c.Status, n)
+		assert.Equal(t, verdict.NodeReasonSuppressed, c.Reason, n)
 	}
 }
 
 func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 	r := newRing(10, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	for round := 0; round < 3; round++ {
 		e.Observe(r.round(round, healthy), r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
@@ -370,14 +368,14 @@ func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 	// after TargetTTL.
 	gone := observation.PairKey{SourceNamespace: "netpulse", SourcePod: "agent-0", SourceUID: "uid-0", TargetKind: observation.TargetPod,
 		TargetNamespace: "netpulse", TargetName: "old", TargetUID: "uid-old"}
-	e.Resume([]Persisted{{Key: gone, Written: plan.Written{At: r.at(2), Verdict: observation.VerdictReachable, Fingerprint: 1}}}, r.at(2))
+	e.Resume([]verdict.Persisted{{Key: gone, Written: observation.Written{At: r.at(2), Verdict: observation.VerdictReachable, Fingerprint: 1}}}, r.at(2))
 	res := e.Reconcile(r.at(3))
 	assert.Equal(t, 11, e.Objects(), "the existing object is part of the object set")
 	for _, w := range res.Objects {
 		assert.NotEqual(t, gone, w.Key)
 	}
 	var deleted []observation.PairKey
-	for round := 3; r.at(round).Before(r.at(2).Add(DefaultTargetTTL + 2*r.iv)); round++ {
+	for round := 3; r.at(round).Before(r.at(2).Add(verdict.DefaultTargetTTL + 2*r.iv)); round++ {
 		e.Observe(r.round(round, healthy), r.at(round))
 		for _, w := range e.Reconcile(r.at(round).Add(time.Second)).Objects {
 			if w.Delete {
@@ -394,7 +392,7 @@ func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {
 // and when it reports again its objects say so.
 func TestSilentObserverReadsAsSilence(t *testing.T) {
 	r := newRing(10, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	const mute = 3
 	muted := func(round int) []observation.Observation {
 		return withoutSource(r.round(round, healthy), fmt.Sprintf("agent-%d", mute))
@@ -415,7 +413,7 @@ func TestSilentObserverReadsAsSilence(t *testing.T) {
 	}
 	require.Len(t, objects, 10)
 	silentAt := -1
-	for round := 5; round < 5+int((DefaultTargetTTL+time.Minute)/r.iv); round++ {
+	for round := 5; round < 5+int((verdict.DefaultTargetTTL+time.Minute)/r.iv); round++ {
 		e.Observe(muted(round), r.at(round))
 		res := e.Reconcile(r.at(round).Add(time.Second))
 		apply(res)
@@ -448,7 +446,7 @@ func TestSilentObserverReadsAsSilence(t *testing.T) {
 	assert.Equal(t, []string{"agent-3"}, silent)
 
 	// It reports again.
-	round := 5 + int((DefaultTargetTTL+time.Minute)/r.iv)
+	round := 5 + int((verdict.DefaultTargetTTL+time.Minute)/r.iv)
 	e.Observe(r.round(round, healthy), r.at(round))
 	res := e.Reconcile(r.at(round).Add(time.Second))
 	apply(res)
@@ -464,10 +462,10 @@ func TestSilentObserverReadsAsSilence(t *testing.T) {
 func TestTakeoverKeepsASilentObserversObjects(t *testing.T) {
 	r := newRing(8, 3)
 	last := r.firstWriter(3)
-	b := New(Config{})
+	b := New(verdict.Config{})
 	b.Resume(persistedOf(last), r.at(3))
 	var silentWrites int
-	for round := 3; round < 3+int((DefaultTargetTTL+time.Minute)/r.iv); round++ {
+	for round := 3; round < 3+int((verdict.DefaultTargetTTL+time.Minute)/r.iv); round++ {
 		b.Observe(withoutSource(r.round(round, healthy), "agent-2"), r.at(round))
 		for _, w := range b.Reconcile(r.at(round).Add(time.Second)).Objects {
 			require.False(t, w.Delete, "%s", w.Key)
@@ -504,7 +502,7 @@ func dualStack(obs []observation.Observation, ok6 func(src, dst string) bool) []
 // Reachable and its object says which family fails.
 func TestOneAddressFamilyFailing(t *testing.T) {
 	r := newRing(10, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	stableKey := observation.KeyOf(&observation.Observation{Source: r.src(3), Target: r.tgt(4)})
 	var last *ObjectWrite
 	run := func(from, to int, ok6 func(src, dst string) bool) {
@@ -527,7 +525,7 @@ func TestOneAddressFamilyFailing(t *testing.T) {
 	assert.Equal(t, observation.VerdictReachable, last.Summary.Verdict)
 	assert.Equal(t, []string{"ipv6"}, last.DegradedFamilies)
 	assert.Equal(t, PriorityVerdict, last.Priority)
-	ts6, _ := e.Target(TargetKey{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
+	ts6, _ := e.Target(verdict.TargetKey{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
 	assert.Equal(t, observation.VerdictReachable, ts6.Verdict, "the others reach agent-4 over IPv6")
 
 	// Healed, then agent-4's IPv6 fails for everyone: the target's IPv6 is judged
@@ -535,9 +533,9 @@ func TestOneAddressFamilyFailing(t *testing.T) {
 	run(7, 10, func(string, string) bool { return true })
 	assert.Empty(t, last.DegradedFamilies)
 	run(10, 11, func(_, d string) bool { return d != "agent-4" })
-	ts6, _ = e.Target(TargetKey{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
+	ts6, _ = e.Target(verdict.TargetKey{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv6"})
 	assert.Equal(t, observation.VerdictUnreachable, ts6.Verdict)
-	ts4, _ := e.Target(TargetKey{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv4"})
+	ts4, _ := e.Target(verdict.TargetKey{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-4", UID: "uid-4", Family: "ipv4"})
 	assert.Equal(t, observation.VerdictReachable, ts4.Verdict)
 	assert.Equal(t, observation.VerdictReachable, last.Summary.Verdict)
 	assert.Equal(t, []string{"ipv6"}, last.DegradedFamilies)
@@ -545,14 +543,14 @@ func TestOneAddressFamilyFailing(t *testing.T) {
 
 // persistedOf renders what a writer's last writes left in the API (as the exporter reads it
 // back from its objects).
-func persistedOf(ws map[observation.PairKey]ObjectWrite) []Persisted {
-	var out []Persisted
+func persistedOf(ws map[observation.PairKey]ObjectWrite) []verdict.Persisted {
+	var out []verdict.Persisted
 	for k, w := range ws {
 		if w.Delete {
 			continue
 		}
 		s := w.Summary
-		out = append(out, Persisted{Key: k, Written: plan.WrittenFrom(s, s.LastObserved), Source: s.Source, Target: s.Target,
+		out = append(out, verdict.Persisted{Key: k, Written: observation.WrittenFrom(s, s.LastObserved), Source: s.Source, Target: s.Target,
 			Verdict: s.Verdict, Since: s.VerdictSince, LastObserved: s.LastObserved, Outages: s.Outages,
 			BadObserverNode: w.BadObserverNode})
 	}
@@ -587,18 +585,18 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 	r := newRing(12, 3)
 	cut := 5
 	partition := func(s, d int) bool { return s != cut && d != cut }
-	nodes := func() map[string]*NodeCondition {
-		m := map[string]*NodeCondition{}
+	nodes := func() map[string]*verdict.NodeCondition {
+		m := map[string]*verdict.NodeCondition{}
 		for i := 0; i < r.n; i++ {
 			m[fmt.Sprintf("node-%d", i)] = nil
 		}
 		return m
 	}
-	a := New(Config{})
+	a := New(verdict.Config{})
 	cur := nodes()
 	last := map[observation.PairKey]ObjectWrite{}
 	round := 0
-	drive := func(e *Engine, ok func(int, int) bool, rounds int) (events []observation.Transition, writes []ObjectWrite, nodeWrites []NodeWrite) {
+	drive := func(e *Engine, ok func(int, int) bool, rounds int) (events []observation.Transition, writes []ObjectWrite, nodeWrites []verdict.NodeWrite) {
 		for range rounds {
 			e.Observe(r.round(round, ok), r.at(round))
 			res := e.Reconcile(r.at(round).Add(time.Second))
@@ -607,7 +605,7 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 			}
 			events = append(events, res.Events...)
 			writes = append(writes, res.Objects...)
-			d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+			d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, verdict.NodeConfig{})
 			for _, w := range d.Writes {
 				c := w.Condition
 				cur[w.Node] = &c
@@ -617,7 +615,7 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 		}
 		return
 	}
-	b := New(Config{})
+	b := New(verdict.Config{})
 	drive(a, healthy, 4)
 	faultRound := round
 	ev, _, _ := drive(a, partition, 3)
@@ -634,10 +632,10 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 	require.Equal(t, observation.VerdictUnreachable, last[towards].Summary.Verdict)
 	require.Equal(t, "node-5", last[from].BadObserverNode, "the cut-off observer's pair reads ObserverUnhealthy")
 	start := last[towards].Summary.Outages[0].Start
-	require.Equal(t, StatusTrue, cur["node-5"].Status)
+	require.Equal(t, verdict.StatusTrue, cur["node-5"].Status)
 
 	b.Resume(persistedOf(last), r.at(round))
-	var partialNodeWrites []NodeWrite
+	var partialNodeWrites []verdict.NodeWrite
 	if partialFirst {
 		for range 1 {
 			var one []observation.Observation
@@ -649,7 +647,7 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 			require.NotEmpty(t, one)
 			b.Observe(one, r.at(round))
 			b.Reconcile(r.at(round).Add(time.Second))
-			d := b.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{MinHold: time.Second})
+			d := b.ReconcileNodes(r.at(round).Add(time.Second), cur, verdict.NodeConfig{MinHold: time.Second})
 			partialNodeWrites = append(partialNodeWrites, d.Writes...)
 			round++
 		}
@@ -683,7 +681,7 @@ func testTakeoverDuringPartition(t *testing.T, standby, partialFirst bool) {
 func TestHealthyTakeoverWritesNothing(t *testing.T) {
 	r := newRing(12, 3)
 	last := r.firstWriter(5)
-	b := New(Config{})
+	b := New(verdict.Config{})
 	b.Resume(persistedOf(last), r.at(5))
 	for round := 5; round < 11; round++ { // one minute
 		b.Observe(r.round(round, healthy), r.at(round))
@@ -697,7 +695,7 @@ func TestHealthyTakeoverWritesNothing(t *testing.T) {
 // forgets its pairs, and the observer itself after TargetTTL; nothing is re-created.
 func TestSilentObserversPodDeletedIsForgotten(t *testing.T) {
 	r := newRing(8, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	for round := 0; round < 3; round++ {
 		e.Observe(r.round(round, healthy), r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
@@ -711,12 +709,12 @@ func TestSilentObserversPodDeletedIsForgotten(t *testing.T) {
 		e.Reconcile(r.at(round).Add(time.Second))
 	}
 	require.Equal(t, 1, e.Stats().SilentObservers)
-	for k := range e.written {
+	for _, k := range e.ObjectKeys() {
 		if k.SourcePod == "agent-5" {
 			e.ObjectGone(k) // garbage collection
 		}
 	}
-	for ; r.at(round).Before(r.at(3).Add(DefaultTargetTTL + time.Minute)); round++ {
+	for ; r.at(round).Before(r.at(3).Add(verdict.DefaultTargetTTL + time.Minute)); round++ {
 		e.Observe(without(round), r.at(round))
 		for _, w := range e.Reconcile(r.at(round).Add(time.Second)).Objects {
 			require.NotEqual(t, "agent-5", w.Key.SourcePod, "round %d: nothing re-created for the deleted observer", round)
@@ -733,7 +731,7 @@ func TestSilentObserversPodDeletedIsForgotten(t *testing.T) {
 // pair's.
 func TestRingMoveDeletesTheOldStablePairsObject(t *testing.T) {
 	r := newRing(6, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	obs := func(round, dst int, stable bool) observation.Observation {
 		o := observation.Observation{Source: r.src(0), Target: r.tgt(dst), ProbeType: "icmp", Timestamp: r.at(round), Stable: stable, Sent: 3, Success: true}
 		o.RTT = observation.NewHistogram(8)
@@ -768,13 +766,13 @@ func TestRingMoveDeletesTheOldStablePairsObject(t *testing.T) {
 // its object back with its next round.
 func TestObjectGoneIsNotRecreatedForAGonePod(t *testing.T) {
 	r := newRing(6, 3)
-	e := New(Config{})
+	e := New(verdict.Config{})
 	for round := 0; round < 3; round++ {
 		e.Observe(r.round(round, healthy), r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
 	}
 	var gone, userDeleted observation.PairKey
-	for k := range e.written {
+	for _, k := range e.ObjectKeys() {
 		switch k.SourcePod {
 		case "agent-2":
 			gone = k
@@ -805,8 +803,8 @@ func TestObjectGoneIsNotRecreatedForAGonePod(t *testing.T) {
 // suppressed as a wide outage.
 func TestSilentObserversAreNoNodeEvidence(t *testing.T) {
 	r := newRing(12, 3)
-	e := New(Config{})
-	cur := map[string]*NodeCondition{}
+	e := New(verdict.Config{})
+	cur := map[string]*verdict.NodeCondition{}
 	for i := 0; i < r.n; i++ {
 		cur[fmt.Sprintf("node-%d", i)] = nil
 	}
@@ -829,7 +827,7 @@ func TestSilentObserversAreNoNodeEvidence(t *testing.T) {
 	e.Reconcile(r.at(round).Add(time.Second))
 	round++
 	const cut = 3
-	var d NodeDecision
+	var d verdict.NodeDecision
 	for ; round < 9; round++ {
 		var obs []observation.Observation
 		for _, o := range r.round(round, func(s, t int) bool { return s != cut && t != cut }) {
@@ -843,7 +841,7 @@ func TestSilentObserversAreNoNodeEvidence(t *testing.T) {
 		}
 		e.Observe(obs, r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
-		d = e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+		d = e.ReconcileNodes(r.at(round).Add(time.Second), cur, verdict.NodeConfig{})
 		for _, w := range d.Writes {
 			c := w.Condition
 			cur[w.Node] = &c
@@ -859,8 +857,8 @@ func TestSilentObserversAreNoNodeEvidence(t *testing.T) {
 func TestTakeoverKeepsObjectsOlderThanTargetTTL(t *testing.T) {
 	r := newRing(8, 3)
 	last := r.firstWriter(3)
-	b := New(Config{})
-	takeover := r.at(3).Add(DefaultTargetTTL + 5*time.Minute) // the objects were written 15 min ago
+	b := New(verdict.Config{})
+	takeover := r.at(3).Add(verdict.DefaultTargetTTL + 5*time.Minute) // the objects were written 15 min ago
 	b.Resume(persistedOf(last), takeover)
 	for i := 0; i < 6; i++ {
 		now := takeover.Add(time.Duration(i) * r.iv)
@@ -880,8 +878,8 @@ func TestTakeoverKeepsObjectsOlderThanTargetTTL(t *testing.T) {
 // towards it stay evidence, and the node is marked, long after the agent reads silent.
 func TestSilentAgentOfAPartitionedNodeIsMarked(t *testing.T) {
 	r := newRing(6, 3)
-	e := New(Config{})
-	cur := map[string]*NodeCondition{}
+	e := New(verdict.Config{})
+	cur := map[string]*verdict.NodeCondition{}
 	for i := 0; i < r.n; i++ {
 		cur[fmt.Sprintf("node-%d", i)] = nil
 	}
@@ -891,7 +889,7 @@ func TestSilentAgentOfAPartitionedNodeIsMarked(t *testing.T) {
 		e.Reconcile(r.at(round).Add(time.Second))
 	}
 	const cut = 3
-	var d NodeDecision
+	var d verdict.NodeDecision
 	for ; round < 20; round++ { // well past the cut agent's silentAfter
 		var obs []observation.Observation
 		for _, o := range r.round(round, func(s, t int) bool { return s != cut && t != cut }) {
@@ -903,7 +901,7 @@ func TestSilentAgentOfAPartitionedNodeIsMarked(t *testing.T) {
 		}
 		e.Observe(obs, r.at(round))
 		e.Reconcile(r.at(round).Add(time.Second))
-		d = e.ReconcileNodes(r.at(round).Add(time.Second), cur, NodeConfig{})
+		d = e.ReconcileNodes(r.at(round).Add(time.Second), cur, verdict.NodeConfig{})
 		for _, w := range d.Writes {
 			c := w.Condition
 			cur[w.Node] = &c
@@ -914,16 +912,16 @@ func TestSilentAgentOfAPartitionedNodeIsMarked(t *testing.T) {
 }
 
 // After a takeover the agents reach the new writer only once the Service follows it and
-// their reconnect backoff has run (found on real nodes): for takeoverGrace no agent reads
+// their reconnect backoff has run (found on real nodes): for verdict.TakeoverGrace no agent reads
 // newly silent, so a takeover rewrites nothing; one still silent after it does.
 func TestTakeoverGraceBeforeSilence(t *testing.T) {
 	r := newRing(8, 3)
 	last := r.firstWriter(3)
-	b := New(Config{})
+	b := New(verdict.Config{})
 	resumed := r.at(3)
 	b.Resume(persistedOf(last), resumed)
 	silentAt := time.Duration(-1)
-	for round := 3; r.at(round).Sub(resumed) < 2*takeoverGrace; round++ {
+	for round := 3; r.at(round).Sub(resumed) < 2*verdict.TakeoverGrace; round++ {
 		obs := r.round(round, healthy)
 		if r.at(round).Sub(resumed) < 20*time.Second {
 			obs = nil // every agent still reconnecting
@@ -939,5 +937,5 @@ func TestTakeoverGraceBeforeSilence(t *testing.T) {
 			}
 		}
 	}
-	require.GreaterOrEqual(t, silentAt, takeoverGrace, "agent-2 reads silent only after the grace")
+	require.GreaterOrEqual(t, silentAt, verdict.TakeoverGrace, "agent-2 reads silent only after the grace")
 }

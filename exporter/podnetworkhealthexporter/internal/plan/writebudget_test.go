@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package verdict
+package plan
 
 import (
 	"fmt"
@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
@@ -106,11 +107,11 @@ func (r simResult) breakdown() string {
 
 // simulate runs rounds every interval for the given duration; down(t) says whether the
 // target is down at offset t.
-func simulate(d, interval time.Duration, down func(time.Duration) bool, pol plan.Policy, cfg SummaryConfig, seed uint64) simResult {
+func simulate(d, interval time.Duration, down func(time.Duration) bool, pol Policy, cfg verdict.SummaryConfig, seed uint64) simResult {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	s := NewSummarizer(cfg)
+	s := verdict.NewSummarizer(cfg)
 	res := simResult{hours: d.Hours(), reasons: map[string]int{}}
-	var last plan.Written
+	var last observation.Written
 	key := observation.PairKey{}
 	for off := time.Duration(0); off < d; off += interval {
 		now := simEpoch.Add(off)
@@ -119,15 +120,15 @@ func simulate(d, interval time.Duration, down func(time.Duration) bool, pol plan
 		s.Add(o)
 		res.transitions = append(res.transitions, s.Transitions()...)
 		sum, _ := s.Summary(key)
-		if write, reason := plan.Decide(last, sum, now, pol); write {
+		if write, reason := Decide(last, sum, now, pol); write {
 			res.writes++
 			res.reasons[reason]++
 			res.writeTimes = append(res.writeTimes, now)
-			if reason == plan.ReasonVerdict {
+			if reason == ReasonVerdict {
 				res.verdictWrites = append(res.verdictWrites, now)
 				res.verdicts = append(res.verdicts, sum.Verdict)
 			}
-			last = plan.WrittenFrom(sum, now)
+			last = observation.WrittenFrom(sum, now)
 		}
 	}
 	return res
@@ -152,14 +153,14 @@ func bench(name, ours, reference string, ratio float64) {
 func TestWriteBudget(t *testing.T) {
 	const interval = 10 * time.Second
 	const hours = 6 * time.Hour
-	pol := plan.DefaultPolicy()
-	cfg := SummaryConfig{}
+	pol := DefaultPolicy()
+	cfg := verdict.SummaryConfig{}
 
 	// Steady target.
 	steady := simulate(hours, interval, never, pol, cfg, 1)
 	again := simulate(hours, interval, never, pol, cfg, 1)
 	require.Equal(t, steady.writes, again.writes, "the simulation is deterministic")
-	assert.Equal(t, map[string]int{plan.ReasonInitial: 1, plan.ReasonHeartbeat: steady.writes - 1}, steady.reasons,
+	assert.Equal(t, map[string]int{ReasonInitial: 1, ReasonHeartbeat: steady.writes - 1}, steady.reasons,
 		"a steady target is written once and then only by heartbeat")
 	for i := 1; i < len(steady.writeTimes); i++ {
 		assert.GreaterOrEqual(t, steady.writeTimes[i].Sub(steady.writeTimes[i-1]), pol.HeartbeatInterval)
@@ -172,7 +173,7 @@ func TestWriteBudget(t *testing.T) {
 	pol5 := pol
 	pol5.HeartbeatInterval = 5 * time.Minute
 	steady5 := simulate(hours, interval, never, pol5, cfg, 1)
-	assert.Equal(t, map[string]int{plan.ReasonInitial: 1, plan.ReasonHeartbeat: steady5.writes - 1}, steady5.reasons)
+	assert.Equal(t, map[string]int{ReasonInitial: 1, ReasonHeartbeat: steady5.writes - 1}, steady5.reasons)
 	bench("pnh_writes_per_object_hour_steady_heartbeat5m", fmt.Sprintf("%.1f/h", steady5.perHour()),
 		fmt.Sprintf("%.1f/h(openshift)", referenceWritesPerHour), referenceWritesPerHour/steady5.perHour())
 
@@ -188,7 +189,7 @@ func TestWriteBudget(t *testing.T) {
 	}
 	require.NotEmpty(t, flap.transitions)
 	assert.Equal(t, observation.VerdictUnknown, flap.transitions[0].Old)
-	assert.Equal(t, changes-1, flap.reasons[plan.ReasonVerdict], "one verdict write per verdict change")
+	assert.Equal(t, changes-1, flap.reasons[ReasonVerdict], "one verdict write per verdict change")
 	assert.Greater(t, changes, int(hours/(2*time.Minute)), "every down and up minute is detected")
 	// Latency/loss-driven writes respect MinChangeInterval.
 	for i := 1; i < len(flap.writeTimes); i++ {
@@ -200,7 +201,7 @@ func TestWriteBudget(t *testing.T) {
 		fmt.Sprintf("%.1f/h(openshift)", referenceWritesPerHour), referenceWritesPerHour/flap.perHour())
 	// An hour with one 3-minute outage.
 	outage := simulate(time.Hour, interval, func(t time.Duration) bool { return t >= 30*time.Minute && t < 33*time.Minute }, pol, cfg, 4)
-	assert.Equal(t, 2, outage.reasons[plan.ReasonVerdict])
+	assert.Equal(t, 2, outage.reasons[ReasonVerdict])
 	bench("pnh_writes_per_object_hour_one_3m_outage", fmt.Sprintf("%.1f/h", outage.perHour()),
 		fmt.Sprintf("%.1f/h(openshift)", referenceWritesPerHour), referenceWritesPerHour/outage.perHour())
 	if testing.Verbose() {
@@ -220,7 +221,7 @@ func TestWriteBudget(t *testing.T) {
 		down = append(down, r.verdictWrites[0].Sub(simEpoch.Add(faultStart)))
 		up = append(up, r.verdictWrites[1].Sub(simEpoch.Add(faultEnd)))
 	}
-	f, sN := time.Duration(DefaultFailuresToUnreachable), time.Duration(DefaultSuccessesToReachable)
+	f, sN := time.Duration(verdict.DefaultFailuresToUnreachable), time.Duration(verdict.DefaultSuccessesToReachable)
 	for _, d := range down {
 		assert.LessOrEqual(t, d, f*interval, "Unreachable is decided by the %d-th failed round", f)
 		assert.Greater(t, d, (f-1)*interval)

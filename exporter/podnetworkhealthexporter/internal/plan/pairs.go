@@ -1,0 +1,186 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package plan
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
+)
+
+// Priority orders writes (the write queue's priorities).
+type Priority = writequeue.Priority
+
+// Priorities, most urgent first.
+const (
+	PriorityVerdict   = writequeue.Verdict   // verdict changes, objects of newly failing pairs, condition changes
+	PriorityEvent     = writequeue.Event     // Events
+	PriorityUpdate    = writequeue.Update    // first writes of stable pairs, latency/loss changes
+	PriorityHeartbeat = writequeue.Heartbeat // unchanged status rewritten so staleness shows
+	PriorityCleanup   = writequeue.Cleanup   // deletes
+)
+
+// ObjectWrite is one PodNetworkHealth object to write (or delete).
+type ObjectWrite struct {
+	Key observation.PairKey
+	// Summary is what to write; unset for deletes.
+	Summary observation.Summary
+	// BadObserverNode: the pair is Unreachable because its observer's node cannot reach
+	// the pod network; the object says Unknown / ObserverUnhealthy instead.
+	BadObserverNode string
+	// SilentObserver: the pair's observer stopped reporting (Unknown / ObserverSilent);
+	// it names the observer pod ("namespace/name").
+	SilentObserver string
+	// Restate: the pair was resumed from the API and this replica has no summary of its
+	// own yet; only the existing object's Reachable condition changes (SilentObserver).
+	Restate bool
+	// DegradedFamilies: address families that fail while another answers (sorted; empty
+	// when every probed family answers).
+	DegradedFamilies []string
+	// DegradedSince: the first failed round of the earliest failing family.
+	DegradedSince time.Time
+	Delete        bool
+	Reason        string // Reason* or "observer", "family", "delete"
+	Priority      Priority
+
+	// record is what the verdict stage keeps of this write (Engine.Record).
+	record verdict.ObjectRecord
+}
+
+// PairObjects is the PodNetworkHealth objects' controller: from the verdict stage's
+// judgement it decides which objects to write, restate or delete, why, and how urgently.
+// Pure: it keeps no state (what was written comes with each PairState).
+type PairObjects struct {
+	// Policy is the per-object write policy; its HeartbeatInterval is replaced by the
+	// judgement's (the configured one stretched to the budget).
+	Policy Policy
+}
+
+// Plan returns the object writes due at now: the deletes of dropped pairs, then for every
+// pair that may need one, a write when Decide says so or when what the object says of
+// its observer (ObserverUnhealthy, ObserverSilent) or of its address families changed.
+func (c PairObjects) Plan(j verdict.Judgement, now time.Time) []ObjectWrite {
+	out := make([]ObjectWrite, 0, len(j.Deletes))
+	for _, k := range j.Deletes {
+		out = append(out, ObjectWrite{Key: k, Delete: true, Reason: "delete", Priority: PriorityCleanup})
+	}
+	policy := c.Policy
+	policy.HeartbeatInterval = j.Heartbeat
+	for _, st := range j.Pairs {
+		if w, ok := c.planPair(st, now, policy); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// planPair decides the write of one pair.
+func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) (ObjectWrite, bool) {
+	s := st.Summary
+	if !st.HasObject && !st.Stable && s.Verdict != observation.VerdictUnreachable {
+		return ObjectWrite{}, false // a candidate without a verdict against it: no object
+	}
+	if st.Seeded {
+		// Resumed from the API: it says nothing new yet, unless its observer fell silent;
+		// then only the object's Reachable condition is restated.
+		if st.HasObject && st.SilentObserver != "" && !st.Last.Silent {
+			rec := st.Last
+			rec.Silent = true
+			return ObjectWrite{Key: st.Key, SilentObserver: st.SilentObserver, Restate: true, Reason: "observer", Priority: PriorityUpdate, record: rec}, true
+		}
+		return ObjectWrite{}, false
+	}
+	degradedText := strings.Join(st.DegradedFamilies, ",")
+	write, reason := Decide(st.Last.Written, s, now, policy)
+	switch {
+	case write:
+	case (st.BadObserverNode != "") != st.Last.BadObserver:
+		write, reason = true, "observer"
+	case st.HasObject && degradedText != st.Last.Degraded:
+		write, reason = true, "family"
+	case st.HasObject && (st.SilentObserver != "") != st.Last.Silent:
+		write, reason = true, "observer"
+	}
+	if !write {
+		return ObjectWrite{}, false
+	}
+	return ObjectWrite{
+		Key: st.Key, Summary: s, BadObserverNode: st.BadObserverNode, SilentObserver: st.SilentObserver,
+		DegradedFamilies: st.DegradedFamilies, DegradedSince: st.DegradedSince, Reason: reason,
+		Priority: priorityOf(reason, st.Stable),
+		record: verdict.ObjectRecord{Written: observation.WrittenFrom(s, now), BadObserver: st.BadObserverNode != "",
+			Degraded: degradedText, Silent: st.SilentObserver != ""},
+	}, true
+}
+
+// priorityOf maps a write reason to its priority: a verdict (or its attribution) first; the
+// first write of a non-stable pair is a newly failing pair, so it is urgent too.
+func priorityOf(reason string, stable bool) Priority {
+	switch reason {
+	case ReasonVerdict, "observer", "family":
+		return PriorityVerdict
+	case ReasonInitial:
+		if !stable {
+			return PriorityVerdict
+		}
+		return PriorityUpdate
+	case ReasonHeartbeat:
+		return PriorityHeartbeat
+	case "delete":
+		return PriorityCleanup
+	}
+	return PriorityUpdate
+}
+
+// Result is what one Reconcile decided.
+type Result struct {
+	// Objects to write, most urgent first.
+	Objects []ObjectWrite
+	// Events: verdict changes of pairs that have objects, ordered by time.
+	Events []observation.Transition
+	// TargetChanges: per-target verdict changes, for logs and metrics.
+	TargetChanges []verdict.TargetStatus
+	// ObserverChanges: observers that fell silent or reported again.
+	ObserverChanges []verdict.ObserverStatus
+	// Heartbeat is the heartbeat interval in force.
+	Heartbeat time.Duration
+}
+
+// Engine is the verdict stage's Engine with the objects' controller: what the exporter's
+// leader runs every second (Reconcile). The verdict methods (Observe, Resume, Targets, ...)
+// are the embedded Engine's.
+type Engine struct {
+	*verdict.Engine
+	Pairs PairObjects
+}
+
+// New returns an Engine with the default write policy (WithPolicy changes it).
+func New(cfg verdict.Config) *Engine {
+	return &Engine{Engine: verdict.New(cfg), Pairs: PairObjects{Policy: Policy{HeartbeatInterval: cfg.Heartbeat}}}
+}
+
+// WithPolicy sets the per-object write policy.
+func (e *Engine) WithPolicy(p Policy) *Engine {
+	e.Pairs.Policy = p
+	return e
+}
+
+// Reconcile judges (verdict stage), plans the object writes (PairObjects), records what is
+// written, and collects the Events of pairs that have objects.
+func (e *Engine) Reconcile(now time.Time) Result {
+	j := e.Judge(now)
+	res := Result{TargetChanges: j.TargetChanges, ObserverChanges: j.ObserverChanges, Heartbeat: j.Heartbeat}
+	for _, w := range e.Pairs.Plan(j, now) {
+		if w.Delete || e.Record(w.Key, w.record) {
+			res.Objects = append(res.Objects, w)
+		}
+	}
+	res.Events = e.Events()
+	slices.SortStableFunc(res.Objects, func(a, b ObjectWrite) int { return int(a.Priority) - int(b.Priority) })
+	return res
+}
