@@ -30,9 +30,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -80,8 +78,7 @@ type pnhExporter struct {
 	writer   *writer
 	eventsRL *rate.Limiter // nil unless events.enabled
 	hostname string        // the Events' reporting instance
-	nodes    cache.SharedIndexInformer
-	nodesF   informers.SharedInformerFactory
+	nodes    *nodeCache    // nil unless node_conditions.enabled; guarded by mu (the node_problem gauge reads it)
 	gated    *gatedPods
 	// checks is nil unless checks.enabled.
 	checks *checkController
@@ -306,15 +303,14 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	e.done = append(e.done, expiring)
 	e.mu.Unlock()
 	if e.cfg.NodeConditions.Enabled {
-		e.nodesF = informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithTransform(stripNodeToCondition(e.cfg.NodeConditions.Type)))
-		nodes := e.nodesF.Core().V1().Nodes().Informer()
+		nodes := newNodeCache(e.kube, e.cfg.NodeConditions.Type)
 		e.mu.Lock() // the node_problem gauge's callback reads it
 		e.nodes = nodes
 		e.mu.Unlock()
-		e.nodesF.Start(e.stopNodes)
+		nodes.factory.Start(e.stopNodes)
 	}
 	if e.gate != nil {
-		e.gated = newGatedPods(e)
+		e.gated = newGatedPods(e.kube, e.cfg.ReadinessGate.ConditionType)
 		e.gated.factory.Start(e.stopNodes)
 	}
 	if e.checks != nil {
@@ -431,7 +427,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	e.engine.Resume(existing, time.Now())
 	defer e.engine.EndTerm() // a future leadership starts from the API's state again
 	if !e.cfg.NodeConditions.Enabled {
-		e.cleanupNodeConditions(ctx)
+		e.writer.CleanupNodeConditions(ctx, e.kube, e.cfg.NodeConditions.Type, e.logger)
 	}
 	workerCtx, stopWorkers := context.WithCancel(ctx)
 	e.writer.Run(workerCtx, e.cfg.Workers)
@@ -460,8 +456,8 @@ func (e *pnhExporter) lead(ctx context.Context) {
 			// (min_hold expiry, suppression).
 			if targetsChanged || now.Sub(lastNodes) >= 5*time.Second {
 				lastNodes = now
-				e.reconcileNodes(ctx, now)
-				e.reconcileReadiness(ctx, now)
+				e.reconcileNodes(now)
+				e.reconcileReadiness(now)
 			}
 		}
 	}
@@ -664,8 +660,8 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 			e.writer.Stop()
 		}
 		close(e.stopNodes)
-		if e.nodesF != nil {
-			e.nodesF.Shutdown()
+		if nodes := e.nodeCache(); nodes != nil {
+			nodes.factory.Shutdown()
 		}
 		if e.gated != nil {
 			e.gated.factory.Shutdown()

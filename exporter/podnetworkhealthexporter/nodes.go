@@ -4,90 +4,89 @@
 package podnetworkhealthexporter
 
 import (
-	"context"
 	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
-// Node conditions: the I/O around verdict.ReconcileNodes, in one place. The engine judges
-// every node from the per-target verdicts and says which conditions to write; this file
-// reads the nodes (a stripped informer), applies the writes and removes the condition
-// when the signal is disabled.
+// Node conditions, wired: the node cache (a stripped informer) feeds the verdict stage's
+// node judgement (verdict.Engine.ReconcileNodes), the controller plan.NodeConditions turns
+// it into patches, and the writer (apply) makes them.
 
-// nodeConfig maps the exporter's configuration onto the engine's node rules.
-func (e *pnhExporter) nodeConfig() verdict.NodeConfig {
-	nc := e.cfg.NodeConditions
-	return verdict.NodeConfig{Quorum: nc.Quorum, MaxFailingShare: nc.MaxFailingShare, Heartbeat: nc.Heartbeat, MinHold: nc.MinHold}
+// nodeCache watches the nodes and keeps of each only its name and our condition.
+type nodeCache struct {
+	factory  informers.SharedInformerFactory
+	informer cache.SharedIndexInformer
+}
+
+func newNodeCache(kube kubernetes.Interface, condType string) *nodeCache {
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripNodeToCondition(condType)))
+	return &nodeCache{factory: f, informer: f.Core().V1().Nodes().Informer()}
+}
+
+// list returns the cached nodes; false until the cache has synced (and for a nil cache).
+func (c *nodeCache) list() ([]*corev1.Node, bool) {
+	if c == nil || !c.informer.HasSynced() {
+		return nil, false
+	}
+	objs := c.informer.GetStore().List()
+	out := make([]*corev1.Node, 0, len(objs))
+	for _, obj := range objs {
+		out = append(out, obj.(*corev1.Node))
+	}
+	return out, true
+}
+
+// nodeControl is the node conditions' controller for this configuration.
+func nodeControl(cfg *Config) plan.NodeConditions {
+	nc := cfg.NodeConditions
+	return plan.NodeConditions{Type: nc.Type,
+		Config: verdict.NodeConfig{Quorum: nc.Quorum, MaxFailingShare: nc.MaxFailingShare, Heartbeat: nc.Heartbeat, MinHold: nc.MinHold}}
 }
 
 // reconcileNodes runs the node judgement (always: it decides which observers are
-// distrusted) and, when node conditions are enabled, writes the conditions it decided.
-func (e *pnhExporter) reconcileNodes(ctx context.Context, now time.Time) {
+// distrusted) and, when node conditions are enabled, has the conditions it decided written.
+func (e *pnhExporter) reconcileNodes(now time.Time) {
+	control := nodeControl(e.cfg)
+	var nodes []*corev1.Node
 	current := map[string]*verdict.NodeCondition{}
-	byName := map[string]*corev1.Node{}
 	if e.cfg.NodeConditions.Enabled {
-		if !e.nodes.HasSynced() {
+		var synced bool
+		if nodes, synced = e.nodeCache().list(); !synced {
 			return
 		}
-		for _, obj := range e.nodes.GetStore().List() {
-			n := obj.(*corev1.Node)
-			byName[n.Name] = n
-			current[n.Name] = nil
-			for _, c := range n.Status.Conditions {
-				if string(c.Type) == e.cfg.NodeConditions.Type {
-					current[n.Name] = &verdict.NodeCondition{Status: string(c.Status), Reason: c.Reason, Message: c.Message, LastHeartbeat: c.LastHeartbeatTime.Time}
-				}
-			}
-		}
+		current = control.Current(nodes)
 	}
-	d := e.engine.ReconcileNodes(now, current, e.nodeConfig())
+	d := e.engine.ReconcileNodes(now, current, control.Config)
 	if d.Suppressed {
 		e.logger.Warn("pod_network_health: node marking suppressed", zap.String("reason", d.SuppressedReason))
 	}
-	for _, w := range d.Writes {
-		n := byName[w.Node]
-		if n == nil {
-			continue
-		}
-		cond := corev1.NodeCondition{
-			Type:               corev1.NodeConditionType(e.cfg.NodeConditions.Type),
-			Status:             corev1.ConditionStatus(w.Condition.Status),
-			Reason:             w.Condition.Reason,
-			Message:            w.Condition.Message,
-			LastHeartbeatTime:  metav1.NewTime(now),
-			LastTransitionTime: metav1.NewTime(now),
-		}
-		e.writer.Enqueue(apply.NodeKey(n.Name), w.Priority, func(ctx context.Context) error {
-			return apply.SetNodeCondition(ctx, e.kube, n, cond)
-		}, "node_condition")
-	}
+	e.writer.NodeConditions(e.kube, control.Plan(d, nodes, now))
+}
+
+// nodeCache is the node cache (nil until start, and with node_conditions off).
+func (e *pnhExporter) nodeCache() *nodeCache {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.nodes
 }
 
 // nodeConditionStatuses is the node condition of every node as the node cache holds it
 // (empty until the cache has synced, or with node_conditions off).
 func (e *pnhExporter) nodeConditionStatuses() map[string]corev1.ConditionStatus {
 	out := map[string]corev1.ConditionStatus{}
-	e.mu.Lock()
-	nodes := e.nodes
-	e.mu.Unlock()
-	if nodes == nil || !nodes.HasSynced() {
-		return out
-	}
-	for _, obj := range nodes.GetStore().List() {
-		n := obj.(*corev1.Node)
-		for _, c := range n.Status.Conditions {
-			if string(c.Type) == e.cfg.NodeConditions.Type {
-				out[n.Name] = c.Status
-			}
+	nodes, _ := e.nodeCache().list()
+	for node, c := range nodeControl(e.cfg).Current(nodes) {
+		if c != nil {
+			out[node] = corev1.ConditionStatus(c.Status)
 		}
 	}
 	return out
@@ -107,32 +106,5 @@ func stripNodeToCondition(condType string) cache.TransformFunc {
 			}
 		}
 		return out, nil
-	}
-}
-
-// cleanupNodeConditions removes the netpulse node condition from every node when the
-// signal is disabled, so turning it off leaves nothing stale behind. It needs the opt-in
-// node-status RBAC; without it, it says so once and gives up.
-func (e *pnhExporter) cleanupNodeConditions(ctx context.Context) {
-	nodes, err := e.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.logger.Info("pod_network_health: cannot list nodes to clean up node conditions", zap.Error(err))
-		return
-	}
-	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if string(c.Type) != e.cfg.NodeConditions.Type {
-				continue
-			}
-			node, typ := n.Name, e.cfg.NodeConditions.Type
-			e.writer.Enqueue(apply.NodeKey(node), writequeue.Cleanup, func(ctx context.Context) error {
-				err := apply.RemoveNodeCondition(ctx, e.kube, node, typ)
-				if apierrors.IsForbidden(err) {
-					e.logger.Info("pod_network_health: node conditions are disabled but a stale one remains; grant nodes/status patch to remove it", zap.String("node", node))
-					return nil // retrying cannot help
-				}
-				return err
-			}, "node_condition_cleanup")
-		}
 	}
 }

@@ -4,18 +4,20 @@
 package podnetworkhealthexporter
 
 import (
-	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 )
+
+// The readiness gate, wired: the pod cache feeds the verdict stage's gate
+// (readiness.Gate.Decide), the controller plan.ReadinessGate turns its flips into pod
+// condition patches, and the writer (apply) makes them.
 
 // gatedPods watches pods and keeps, for those that declare the readiness gate, only what
 // the gate decision needs; other pods are cached as empty shells (name and namespace).
@@ -24,9 +26,9 @@ type gatedPods struct {
 	informer cache.SharedIndexInformer
 }
 
-func newGatedPods(e *pnhExporter) *gatedPods {
-	condType := corev1.PodConditionType(e.cfg.ReadinessGate.ConditionType)
-	f := informers.NewSharedInformerFactoryWithOptions(e.kube, 0, informers.WithTransform(func(obj any) (any, error) {
+func newGatedPods(kube kubernetes.Interface, conditionType string) *gatedPods {
+	condType := corev1.PodConditionType(conditionType)
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(func(obj any) (any, error) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
 			return obj, nil
@@ -49,38 +51,29 @@ func newGatedPods(e *pnhExporter) *gatedPods {
 	return &gatedPods{factory: f, informer: f.Core().V1().Pods().Informer()}
 }
 
-func (g *gatedPods) list() []readiness.PodInfo {
-	var out []readiness.PodInfo
-	for _, obj := range g.informer.GetStore().List() {
-		p := obj.(*corev1.Pod)
-		if len(p.Spec.ReadinessGates) == 0 {
-			continue
-		}
-		info := readiness.PodInfo{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName, Created: p.CreationTimestamp.Time, HasGate: true}
-		if len(p.Status.Conditions) > 0 {
-			info.Condition = string(p.Status.Conditions[0].Status)
-		}
-		out = append(out, info)
+// list returns the cached pods; false until the cache has synced (and for a nil cache).
+func (g *gatedPods) list() ([]*corev1.Pod, bool) {
+	if g == nil || !g.informer.HasSynced() {
+		return nil, false
 	}
-	return out
+	objs := g.informer.GetStore().List()
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, obj := range objs {
+		out = append(out, obj.(*corev1.Pod))
+	}
+	return out, true
 }
 
 // reconcileReadiness sets the network-readiness condition of gated pods that have been
 // reached from another node (rate-limited by the gate).
-func (e *pnhExporter) reconcileReadiness(ctx context.Context, now time.Time) {
-	if e.gated == nil || !e.gated.informer.HasSynced() {
+func (e *pnhExporter) reconcileReadiness(now time.Time) {
+	pods, synced := e.gated.list()
+	if !synced {
 		return
 	}
+	var control plan.ReadinessGate
 	e.mu.Lock()
-	flips := e.gate.Decide(e.gated.list(), now)
+	flips := e.gate.Decide(control.Pods(pods), now)
 	e.mu.Unlock()
-	for _, f := range flips {
-		cond := corev1.PodCondition{
-			Type: corev1.PodConditionType(f.ConditionType), Status: corev1.ConditionStatus(f.Status),
-			Reason: f.Reason, Message: f.Message, LastTransitionTime: metav1.NewTime(now),
-		}
-		e.writer.Enqueue(apply.PodKey(f.Namespace, f.Name), writequeue.Verdict, func(ctx context.Context) error {
-			return apply.SetPodCondition(ctx, e.kube, f.Namespace, f.Name, cond)
-		}, "readiness_gate")
-	}
+	e.writer.PodConditions(e.kube, control.Plan(flips, now))
 }

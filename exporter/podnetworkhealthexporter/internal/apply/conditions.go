@@ -8,10 +8,16 @@ import (
 	"encoding/json"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
 // SetNodeCondition writes one condition of our own type into node status with a strategic
@@ -61,4 +67,52 @@ func SetPodCondition(ctx context.Context, client kubernetes.Interface, ns, name 
 		return fmt.Errorf("patch pod %s/%s condition %s: %w", ns, name, cond.Type, err)
 	}
 	return nil
+}
+
+// NodeConditions schedules the node condition patches of the plan under the write budget
+// (one request each; a newer patch of a node replaces a pending one).
+func (w *Writer) NodeConditions(client kubernetes.Interface, writes []plan.NodeConditionWrite) {
+	for _, nw := range writes {
+		n, cond := nw.Node, nw.Condition
+		w.Enqueue(NodeKey(n.Name), nw.Priority, func(ctx context.Context) error {
+			return SetNodeCondition(ctx, client, n, cond)
+		}, "node_condition")
+	}
+}
+
+// PodConditions schedules the readiness gate's pod condition patches of the plan.
+func (w *Writer) PodConditions(client kubernetes.Interface, writes []plan.PodConditionWrite) {
+	for _, pw := range writes {
+		ns, name, cond := pw.Namespace, pw.Name, pw.Condition
+		w.Enqueue(PodKey(ns, name), pw.Priority, func(ctx context.Context) error {
+			return SetPodCondition(ctx, client, ns, name, cond)
+		}, "readiness_gate")
+	}
+}
+
+// CleanupNodeConditions removes our condition type from every node when node conditions
+// are disabled, so turning them off leaves nothing stale behind. It needs the opt-in
+// node-status RBAC; without it, it says so once per node and gives up.
+func (w *Writer) CleanupNodeConditions(ctx context.Context, client kubernetes.Interface, condType string, logger *zap.Logger) {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		logger.Info("pod_network_health: cannot list nodes to clean up node conditions", zap.Error(err))
+		return
+	}
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if string(c.Type) != condType {
+				continue
+			}
+			node := n.Name
+			w.Enqueue(NodeKey(node), writequeue.Cleanup, func(ctx context.Context) error {
+				err := RemoveNodeCondition(ctx, client, node, condType)
+				if apierrors.IsForbidden(err) {
+					logger.Info("pod_network_health: node conditions are disabled but a stale one remains; grant nodes/status patch to remove it", zap.String("node", node))
+					return nil // retrying cannot help
+				}
+				return err
+			}, "node_condition_cleanup")
+		}
+	}
 }
