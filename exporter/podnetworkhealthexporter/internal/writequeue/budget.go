@@ -5,87 +5,67 @@ package writequeue
 
 import (
 	"math"
-	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// Budget is the exporter's one API write budget: a token bucket over the caller's clock.
+// Budget is the exporter's one API write budget: a token bucket over the caller's clock
+// (golang.org/x/time/rate's Limiter; Budget adds only the "how long until a token" the
+// writer's workers wait for before they pick an item).
 //
 // It counts API requests, not objects: a create followed by an update of the status
 // subresource takes 2 tokens, a spec fix-up one more, a retry after a conflict takes its
 // tokens again; reads served from an informer cache take none. Every writer of the exporter
 // (objects, Events, node and pod conditions) takes its tokens from the same Budget.
 //
-// Budget is safe for concurrent use. Time going backwards adds no tokens.
+// Budget is safe for concurrent use.
 type Budget struct {
-	mu     sync.Mutex
-	rate   float64 // tokens per second; <= 0: unlimited
-	burst  float64
-	tokens float64
-	last   time.Time
+	lim *rate.Limiter
 }
 
 // NewBudget allows perSecond requests per second on average and burst at once (at least 1).
 // The bucket starts full. perSecond <= 0 or +Inf means unlimited.
 func NewBudget(perSecond float64, burst int) *Budget {
-	b := max(float64(burst), 1)
-	if math.IsInf(perSecond, 1) || math.IsNaN(perSecond) {
-		perSecond = 0
+	limit := rate.Limit(perSecond)
+	if !(perSecond > 0) || math.IsInf(perSecond, 1) {
+		limit = rate.Inf
 	}
-	return &Budget{rate: perSecond, burst: b, tokens: b}
+	return &Budget{lim: rate.NewLimiter(limit, max(burst, 1))}
 }
 
 // Rate is the average requests per second (0: unlimited).
-func (b *Budget) Rate() float64 { return b.rate }
+func (b *Budget) Rate() float64 {
+	if b.lim.Limit() == rate.Inf {
+		return 0
+	}
+	return float64(b.lim.Limit())
+}
 
 // Burst is the bucket size.
-func (b *Budget) Burst() int { return int(b.burst) }
+func (b *Budget) Burst() int { return b.lim.Burst() }
 
 // Take takes one token if one is available at now; otherwise it takes nothing and says how
 // long to wait before one is.
 func (b *Budget) Take(now time.Time) (ok bool, wait time.Duration) {
-	if b.rate <= 0 {
+	if b.lim.AllowN(now, 1) {
 		return true, 0
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.advance(now)
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, 0
-	}
-	return false, b.waitLocked()
+	return false, b.Delay(now)
 }
 
 // Delay is how long from now until Take would succeed, without taking anything (0: now).
 // A worker waits for it before it picks the next item, so the item it picks is the most
 // urgent one at the time the budget allows a write.
 func (b *Budget) Delay(now time.Time) time.Duration {
-	if b.rate <= 0 {
+	if b.lim.Limit() == rate.Inf {
 		return 0
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.advance(now)
-	if b.tokens >= 1 {
+	tokens := b.lim.TokensAt(now)
+	if tokens >= 1 {
 		return 0
 	}
-	return b.waitLocked()
-}
-
-func (b *Budget) advance(now time.Time) {
-	if b.last.IsZero() {
-		b.last = now
-		return
-	}
-	if now.After(b.last) {
-		b.tokens = min(b.burst, b.tokens+b.rate*now.Sub(b.last).Seconds())
-		b.last = now
-	}
-}
-
-func (b *Budget) waitLocked() time.Duration {
-	return max(time.Duration(math.Ceil((1-b.tokens)/b.rate*float64(time.Second))), 1)
+	return max(time.Duration(math.Ceil((1-tokens)/float64(b.lim.Limit())*float64(time.Second))), 1)
 }
 
 // HeartbeatInterval stretches the configured heartbeat so the heartbeats of all objects
