@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
+
 	"go.uber.org/zap"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -121,9 +123,11 @@ type Writer struct {
 	now         func() time.Time
 	popped      func(key string) // tests: the order the queue hands items out
 
-	mu       sync.Mutex
-	queue    *writequeue.Queue[*writeItem] // survives leadership terms
-	failures map[string]int                // consecutive failures of pending or in-flight keys
+	mu    sync.Mutex
+	queue *writequeue.Queue[*writeItem] // survives leadership terms
+	// retries: the per-key exponential back-off of failed writes (client-go workqueue's
+	// rate limiter: retryBase doubling to retryMax), forgotten when the key is done.
+	retries workqueue.TypedRateLimiter[string]
 	// stale: keys whose last write hit a conflict; their retry reads the object from the
 	// API instead of the informer, which can lag for minutes after an API server restart
 	// (its watch refused with "too large resource version") and would conflict forever.
@@ -159,7 +163,7 @@ func NewWriter(client versioned.Interface, namespace string, qps float64, burst 
 		done:        done,
 		now:         time.Now,
 		queue:       writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites)),
-		failures:    map[string]int{},
+		retries:     workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
 		stale:       map[string]bool{},
 		changed:     make(chan struct{}),
 		life:        life,
@@ -247,7 +251,7 @@ func (w *Writer) put(key string, p writequeue.Priority, it *writeItem) {
 // forgetLocked drops the back-off state of a key that is no longer queued.
 func (w *Writer) forgetLocked(key string) {
 	if !w.queue.Contains(key) {
-		delete(w.failures, key)
+		w.retries.Forget(key)
 		delete(w.stale, key)
 	}
 }
@@ -510,7 +514,7 @@ func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority,
 		// the same request would be refused again, so it is not retried; a newer state of
 		// the key is written when it comes.
 		w.mu.Lock()
-		delete(w.failures, key)
+		w.retries.Forget(key)
 		delete(w.stale, key)
 		w.queue.Done(key)
 		w.notifyLocked()
@@ -520,14 +524,9 @@ func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority,
 	}
 	if err != nil {
 		w.mu.Lock()
-		n := w.failures[key]
-		w.failures[key] = n + 1
+		backoff := w.retries.When(key)
 		if apierrors.IsConflict(err) {
 			w.stale[key] = true
-		}
-		backoff := retryMax
-		if n < 5 {
-			backoff = min(retryBase<<n, retryMax)
 		}
 		if drop, dropped := w.queue.Retry(key, p, it, w.now().Add(backoff)); dropped {
 			w.forgetLocked(drop.Key)
@@ -538,7 +537,7 @@ func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority,
 		return
 	}
 	w.mu.Lock()
-	delete(w.failures, key)
+	w.retries.Forget(key)
 	delete(w.stale, key)
 	w.queue.Done(key)
 	w.notifyLocked()

@@ -347,9 +347,7 @@ func TestWriterBacksOffPerKey(t *testing.T) {
 	assert.Error(t, got[0].Err)
 	assert.Error(t, got[1].Err)
 	assert.NoError(t, got[2].Err)
-	w.mu.Lock()
-	assert.Empty(t, w.failures)
-	w.mu.Unlock()
+	assert.Zero(t, w.retries.NumRequeues(NodeKey("n")), "the back-off is forgotten once the write succeeds")
 }
 
 // A write that fails after a newer state was set never brings the older state back.
