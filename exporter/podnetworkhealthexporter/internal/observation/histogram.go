@@ -35,6 +35,11 @@ const DefaultScale int32 = 5
 // It is how the Decoder hands over the samples of one probe round (the difference of two
 // cumulative histograms) and how the Summarizer keeps a window's samples. The zero value is
 // an empty histogram at scale 0; NewHistogram picks a scale for Record.
+//
+// Own code over go-expohisto's mapping (value -> index): the library's structure.Histogram
+// cannot be loaded from OTLP bucket counts (it has no per-index increment), subtracted
+// (cumulative -> per-round) or copied as a plain value across stages (ring-buffer storage);
+// the tests feed SubtractCumulative from it, as pod_probe keeps its series.
 type Histogram struct {
 	Scale     int32
 	ZeroCount uint64
