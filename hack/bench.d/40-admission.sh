@@ -7,4 +7,4 @@ NETPULSE_BENCH=1 go test -count=1 -run TestAdmissionBench -v ./processor/k8sneta
 # docs/security.md), against one source's unadmitted flood of 20,000 stable targets; and
 # (TestDecoderMemoryBenchHostile) one source's memory under #28 item 2's flood of streams,
 # against the same flood before the per-source bound and a real source at the limit.
-NETPULSE_BENCH=1 go test -count=1 -run TestDecoderMemoryBench -v ./exporter/podnetworkhealthexporter/internal/summary/
+NETPULSE_BENCH=1 go test -count=1 -run TestDecoderMemoryBench -v ./exporter/podnetworkhealthexporter/internal/decode/

@@ -24,7 +24,7 @@ import (
 // The write-budget simulation: one object, simulated hours of 10 s probe rounds, fed
 // straight into Summarizer + Decide (no Decoder, no clock). Run with
 //
-//	go test ./exporter/podnetworkhealthexporter/internal/summary -run TestWriteBudget -v
+//	go test ./exporter/podnetworkhealthexporter/internal/plan -run TestWriteBudget -v
 //
 // to print the BENCH lines. The figures are computed and deterministic (fixed seed); the
 // test asserts the rules, not particular numbers.

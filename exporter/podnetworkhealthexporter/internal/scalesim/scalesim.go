@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package scalesim drives the gateway's real decision code (engine, summary, writequeue)
+// Package scalesim drives the gateway's real decision code (decode, verdict, plan, writequeue)
 // with the real sampling planner over simulated hours at cluster sizes no test machine can
 // host, and measures what the scale model bounds: live objects, API writes per second,
 // the time from a dead target to Unreachable, gateway memory and exported series. Time is

@@ -23,7 +23,7 @@ import (
 )
 
 // Edge is one (observer -> target) outcome: the evidence behind a per-target verdict
-// (engine.edges builds them).
+// (verdict.Engine.edges builds them).
 type Edge struct {
 	// ObserverPod identifies the observing pod ("namespace/name").
 	ObserverPod string
