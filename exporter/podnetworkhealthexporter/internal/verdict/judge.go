@@ -1,0 +1,395 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package verdict
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
+)
+
+// Judge: the per-target verdicts, pair escalation, expiry, and the pairs due a write
+// (whose write decisions are plan.PairObjects').
+
+// ObjectRecord is what was last written for a pair that has an object.
+type ObjectRecord struct {
+	Written observation.Written
+	// BadObserver: written as Unknown / ObserverUnhealthy.
+	BadObserver bool
+	// Degraded: the DegradedFamilies written, comma-separated.
+	Degraded string
+	// Silent: written as Unknown / ObserverSilent.
+	Silent bool
+}
+
+// PairState is the judgement of one pair that may need a write: it changed, or its object
+// is a heartbeat old.
+type PairState struct {
+	Key     observation.PairKey
+	Summary observation.Summary
+	// Stable: observed as a stable pair (otherwise a rotating pair followed while failing).
+	Stable bool
+	// Seeded: resumed from the API and not observed since.
+	Seeded bool
+	// HasObject and Last: whether the pair has an object, and what was written to it.
+	HasObject bool
+	Last      ObjectRecord
+	// SilentObserver names the pair's observer pod ("namespace/name") when it stopped
+	// reporting.
+	SilentObserver string
+	// BadObserverNode: the pair is Unreachable because its observer's node cannot reach
+	// the pod network (unset for seeded pairs).
+	BadObserverNode string
+	// DegradedFamilies: address families that fail while another answers (sorted; empty
+	// when every probed family answers); DegradedSince the first failed round of the
+	// earliest of them (unset for seeded pairs).
+	DegradedFamilies []string
+	DegradedSince    time.Time
+}
+
+// Judgement is what one Judge found.
+type Judgement struct {
+	// Pairs that may need a write, ordered by key.
+	Pairs []PairState
+	// Deletes: pairs dropped (expired, past retention) that had objects.
+	Deletes []observation.PairKey
+	// TargetChanges: per-target verdict changes, for logs and metrics, ordered by time.
+	TargetChanges []TargetStatus
+	// ObserverChanges: observers that fell silent or reported again.
+	ObserverChanges []ObserverStatus
+	// Heartbeat is the heartbeat interval in force.
+	Heartbeat time.Duration
+}
+
+// Judge judges the targets observed since the last call, escalates, expires and drops
+// pairs, and returns the pairs that may need a write at now (changed, or with an object a
+// heartbeat old). The write decisions are the plan stage's (plan.PairObjects); what it
+// writes comes back through Record, and Events after that.
+func (e *Engine) Judge(now time.Time) Judgement {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var j Judgement
+	j.TargetChanges = e.judgeTargets()
+	pairKeys := e.pairKeys()
+	e.escalatePairs(pairKeys)
+	for k, t := range e.targets {
+		if now.Sub(t.lastSeen) > e.cfg.TargetTTL {
+			delete(e.targets, k)
+		}
+	}
+	j.ObserverChanges = e.judgeObservers(now)
+	if len(j.ObserverChanges) > 0 {
+		for k := range e.pairs {
+			pairKeys[k] = struct{}{}
+		}
+	}
+	j.Deletes = e.expirePairs(now, pairKeys)
+	j.Heartbeat = e.heartbeat(e.cfg.Heartbeat)
+	j.Pairs = e.duePairs(now, pairKeys, j.Heartbeat)
+	return j
+}
+
+// judgeTargets re-judges the targets observed since the last call (all after Resume) and
+// returns those whose verdict changed, ordered by time (caller holds mu).
+func (e *Engine) judgeTargets() []TargetStatus {
+	var changes []TargetStatus
+	judgeKeys := e.dirtyTargets
+	if e.fullPass {
+		judgeKeys = map[TargetKey]struct{}{}
+		for k := range e.targets {
+			judgeKeys[k] = struct{}{}
+		}
+	}
+	judge := e.judge
+	judge.voters = e.voterNodes()
+	for k := range judgeKeys {
+		if t := e.targets[k]; t != nil && t.judge(judge, e.distrusted) {
+			changes = append(changes, t.status())
+		}
+	}
+	clear(e.dirtyTargets)
+	slices.SortFunc(changes, func(a, b TargetStatus) int { return a.Since.Compare(b.Since) })
+	return changes
+}
+
+// pairKeys is the set of pairs to look at: those observed since the last call, or all
+// after Resume (caller holds mu).
+func (e *Engine) pairKeys() map[observation.PairKey]struct{} {
+	if !e.fullPass {
+		return e.dirty
+	}
+	keys := make(map[observation.PairKey]struct{}, len(e.pairs))
+	for k := range e.pairs {
+		keys[k] = struct{}{}
+	}
+	return keys
+}
+
+// escalatePairs: pairs whose newest round failed turn Unreachable at once when their target
+// is judged unreachable by its observers; candidate pairs when they failed on two visits
+// (caller holds mu).
+func (e *Engine) escalatePairs(pairKeys map[observation.PairKey]struct{}) {
+	for k := range pairKeys {
+		p := e.pairs[k]
+		if p == nil {
+			continue
+		}
+		if t := e.targets[p.target]; t != nil && t.verdict == observation.VerdictUnreachable {
+			if _, hasObject := e.written[k]; !p.stable && !hasObject {
+				// The target's own outage explains this rotating pair's failure: it is
+				// not path-specific after all, and the stable pairs show the outage.
+				e.summ.Forget(k)
+				delete(e.pairs, k)
+				delete(pairKeys, k)
+				e.countCandidate(k, -1)
+				continue
+			}
+			e.summ.Escalate(k, fmt.Sprintf("%s is unreachable from %d observer nodes", p.target.Family, t.failing))
+			continue
+		}
+		if !p.stable {
+			if v, fails, ok := e.summ.Verdict(k); ok && fails >= 2 && v != observation.VerdictUnreachable {
+				e.summ.Escalate(k, "failed on consecutive visits while other observers reach the target")
+			}
+		}
+	}
+}
+
+// judgeObservers marks observers silent or reporting again and forgets those long gone
+// that have no objects; it returns the changes (caller holds mu).
+func (e *Engine) judgeObservers(now time.Time) []ObserverStatus {
+	var changes []ObserverStatus
+	var withObjects map[string]bool // built once, only when an observer is past TargetTTL
+	// A new term's first TakeoverGrace declares no agent silent: the agents follow the
+	// writer through a Service that selects it, and they reach it only once it has labelled
+	// itself, the endpoint is published and their gRPC reconnect backoff has run.
+	inGrace := !e.termStart.IsZero() && now.Sub(e.termStart) < TakeoverGrace
+	for k, ob := range e.observers {
+		silent := now.Sub(ob.lastArrival) > ob.silentAfter(e.cfg.MaxProbeInterval)
+		if silent && !ob.silent && inGrace {
+			silent = false
+		}
+		if silent != ob.silent {
+			ob.silent = silent
+			changes = append(changes, ObserverStatus{UID: k, Namespace: ob.namespace, Name: ob.name, Node: ob.node, Silent: silent, LastSeen: ob.lastSeen})
+		}
+		// A silent observer is remembered while it has objects: they read ObserverSilent
+		// until its pod is deleted (its objects are garbage-collected with it).
+		if now.Sub(ob.lastSeen) > e.cfg.TargetTTL {
+			if withObjects == nil {
+				withObjects = e.sourcesWithObjects()
+			}
+			if !withObjects[k] {
+				delete(e.observers, k)
+			}
+		}
+	}
+	return changes
+}
+
+// expirePairs drops the pairs no longer observed and candidates past their retention, and
+// returns those of them that had objects (caller holds mu).
+func (e *Engine) expirePairs(now time.Time, pairKeys map[observation.PairKey]struct{}) []observation.PairKey {
+	var deletes []observation.PairKey
+	drop := func(k observation.PairKey) {
+		e.summ.Forget(k)
+		if p := e.pairs[k]; p != nil && !p.stable {
+			e.countCandidate(k, -1)
+		}
+		delete(e.pairs, k)
+		delete(pairKeys, k)
+		if _, had := e.written[k]; had {
+			e.forgetObject(k)
+			deletes = append(deletes, k)
+		}
+	}
+	keepSilent := func(k observation.PairKey) bool {
+		ob := e.observers[k.SourceUID]
+		_, hasObject := e.written[k]
+		return hasObject && ob != nil && ob.silent
+	}
+	for _, k := range e.summ.ExpireIdle(now, e.cfg.TargetTTL, keepSilent) {
+		drop(k)
+	}
+	for k, w := range e.written {
+		if _, ok := e.pairs[k]; !ok && now.Sub(w.At) > e.cfg.TargetTTL && !keepSilent(k) {
+			drop(k) // an object found in the API that nobody observes any more
+		}
+	}
+	for k, p := range e.pairs {
+		v, _, ok := e.summ.Verdict(k)
+		if !ok || keepSilent(k) {
+			continue
+		}
+		failing := v == observation.VerdictUnreachable
+		switch {
+		case p.stable && now.Sub(p.lastStable) > e.cfg.TargetTTL && !failing:
+			p.stable = false // no longer a stable peer: kept only while failing
+			e.countCandidate(k, +1)
+			if now.Sub(p.lastFailure) > e.cfg.FailingPairRetention {
+				drop(k)
+			}
+		case !p.stable && !failing && now.Sub(p.lastFailure) > e.cfg.FailingPairRetention:
+			drop(k)
+		case !p.stable && e.observerDistrusted(k.SourceUID):
+			// A rotating pair of an observer whose node lost the pod network: its
+			// failures are the observer's, not the path's. Not followed, and no object
+			// unless it already had one (then it reads ObserverUnhealthy).
+			if _, had := e.written[k]; !had {
+				drop(k)
+			}
+		}
+	}
+	return deletes
+}
+
+// duePairs returns, ordered by key, the pairs of pairKeys and the objects not written for
+// hb, with what the plan stage needs to decide their writes (caller holds mu).
+func (e *Engine) duePairs(now time.Time, pairKeys map[observation.PairKey]struct{}, hb time.Duration) []PairState {
+	keys := make([]observation.PairKey, 0, len(pairKeys))
+	for k := range pairKeys {
+		keys = append(keys, k)
+	}
+	for k, w := range e.written {
+		if _, ok := pairKeys[k]; !ok && now.Sub(w.At) >= hb {
+			keys = append(keys, k)
+		}
+	}
+	clear(e.dirty)
+	e.fullPass = false
+	slices.SortFunc(keys, func(a, b observation.PairKey) int {
+		switch {
+		case a.Less(b):
+			return -1
+		case b.Less(a):
+			return 1
+		}
+		return 0
+	})
+	var out []PairState
+	for _, k := range keys {
+		if k.SourceUID == "" || k.SourceNamespace == "" || (e.cfg.Namespace != "" && k.SourceNamespace != e.cfg.Namespace) {
+			continue
+		}
+		p := e.pairs[k]
+		s, ok := e.summ.Summary(k)
+		if p == nil || !ok {
+			continue
+		}
+		_, hasObject := e.written[k]
+		st := PairState{Key: k, Summary: s, Stable: p.stable, Seeded: p.seeded, HasObject: hasObject, Last: e.recordOf(k)}
+		if ob := e.observers[k.SourceUID]; ob != nil && ob.silent {
+			st.SilentObserver = k.SourceNamespace + "/" + k.SourcePod
+		}
+		if !p.seeded {
+			if s.Verdict == observation.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
+				st.BadObserverNode = s.ObservedFromNode
+			}
+			st.DegradedFamilies, st.DegradedSince = e.degradedFamilies(p, s.Verdict)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// recordOf is what was written for k (zero without an object; caller holds mu).
+func (e *Engine) recordOf(k observation.PairKey) ObjectRecord {
+	return ObjectRecord{Written: e.written[k], BadObserver: e.writtenBadObserver[k], Degraded: e.writtenDegraded[k], Silent: e.writtenSilent[k]}
+}
+
+// forgetObject forgets what was written for k (caller holds mu).
+func (e *Engine) forgetObject(k observation.PairKey) {
+	delete(e.written, k)
+	delete(e.writtenBadObserver, k)
+	delete(e.writtenDegraded, k)
+	delete(e.writtenSilent, k)
+}
+
+// Record keeps what the plan stage decided to write for k. It reports false, keeping
+// nothing, when the pair is gone since Judge (its object left the API meanwhile): then
+// nothing is to be written.
+func (e *Engine) Record(k observation.PairKey, r ObjectRecord) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.pairs[k]; !ok {
+		return false
+	}
+	e.written[k] = r.Written
+	e.writtenBadObserver[k] = r.BadObserver
+	e.writtenDegraded[k] = r.Degraded
+	e.writtenSilent[k] = r.Silent
+	return true
+}
+
+// Events returns the verdict changes since the last call of the pairs that have objects:
+// an outage detected, or ended.
+func (e *Engine) Events() []observation.Transition {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []observation.Transition
+	for _, t := range e.summ.Transitions() {
+		_, ok := e.written[t.Key]
+		if ok && t.Old != t.New && (t.New == observation.VerdictUnreachable || t.Old == observation.VerdictUnreachable) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// RejudgeAll makes the next Judge look at every target and pair, as after Resume.
+func (e *Engine) RejudgeAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.fullPass = true
+}
+
+// ObjectKeys returns the pairs that have objects, in no order.
+func (e *Engine) ObjectKeys() []observation.PairKey {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Collect(maps.Keys(e.written))
+}
+
+// Summaries returns the summary of every pair followed, ordered by key.
+func (e *Engine) Summaries() []observation.Summary { return e.summ.Summaries() }
+
+// degradedFamilies lists the address families of a Reachable pair that fail while another
+// answers: the pair's own rounds in that family failed FailuresToUnreachable times in a row,
+// or the target's observers judge that family of the target Unreachable (caller holds mu).
+func (e *Engine) degradedFamilies(p *pairInfo, v observation.Verdict) (failing []string, since time.Time) {
+	if v != observation.VerdictReachable {
+		return nil, time.Time{}
+	}
+	answering := false
+	for i, f := range p.families {
+		if f.lastRound.IsZero() {
+			continue
+		}
+		tk := p.target
+		tk.Family = familyNames[i]
+		t := e.targets[tk]
+		if f.fails >= e.summ.Config().FailuresToUnreachable || (t != nil && t.verdict == observation.VerdictUnreachable && !f.lastOK) {
+			failing = append(failing, familyNames[i])
+			if since.IsZero() || f.failSince.Before(since) {
+				since = f.failSince
+			}
+		} else if f.lastOK {
+			answering = true
+		}
+	}
+	if !answering {
+		return nil, time.Time{}
+	}
+	return failing, since
+}
+
+// heartbeat stretches a configured heartbeat so the heartbeats of all objects and node
+// conditions together use at most HeartbeatShare of the budget (caller holds mu).
+func (e *Engine) heartbeat(configured time.Duration) time.Duration {
+	return writequeue.HeartbeatInterval(configured, len(e.written)+len(e.nodes), e.cfg.WritesPerSecond, e.cfg.HeartbeatShare)
+}

@@ -1,0 +1,245 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package verdict
+
+import (
+	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+)
+
+// Observe: what every observation does to the targets' votes, the observers and the
+// pairs followed.
+
+// pairInfo says why a pair is summarised.
+type pairInfo struct {
+	stable     bool      // observed as a stable pair
+	lastStable time.Time // newest stable observation
+	// lastFailure is the newest failed round; candidate pairs (rotating, failed while
+	// others reached the target) are kept FailingPairRetention after it.
+	lastFailure time.Time
+	target      TargetKey // of the newest observation (its family)
+	// seeded: resumed from the API and not observed since; nothing is written for it
+	// until an observation brings news.
+	seeded bool
+	// families: the pair's own rounds per address family (0 ipv4, 1 ipv6), so that one
+	// failing family shows while the other keeps the pair Reachable.
+	families [2]familyRounds
+}
+
+// familyRounds is a pair's run of rounds in one address family.
+type familyRounds struct {
+	lastRound time.Time
+	lastOK    bool
+	fails     int       // consecutive failed rounds
+	failSince time.Time // the first of them
+}
+
+func familyIndex(f string) int {
+	if f == observation.FamilyIPv6 {
+		return 1
+	}
+	return 0
+}
+
+var familyNames = [2]string{observation.FamilyIPv4, observation.FamilyIPv6}
+
+func (f *familyRounds) add(at time.Time, ok bool) {
+	switch {
+	case at.After(f.lastRound):
+		f.lastRound, f.lastOK = at, ok
+		if ok {
+			f.fails = 0
+		} else {
+			if f.fails == 0 {
+				f.failSince = at
+			}
+			f.fails++
+		}
+	case at.Equal(f.lastRound) && ok && !f.lastOK:
+		f.lastOK, f.fails = true, 0 // another probe of the round succeeded
+	}
+}
+
+// observerState is what is known of a source.
+type observerState struct {
+	namespace, name, node string
+	lastSeen              time.Time // newest round
+	lastArrival           time.Time // when its newest observation arrived
+	interval              time.Duration
+	silent                bool
+	// voter: the key of the node it votes for in the per-target judgement ("" when it
+	// does not vote).
+	voter string
+}
+
+// voterOf is the node src votes for, and whether it votes (Config.Voter).
+func (e *Engine) voterOf(src observation.Source) (node string, votes bool) {
+	if e.cfg.Voter != nil {
+		return e.cfg.Voter(src)
+	}
+	return src.Node, true
+}
+
+// voterNodes counts the distinct observer nodes that vote and are not distrusted: the
+// cluster's observers, which bound how many observer nodes a target can have (caller
+// holds mu). One node's reports add at most one to it and never lower it.
+func (e *Engine) voterNodes() int {
+	seen := make(map[string]struct{}, len(e.observers))
+	for _, ob := range e.observers {
+		if ob.voter != "" && !e.distrusted(ob.node) {
+			seen[ob.voter] = struct{}{}
+		}
+	}
+	return len(seen)
+}
+
+// TakeoverGrace: how long a new writer waits before it reads any agent as newly silent.
+// On real nodes (internal/e2ereal) the agents reached a new leader up to ~20 s after the
+// takeover: the Service has no endpoint between the old leader's deletion and the new one's
+// label, and gRPC's reconnect backoff (1 s, x1.6, not configurable in the OTLP exporter)
+// has grown meanwhile. An agent really silent at a takeover reads silent 30 s later.
+const TakeoverGrace = 30 * time.Second
+
+// silentAfter is how long an observer may stay quiet before it reads as silent: three of
+// its rounds (at most maxInterval each), and never less than 10 s (batching and delivery
+// take a few seconds).
+func (o *observerState) silentAfter(maxInterval time.Duration) time.Duration {
+	return max(3*min(o.interval, maxInterval), 10*time.Second)
+}
+
+// countCandidate adds d to the candidates of the source of k (caller holds mu).
+func (e *Engine) countCandidate(k observation.PairKey, d int) {
+	n := e.candidates[k.SourceUID] + d
+	if n <= 0 {
+		delete(e.candidates, k.SourceUID)
+		return
+	}
+	e.candidates[k.SourceUID] = n
+}
+
+// Observe feeds observations (arrival time now). Every observation feeds the per-target
+// judgement as its observer node's vote; only stable pairs, and rotating pairs that failed
+// while their target is otherwise reachable (up to FailingPairsPerSource per source), are
+// summarised per pair. It returns how many observations were unusable: invalid, or dated
+// more than MaxFutureSkew after now.
+func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var tracked []observation.Observation
+	future := now.Add(e.cfg.MaxFutureSkew)
+	for i := range obs {
+		o := &obs[i]
+		key := observation.KeyOf(o)
+		if !key.Valid() || o.Timestamp.IsZero() || o.Timestamp.After(future) {
+			ignored++
+			continue
+		}
+		tk := TargetKeyOf(o)
+		ts := e.targets[tk]
+		node, votes := e.voterOf(o.Source)
+		if votes {
+			if ts == nil {
+				ts = &targetState{key: tk, verdict: observation.VerdictUnknown, target: o.Target}
+				e.targets[tk] = ts
+			}
+			if !o.Timestamp.Before(ts.lastSeen) {
+				mergeTarget(&ts.target, &o.Target)
+				ts.leaving = o.TargetLeaving
+			}
+			ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: node, ok: o.Success})
+			e.dirtyTargets[tk] = struct{}{}
+		}
+
+		ob := e.observers[o.Source.UID]
+		if ob == nil {
+			ob = &observerState{}
+			e.observers[o.Source.UID] = ob
+		}
+		ob.namespace, ob.name = o.Source.Namespace, o.Source.Name
+		if o.Source.Node != "" {
+			ob.node = o.Source.Node
+		}
+		ob.voter = ""
+		if votes {
+			ob.voter = voterKey(node, o.Source.UID)
+		}
+		if o.Timestamp.After(ob.lastSeen) {
+			// Its round length, as it reports: a longer gap is taken at once, a shorter one
+			// slowly, so one late round or points of one round a few ms apart do not make
+			// a slow observer read as silent.
+			if gap := o.Timestamp.Sub(ob.lastSeen); !ob.lastSeen.IsZero() && gap >= time.Second {
+				if gap > ob.interval {
+					ob.interval = gap
+				} else {
+					ob.interval = (3*ob.interval + gap) / 4
+				}
+			}
+			ob.lastSeen = o.Timestamp
+		}
+		ob.lastArrival = now
+
+		p := e.pairs[key]
+		switch {
+		case o.Stable:
+			if p == nil {
+				p = &pairInfo{}
+				e.pairs[key] = p
+			} else if !p.stable {
+				e.countCandidate(key, -1)
+			}
+			p.stable = true
+			if o.Timestamp.After(p.lastStable) {
+				p.lastStable = o.Timestamp
+			}
+		case p != nil && p.stable && o.Timestamp.After(p.lastStable):
+			// Its observer probes it as a rotating peer now: the ring moved (membership
+			// changed). It is followed on only while it fails; a healthy one's object goes
+			// at the next Reconcile instead of lingering for TargetTTL.
+			p.stable = false
+			e.countCandidate(key, +1)
+		case p == nil && !o.Success && (ts == nil || ts.verdict != observation.VerdictUnreachable) && !e.badNodes[o.Source.Node] &&
+			e.candidates[key.SourceUID] < e.cfg.FailingPairsPerSource:
+			// A rotating pair failed while its target is not judged unreachable: a
+			// path-specific failure worth following, within its source's share.
+			p = &pairInfo{}
+			e.pairs[key] = p
+			e.countCandidate(key, +1)
+		}
+		if p == nil {
+			continue
+		}
+		if !o.Success && o.Timestamp.After(p.lastFailure) {
+			p.lastFailure = o.Timestamp
+		}
+		p.target = tk
+		p.seeded = false
+		p.families[familyIndex(tk.Family)].add(o.Timestamp, o.Success)
+		tracked = append(tracked, *o)
+		e.dirty[key] = struct{}{}
+	}
+	ignored += e.summ.Add(tracked...)
+	return ignored
+}
+
+func mergeTarget(t, o *observation.Target) {
+	for _, f := range []struct{ dst, src *string }{
+		{&t.Namespace, &o.Namespace}, {&t.Name, &o.Name}, {&t.UID, &o.UID}, {&t.Node, &o.Node}, {&t.Zone, &o.Zone},
+	} {
+		if *f.src != "" {
+			*f.dst = *f.src
+		}
+	}
+	t.Kind, t.Address, t.Port = o.Kind, o.Address, o.Port
+}
+
+// observerDistrusted reports whether the observer uid is on a distrusted node (caller
+// holds mu).
+func (e *Engine) observerDistrusted(uid string) bool {
+	ob := e.observers[uid]
+	return ob != nil && e.distrusted(ob.node)
+}
+
+// distrusted reports whether observers on node have lost the pod network (caller holds mu).
+func (e *Engine) distrusted(node string) bool { return node != "" && e.badNodes[node] }
