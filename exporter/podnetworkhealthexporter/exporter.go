@@ -27,8 +27,6 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -116,69 +114,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		stopNodes: make(chan struct{}),
 		rejectLog: rate.NewLimiter(rate.Every(30*time.Second), 1),
 	}
-	// The per-target verdicts, one series per target and family (O(N)): what the gateway
-	// exports instead of a series per pair.
-	observeTargets := func(field func(verdict.TargetStatus) (int64, bool)) metric.Int64Callback {
-		return func(_ context.Context, o metric.Int64Observer) error {
-			for _, t := range e.engine.Targets() {
-				v, ok := field(t)
-				if !ok {
-					continue
-				}
-				o.Observe(v, metric.WithAttributes(
-					attribute.String("netpulse.target.kind", string(t.Key.Kind)),
-					attribute.String("netpulse.target.namespace", t.Key.Namespace),
-					attribute.String("netpulse.target.name", targetName(t.Key)),
-					attribute.String("netpulse.target.node", t.Target.Node),
-					attribute.String("netpulse.target.zone", t.Target.Zone),
-					attribute.String("network.type", t.Key.Family)))
-			}
-			return nil
-		}
-	}
-	if err := tb.RegisterPodNetworkHealthTargetReachableCallback(observeTargets(func(t verdict.TargetStatus) (int64, bool) {
-		switch t.Verdict {
-		case observation.VerdictReachable:
-			return 1, true
-		case observation.VerdictUnreachable:
-			return 0, true
-		}
-		return 0, false
-	})); err != nil {
-		return nil, err
-	}
-	if err := tb.RegisterPodNetworkHealthTargetFailingObserversCallback(observeTargets(func(t verdict.TargetStatus) (int64, bool) {
-		return int64(t.Failing), t.Verdict != observation.VerdictUnknown
-	})); err != nil {
-		return nil, err
-	}
-	if err := tb.RegisterPodNetworkHealthObserverReportingCallback(func(_ context.Context, o metric.Int64Observer) error {
-		for _, ob := range e.engine.Observers() {
-			v := int64(1)
-			if ob.Silent {
-				v = 0
-			}
-			o.Observe(v, metric.WithAttributes(
-				attribute.String("netpulse.observer.namespace", ob.Namespace),
-				attribute.String("netpulse.observer.name", ob.Name),
-				attribute.String("netpulse.observer.node", ob.Node)))
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if err := tb.RegisterPodNetworkHealthNodeProblemCallback(func(_ context.Context, o metric.Int64Observer) error {
-		for node, status := range e.nodeConditionStatuses() {
-			v := int64(0)
-			if status == corev1.ConditionTrue {
-				v = 1
-			} else if status != corev1.ConditionFalse {
-				continue
-			}
-			o.Observe(v, metric.WithAttributes(attribute.String("netpulse.target.node", node)))
-		}
-		return nil
-	}); err != nil {
+	if err := e.registerGauges(); err != nil {
 		return nil, err
 	}
 	if cfg.ReadinessGate.Enabled {
@@ -468,25 +404,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 	res := e.engine.Reconcile(now)
 	for _, w := range res.Objects {
-		if w.Delete {
-			e.writer.Set(&apply.Desired{Obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, Reason: w.Reason, Delete: true}, w.Priority)
-			continue
-		}
-		if w.Restate {
-			silent := w.SilentObserver
-			e.writer.Set(&apply.Desired{Obj: &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}, Reason: w.Reason,
-				Restate: func(st *v1alpha1.PodNetworkHealthStatus) { markObserverSilent(st, silent, now) }}, w.Priority)
-			continue
-		}
-		obj := objectOf(w.Summary)
-		setDegraded(&obj.Status, w.Summary, w.DegradedFamilies, w.DegradedSince)
-		switch {
-		case w.BadObserverNode != "":
-			markObserverUnhealthy(&obj.Status, w.BadObserverNode)
-		case w.SilentObserver != "":
-			markObserverSilent(&obj.Status, w.SilentObserver, now)
-		}
-		e.writer.Set(&apply.Desired{Obj: obj, Reason: w.Reason}, w.Priority)
+		e.writer.Set(desiredOf(w, now), w.Priority)
 	}
 	for _, o := range res.ObserverChanges {
 		if o.Silent {
@@ -561,65 +479,31 @@ func (e *pnhExporter) firstRejection(key string) bool {
 	return true
 }
 
-// eventComponent is the Events' source component and reporting controller.
-const eventComponent = "netpulse-pod-network-health"
-
-// emitEvents writes an Event per real verdict change through the writer, under the same
-// budget as every other write (behind verdict changes, ahead of updates and heartbeats).
-// events.per_minute caps their number on top; excess is dropped and logged, the status
-// still carries the outage history.
+// emitEvents writes an Event per real verdict change (plan.PairEvents) through the writer,
+// under the same budget as every other write (behind verdict changes, ahead of updates and
+// heartbeats). events.per_minute caps their number on top; excess is dropped and logged,
+// the status still carries the outage history.
 func (e *pnhExporter) emitEvents(ts []observation.Transition) {
 	if e.eventsRL == nil {
 		return
 	}
-	for _, t := range ts {
-		var typ, reason string
-		switch {
-		case t.New == observation.VerdictUnreachable && t.Old != observation.VerdictUnreachable:
-			typ, reason = corev1.EventTypeWarning, EventOutageDetected
-		case t.New == observation.VerdictReachable && t.Old == observation.VerdictUnreachable:
-			typ, reason = corev1.EventTypeNormal, EventRestored
-		default:
-			continue
-		}
+	for _, ev := range plan.PairEvents(ts) {
 		if !e.eventsRL.Allow() {
 			e.tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("priority", writequeue.Event.String())))
-			e.logger.Info("pod_network_health: event rate limit reached; event dropped", zap.String("pair", t.Key.String()), zap.String("reason", reason))
+			e.logger.Info("pod_network_health: event rate limit reached; event dropped", zap.String("pair", ev.Key.String()), zap.String("reason", ev.Reason))
 			continue
 		}
-		msg := t.Message
-		if msg == "" {
-			msg = fmt.Sprintf("%s: %s -> %s", t.Key.String(), t.Old, t.New)
-		}
-		name := nameOf(t.Key)
 		e.enqueueEvent(corev1.ObjectReference{
 			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
-			Namespace: t.Key.SourceNamespace, Name: name,
-		}, typ, reason, msg, t.At, writequeue.Event)
+			Namespace: ev.Key.SourceNamespace, Name: nameOf(ev.Key),
+		}, ev.Type, ev.Reason, ev.Message, ev.At, writequeue.Event)
 	}
 }
 
-// enqueueEvent writes one Event about obj through the writer, under the same budget as
-// every other write, at priority p: writequeue.Event for the pairs' (behind verdict
-// changes, ahead of everything else), writequeue.CheckEvent for declared checks' (behind
-// the pairs', within the checks' share). The caller has taken its limiter's token.
+// enqueueEvent writes one Event about obj through the writer (apply.Writer.Event) at
+// priority p. The caller has taken its limiter's token.
 func (e *pnhExporter) enqueueEvent(obj corev1.ObjectReference, typ, reason, msg string, t time.Time, p writequeue.Priority) {
-	at := metav1.NewTime(t)
-	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Namespace: obj.Namespace, Name: fmt.Sprintf("%.220s.%x", obj.Name, t.UnixNano())},
-		InvolvedObject: obj,
-		Reason:         reason, Message: v1alpha1.TruncateMessage(msg, 1024), Type: typ,
-		Source:         corev1.EventSource{Component: eventComponent},
-		FirstTimestamp: at, LastTimestamp: at, Count: 1,
-		ReportingController: eventComponent, ReportingInstance: e.hostname,
-	}
-	e.writer.Enqueue(e.writer.EventKey(), p, func(ctx context.Context) error {
-		_, err := e.kube.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil // a retry of a request that did reach the API
-		}
-		return err
-	}, "event")
+	e.writer.Event(e.kube, e.hostname, obj, typ, reason, msg, t, p)
 }
 
 // shutdownFlush bounds how long a leader spends writing its pending verdicts and Events on

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
@@ -42,6 +43,29 @@ func specOf(k observation.PairKey) v1alpha1.PodNetworkHealthSpec {
 		spec.TargetEndpoint = &v1alpha1.EndpointReference{Address: k.TargetAddress, Port: int32(k.TargetPort), Endpoint: k.TargetEndpoint}
 	}
 	return spec
+}
+
+// desiredOf renders one object write of the plan as the writer's desired state: the object
+// to create or update, a delete, or an in-place restate of the existing object.
+func desiredOf(w plan.ObjectWrite, now time.Time) *apply.Desired {
+	named := &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}
+	switch {
+	case w.Delete:
+		return &apply.Desired{Obj: named, Reason: w.Reason, Delete: true}
+	case w.Restate:
+		silent := w.SilentObserver
+		return &apply.Desired{Obj: named, Reason: w.Reason,
+			Restate: func(st *v1alpha1.PodNetworkHealthStatus) { markObserverSilent(st, silent, now) }}
+	}
+	obj := objectOf(w.Summary)
+	setDegraded(&obj.Status, w.Summary, w.DegradedFamilies, w.DegradedSince)
+	switch {
+	case w.BadObserverNode != "":
+		markObserverUnhealthy(&obj.Status, w.BadObserverNode)
+	case w.SilentObserver != "":
+		markObserverSilent(&obj.Status, w.SilentObserver, now)
+	}
+	return &apply.Desired{Obj: obj, Reason: w.Reason}
 }
 
 // objectOf renders a pair's summary as the object the API should hold: in the source pod's
