@@ -195,6 +195,25 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 		out.Marked = res.Marked()
 	}
 	settling := !e.termStart.IsZero() && now.Sub(e.termStart) < e.settleTime()
+	e.distrust(res, bad, settling)
+	warming := !e.termStart.IsZero() && now.Sub(e.termStart) < cfg.EdgeMaxAge
+	hb := e.heartbeat(cfg.Heartbeat)
+	for _, ns := range res.Nodes {
+		cur, known := current[ns.Node]
+		if !known {
+			continue // a node named only by an observation: not ours to write
+		}
+		if w, ok := e.nodeWrite(now, ns, cur, nodeWindow{suppressed: res.Suppressed, settling: settling, warming: warming, heartbeat: hb, minHold: cfg.MinHold}); ok {
+			out.Writes = append(out.Writes, w)
+		}
+	}
+	return out
+}
+
+// distrust updates which observers' nodes are distrusted: the nodes the quorum marked
+// (bad), and those the previous writer blamed until there is evidence about them (caller
+// holds mu).
+func (e *Engine) distrust(res quorum.Result, bad map[string]bool, settling bool) {
 	for _, ns := range res.Nodes {
 		switch {
 		case !e.seededBad[ns.Node]:
@@ -211,84 +230,85 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 			bad[n] = true
 		}
 	}
-	warming := !e.termStart.IsZero() && now.Sub(e.termStart) < cfg.EdgeMaxAge
 	if !maps.Equal(bad, e.badNodes) {
 		e.badNodes = bad
 		e.fullPass = true // the attribution of some verdicts changed
 	}
+}
 
-	hb := e.heartbeat(cfg.Heartbeat)
-	for _, ns := range res.Nodes {
-		cur, known := current[ns.Node]
-		if !known {
-			continue // a node named only by an observation: not ours to write
+// nodeWindow is what one node decision depends on beyond the node.
+type nodeWindow struct {
+	suppressed, settling, warming bool
+	heartbeat, minHold            time.Duration
+}
+
+// nodeWrite decides the condition of one node: on a change of status or reason, or when
+// the heartbeat is due; never for a message change alone (caller holds mu).
+func (e *Engine) nodeWrite(now time.Time, ns quorum.NodeStatus, cur *NodeCondition, w nodeWindow) (NodeWrite, bool) {
+	st := e.nodes[ns.Node]
+	if st == nil {
+		st = &nodeState{}
+		if cur != nil && cur.Status == StatusTrue {
+			st.problem, st.lastEvidence = true, cur.LastHeartbeat
 		}
-		st := e.nodes[ns.Node]
-		if st == nil {
-			st = &nodeState{}
-			if cur != nil && cur.Status == StatusTrue {
-				st.problem, st.lastEvidence = true, cur.LastHeartbeat
-			}
-			e.nodes[ns.Node] = st
-		}
-		want := NodeCondition{Status: StatusFalse, Reason: ns.Reason}
-		switch {
-		case res.Suppressed:
-			want = NodeCondition{Status: StatusUnknown, Reason: NodeReasonSuppressed, Message: msgSuppressed}
-		case ns.Problem:
-			st.lastEvidence = now
-			want = NodeCondition{Status: StatusTrue, Reason: NodeReasonUnreachable, Message: msgUnreachable}
-		case st.problem && now.Sub(st.lastEvidence) < cfg.MinHold:
-			want = NodeCondition{Status: StatusTrue, Reason: NodeReasonUnreachable, Message: msgHolding}
-		case ns.Reason == NodeReasonBelowQuorum:
-			want.Message = msgBelowQuorum
-		case ns.Reason == NodeReasonReachable:
-			want.Message = msgReachable
-		default:
-			// Silence reads as silence, not as reachable.
-			want = NodeCondition{Status: StatusUnknown, Reason: NodeReasonNoObservations, Message: msgNoObservations}
-		}
-		if res.Suppressed {
-			// Suppression says nothing new about the node: the hold keeps running.
-		} else {
-			st.problem = want.Status == StatusTrue
-		}
-		// What the API holds (or what was just decided, while the informer catches up).
-		base := cur
-		if st.decidedAt.After(now.Add(-nodeWriteInFlight)) && (cur == nil || cur.LastHeartbeat.Before(st.decidedAt.Truncate(time.Second))) {
-			d := st.decided
-			d.LastHeartbeat = st.decidedAt
-			base = &d
-		}
-		if settling && base != nil && (want.Reason == NodeReasonSuppressed ||
-			base.Status == StatusTrue && want.Status != StatusTrue && want.Reason != NodeReasonReachable) {
-			// A new writer's first rounds see only the agents that reconnected so far, some
-			// of them with part of a round: what the API holds stands. Suppression, and
-			// clearing a marked node short of observers reaching it, wait for the full view.
-			continue
-		}
-		if want.Reason == NodeReasonNoObservations && (base == nil || base.Status != StatusTrue || warming) {
-			// Nothing observed yet (a new node, a new writer in its first EdgeMaxAge):
-			// say nothing rather than overwrite what the API holds or write a state the
-			// first round replaces.
-			continue
-		}
-		changed := base == nil || base.Status != want.Status || base.Reason != want.Reason
-		if !changed && now.Sub(base.LastHeartbeat) < hb {
-			continue
-		}
-		want.LastHeartbeat = now
-		st.decided, st.decidedAt = want, now
-		p := PriorityHeartbeat
-		switch {
-		case changed && (want.Reason == NodeReasonSuppressed || base != nil && base.Reason == NodeReasonSuppressed):
-			// Entering or leaving suppression touches every node at once: behind the
-			// verdicts of objects, within the budget.
-			p = PriorityUpdate
-		case changed:
-			p = PriorityVerdict
-		}
-		out.Writes = append(out.Writes, NodeWrite{Node: ns.Node, Condition: want, Changed: changed, Priority: p})
+		e.nodes[ns.Node] = st
 	}
-	return out
+	want := NodeCondition{Status: StatusFalse, Reason: ns.Reason}
+	switch {
+	case w.suppressed:
+		want = NodeCondition{Status: StatusUnknown, Reason: NodeReasonSuppressed, Message: msgSuppressed}
+	case ns.Problem:
+		st.lastEvidence = now
+		want = NodeCondition{Status: StatusTrue, Reason: NodeReasonUnreachable, Message: msgUnreachable}
+	case st.problem && now.Sub(st.lastEvidence) < w.minHold:
+		want = NodeCondition{Status: StatusTrue, Reason: NodeReasonUnreachable, Message: msgHolding}
+	case ns.Reason == NodeReasonBelowQuorum:
+		want.Message = msgBelowQuorum
+	case ns.Reason == NodeReasonReachable:
+		want.Message = msgReachable
+	default:
+		// Silence reads as silence, not as reachable.
+		want = NodeCondition{Status: StatusUnknown, Reason: NodeReasonNoObservations, Message: msgNoObservations}
+	}
+	if w.suppressed {
+		// Suppression says nothing new about the node: the hold keeps running.
+	} else {
+		st.problem = want.Status == StatusTrue
+	}
+	// What the API holds (or what was just decided, while the informer catches up).
+	base := cur
+	if st.decidedAt.After(now.Add(-nodeWriteInFlight)) && (cur == nil || cur.LastHeartbeat.Before(st.decidedAt.Truncate(time.Second))) {
+		d := st.decided
+		d.LastHeartbeat = st.decidedAt
+		base = &d
+	}
+	if w.settling && base != nil && (want.Reason == NodeReasonSuppressed ||
+		base.Status == StatusTrue && want.Status != StatusTrue && want.Reason != NodeReasonReachable) {
+		// A new writer's first rounds see only the agents that reconnected so far, some
+		// of them with part of a round: what the API holds stands. Suppression, and
+		// clearing a marked node short of observers reaching it, wait for the full view.
+		return NodeWrite{}, false
+	}
+	if want.Reason == NodeReasonNoObservations && (base == nil || base.Status != StatusTrue || w.warming) {
+		// Nothing observed yet (a new node, a new writer in its first EdgeMaxAge):
+		// say nothing rather than overwrite what the API holds or write a state the
+		// first round replaces.
+		return NodeWrite{}, false
+	}
+	changed := base == nil || base.Status != want.Status || base.Reason != want.Reason
+	if !changed && now.Sub(base.LastHeartbeat) < w.heartbeat {
+		return NodeWrite{}, false
+	}
+	want.LastHeartbeat = now
+	st.decided, st.decidedAt = want, now
+	p := PriorityHeartbeat
+	switch {
+	case changed && (want.Reason == NodeReasonSuppressed || base != nil && base.Reason == NodeReasonSuppressed):
+		// Entering or leaving suppression touches every node at once: behind the
+		// verdicts of objects, within the budget.
+		p = PriorityUpdate
+	case changed:
+		p = PriorityVerdict
+	}
+	return NodeWrite{Node: ns.Node, Condition: want, Changed: changed, Priority: p}, true
 }
