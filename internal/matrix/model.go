@@ -150,8 +150,8 @@ type Pair struct {
 	P50             string `json:"p50,omitempty"`
 	P99             string `json:"p99,omitempty"`
 	// Loss is the loss ratio (0-1); HasLoss is false when the object has none.
-	Loss         float64   `json:"loss"`
-	HasLoss      bool      `json:"hasLoss"`
+	Loss    float64 `json:"loss"`
+	HasLoss bool    `json:"hasLoss"`
 	// LastObserved is the status's lastObservedTime: the newest observation as of the
 	// last write (on a healthy pair, the last heartbeat, not the last probe).
 	LastObserved time.Time `json:"lastObserved,omitzero"`
