@@ -36,6 +36,15 @@ const (
 	// TargetEndpoint tells targets on one address and port apart: the URL of a static
 	// http(s) target, the question of a DNS probe ("<name> <type>"); absent otherwise.
 	TargetEndpoint = "netpulse.target.endpoint"
+	// PathMTUStatus is the outcome of a path-MTU probe (MetricPathMTU): the PathMTU* values.
+	PathMTUStatus = "netpulse.path_mtu.status"
+)
+
+// Path-MTU probe outcomes (PathMTUStatus values).
+const (
+	PathMTUOK                  = "ok"
+	PathMTUBlackHole           = "black_hole"
+	PathMTUFragmentationNeeded = "fragmentation_needed"
 )
 
 // Probe types.
@@ -90,6 +99,7 @@ const (
 	MetricLossRatio   = "netpulse.probe.loss.ratio"   // gauge 0-1 per round
 	MetricJitter      = "netpulse.probe.icmp.jitter"  // gauge, seconds per round (>= 2 replies)
 	MetricErrors      = "netpulse.probe.errors"       // sum by error.type
+	MetricPathMTU     = "netpulse.probe.path_mtu"     // gauge, bytes known to pass (path-MTU probes, opt-in)
 )
 
 // ProbeScopeName is the instrumentation scope of the metrics above: pod_probe's (its

@@ -59,6 +59,7 @@ func createDefaultConfig() component.Config {
 			Count:         3,
 			EchoInterval:  100 * time.Millisecond,
 			ReceiveBuffer: 4 << 20,
+			PathMTU:       PathMTUConfig{Every: defaultPathMTUEvery, SmallSize: defaultPathMTUSmallSize, Count: defaultPathMTUCount},
 		},
 		Peers: PeersConfig{
 			Enabled:          true,

@@ -120,6 +120,8 @@ type podProbeReceiver struct {
 	// between are counted).
 	lastPlan  *planner.Plan
 	lastRound uint64
+	// pathMTU: the large echo size per family for path-MTU probes (0: none).
+	pathMTU pathMTUSizes
 }
 
 func newReceiver(set receiver.Settings, cfg *Config, onRemove func()) *podProbeReceiver {
@@ -171,9 +173,15 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 		return err
 	}
 	if r.cfg.usesICMP() {
+		if r.cfg.ICMP.PathMTU.Enabled {
+			if r.pathMTU, err = pathMTUSizesFor(r.cfg.ICMP.PathMTU, splitIPs(r.cfg.Source.PodIPs)); err != nil {
+				return err
+			}
+		}
 		engine, err := icmpengine.New(icmpengine.Config{
 			Mode:               icmpengine.Mode(r.cfg.ICMP.Mode),
 			ReceiveBufferBytes: r.cfg.ICMP.ReceiveBuffer,
+			DontFragment:       r.cfg.ICMP.PathMTU.Enabled,
 			DisableIPv4:        !slices.Contains(r.cfg.AddressFamilies, "ipv4"),
 			DisableIPv6:        !slices.Contains(r.cfg.AddressFamilies, "ipv6"),
 		})
@@ -603,6 +611,10 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 		return
 	}
 	results := make([]observation, len(ts))
+	waitMTU := func() []pathMTUResult { return nil }
+	if r.pathMTUDue(round) {
+		waitMTU = r.probePathMTU(ctx, ts)
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.cfg.MaxConcurrency)
 	for i, t := range ts {
@@ -631,6 +643,7 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			wg.Wait()
+			waitMTU()
 			return
 		}
 		wg.Add(1)
@@ -641,6 +654,7 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 		}()
 	}
 	wg.Wait()
+	mtu := waitMTU()
 	if ctx.Err() != nil {
 		return // shutting down: a half-cancelled round would report false failures
 	}
@@ -651,6 +665,9 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 		}
 		r.tb.PodProbeProbes.Add(ctx, 1, metric.WithAttributes(attribute.String("netpulse.probe.type", o.target.probe), attribute.String("outcome", outcome)))
 	}
+	if len(mtu) > 0 && r.metricsConsumer != nil {
+		r.emitter.recordPathMTU(time.Now(), mtu, r.set.Logger)
+	}
 	r.publish(ctx, results)
 	r.tb.PodProbeRounds.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "run")))
 	r.tb.PodProbeRoundDuration.Record(ctx, time.Since(started).Seconds())
@@ -659,7 +676,7 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 // echoTimeout is each echo's timeout, so that a round of Count echoes fits in Timeout
 // (Validate guarantees it is positive).
 func (r *podProbeReceiver) echoTimeout() time.Duration {
-	return r.cfg.Timeout - time.Duration(r.cfg.ICMP.Count-1)*r.cfg.ICMP.EchoInterval
+	return r.echoTimeoutFor(r.cfg.ICMP.Count)
 }
 
 func icmpObservation(t target, start time.Time, res icmpengine.Result, err error) observation {

@@ -14,62 +14,14 @@ import (
 	"github.com/netpulse/netpulse/internal/netnstest"
 )
 
-// mtuPath builds source -- router -- target, the router's link to the target at MTU
-// 1400 while the source's link is 1500; blackHole drops the router's fragmentation-needed
-// and packet-too-big messages, as a misconfigured overlay or firewall does.
-func mtuPath(t *testing.T, blackHole bool) *netnstest.NS {
-	t.Helper()
-	src := newNS(t)
-	router := netnstest.New(t,
-		netnstest.WithSysctl("net.ipv4.ip_forward", "1"),
-		netnstest.WithSysctl("net.ipv6.conf.all.forwarding", "1"),
-		netnstest.WithSysctl("net.ipv4.icmp_ratelimit", "0"),
-		netnstest.WithSysctl("net.ipv6.icmp.ratelimit", "0"))
-	dst := netnstest.New(t)
-	run(t, src, "ip", "link", "add", "veth-s", "type", "veth", "peer", "name", "veth-rs", "netns", router.Path())
-	run(t, router, "ip", "link", "add", "veth-rd", "mtu", "1400", "type", "veth", "peer", "name", "veth-d", "netns", dst.Path())
-	run(t, dst, "ip", "link", "set", "veth-d", "mtu", "1400")
-	for _, c := range [][]string{
-		{"addr", "add", "10.98.1.1/24", "dev", "veth-s"}, {"-6", "addr", "add", "fd00:98:1::1/64", "dev", "veth-s", "nodad"},
-		{"link", "set", "veth-s", "up"},
-		{"route", "add", "default", "via", "10.98.1.2"}, {"-6", "route", "add", "default", "via", "fd00:98:1::2"},
-	} {
-		run(t, src, "ip", c...)
-	}
-	for _, c := range [][]string{
-		{"addr", "add", "10.98.1.2/24", "dev", "veth-rs"}, {"-6", "addr", "add", "fd00:98:1::2/64", "dev", "veth-rs", "nodad"},
-		{"addr", "add", "10.98.2.2/24", "dev", "veth-rd"}, {"-6", "addr", "add", "fd00:98:2::2/64", "dev", "veth-rd", "nodad"},
-		{"link", "set", "veth-rs", "up"}, {"link", "set", "veth-rd", "up"},
-	} {
-		run(t, router, "ip", c...)
-	}
-	// Forwarding after the links exist, so that it covers them.
-	if err := router.SetSysctl("net.ipv6.conf.all.forwarding", "1"); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range [][]string{
-		{"addr", "add", "10.98.2.1/24", "dev", "veth-d"}, {"-6", "addr", "add", "fd00:98:2::1/64", "dev", "veth-d", "nodad"},
-		{"link", "set", "veth-d", "up"},
-		{"route", "add", "default", "via", "10.98.2.2"}, {"-6", "route", "add", "default", "via", "fd00:98:2::2"},
-	} {
-		run(t, dst, "ip", c...)
-	}
-	if blackHole {
-		run(t, router, "nft", "add table inet pmtu; add chain inet pmtu out { type filter hook output priority 0; };"+
-			" add rule inet pmtu out icmp type destination-unreachable icmp code frag-needed drop;"+
-			" add rule inet pmtu out icmpv6 type packet-too-big drop")
-	}
-	return src
-}
-
 // TestPathMTUProbes: with DontFragment, an echo larger than the path's MTU never arrives
 // (black hole) or is answered by the router with packet-too-big (path-MTU discovery
 // works); an echo that fits passes either way; an echo larger than the source's own
 // interface fails at once.
 func TestPathMTUProbes(t *testing.T) {
-	targets := []string{"10.98.2.1", "fd00:98:2::1"}
+	targets := []string{netnstest.MTUPathTarget4, netnstest.MTUPathTarget6}
 	t.Run("black hole", func(t *testing.T) {
-		src := mtuPath(t, true)
+		src := netnstest.MTUPath(t, true)
 		for _, mode := range []Mode{ModeUnprivileged, ModePrivileged} {
 			e := startEngine(t, src, Config{Mode: mode, DontFragment: true})
 			waitReachable(t, e, targets)
@@ -91,7 +43,7 @@ func TestPathMTUProbes(t *testing.T) {
 		}
 	})
 	t.Run("path-MTU discovery works", func(t *testing.T) {
-		src := mtuPath(t, false)
+		src := netnstest.MTUPath(t, false)
 		e := startEngine(t, src, Config{Mode: ModeUnprivileged, DontFragment: true})
 		waitReachable(t, e, targets)
 		for _, target := range targets {
