@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -92,6 +93,15 @@ func TestReadinessGateInjection(t *testing.T) {
 	require.Empty(t, gatesOf(t, createPod(t, cs, "plain", "web")), "a pod in an unlabelled namespace")
 	require.Empty(t, gatesOf(t, createPod(t, cs, Namespace, "gateway")), "a pod in netpulse's own namespace, labelled or not")
 
+	// The manual way out for a pod already gated (docs/helm.md): the condition set with a
+	// strategic merge patch of its status, as the documented kubectl patch sends it.
+	_, err = cs.CoreV1().Pods("opted-in").Patch(ctx, "web", types.StrategicMergePatchType,
+		[]byte(`{"status":{"conditions":[{"type":"netpulse.io/network-ready","status":"True","reason":"Manual"}]}}`), metav1.PatchOptions{}, "status")
+	require.NoError(t, err)
+	web, err := cs.CoreV1().Pods("opted-in").Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Contains(t, web.Status.Conditions, corev1.PodCondition{Type: condType, Status: corev1.ConditionTrue, Reason: "Manual"})
+
 	// Off switch 1: the namespace's label.
 	ns, err := cs.CoreV1().Namespaces().Get(ctx, "opted-in", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -158,6 +168,10 @@ func gatesOf(t *testing.T, p *corev1.Pod) []string {
 func waitGated(t *testing.T, cs kubernetes.Interface, ns string, want bool, msg string) {
 	t.Helper()
 	ctx := context.Background()
+	start := time.Now()
+	defer func() {
+		t.Logf("figure: pods in %s admitted gated=%v %.1f s after the change", ns, want, time.Since(start).Seconds())
+	}()
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		p := createPod(t, cs, ns, "")
 		if err := cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
