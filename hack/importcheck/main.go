@@ -41,7 +41,6 @@ var assemblers = map[string]string{
 	"internal/e2e":          "end-to-end tests drive the collector's components",
 	"internal/e2ereal":      "end-to-end tests on real nodes",
 	"exporter/podnetworkhealthexporter/integrationtest": "the gateway trust test runs k8s_token_auth in front of the exporter",
-	"internal/simcluster":                               "uses the k8s_token_auth test helpers' PKI until the shared test PKI replaces it",
 }
 
 // Package is what importcheck reads of `go list -json`.
