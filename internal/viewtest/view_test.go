@@ -30,11 +30,11 @@ import (
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/cmd/kubectl-netpulse/plugin"
 	"github.com/netpulse/netpulse/extension/netpulseviewextension"
-	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/kubetest"
 	"github.com/netpulse/netpulse/internal/matrix"
 	"github.com/netpulse/netpulse/internal/matrix/matrixtest"
+	"github.com/netpulse/netpulse/internal/viewserver"
 )
 
 // ScreenshotEnv, when set, is where TestView saves the page's screenshot (the committed

@@ -98,7 +98,6 @@ type podProbeReceiver struct {
 	metricsConsumer consumer.Metrics
 	tracesConsumer  consumer.Traces
 	logsConsumer    consumer.Logs
-	onRemove        func()
 
 	mu       sync.Mutex
 	started  bool
@@ -124,8 +123,8 @@ type podProbeReceiver struct {
 	pathMTU pathMTUSizes
 }
 
-func newReceiver(set receiver.Settings, cfg *Config, onRemove func()) *podProbeReceiver {
-	return &podProbeReceiver{set: set, cfg: cfg, onRemove: onRemove, policy: cfg.policy()}
+func newReceiver(set receiver.Settings, cfg *Config) *podProbeReceiver {
+	return &podProbeReceiver{set: set, cfg: cfg, policy: cfg.policy()}
 }
 
 func (c *Config) policy() targetpolicy.Policy {
@@ -152,7 +151,8 @@ func (c *Config) usesICMP() bool {
 
 // Start opens the ICMP sockets (failing fast, with the sysctl to fix, when the kernel
 // refuses them), starts the informers without waiting for them, and starts the round loop.
-// It is idempotent: the metrics and traces pipelines share one receiver.
+// The pipelines share one receiver (factory.go, internal/sharedcomponent), which starts it
+// once; Start is idempotent all the same.
 func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -290,9 +290,6 @@ func (r *podProbeReceiver) Shutdown(context.Context) error {
 	r.closeEngine()
 	if r.tb != nil {
 		r.tb.Shutdown()
-	}
-	if r.onRemove != nil {
-		r.onRemove()
 	}
 	return nil
 }
