@@ -157,6 +157,10 @@ func testJSON(t *testing.T, base string) {
 	assert.Len(t, p.Status.Probes, 2)
 	assert.Len(t, p.Status.Outages, 2)
 	assert.Nil(t, p.Status.Outages[0].End, "ongoing")
+	// What the pair detail shows besides the verdict: since when it holds, and until when
+	// the unchanged status is current (status.freshUntil).
+	assert.False(t, p.VerdictSince.IsZero())
+	assert.True(t, p.FreshUntil.After(p.LastObserved))
 
 	var why viewserver.WhyResponse
 	getJSON(t, base+"/api/v1/node/"+partitioned, &why)
