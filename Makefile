@@ -230,9 +230,10 @@ check-generated: generate ## fail when committed generated code differs from wha
 
 ## ---- quality -----------------------------------------------------------------------
 .PHONY: lint
-lint: $(STATICCHECK) ## gofmt + licence headers + go vet + staticcheck (pinned)
+lint: $(STATICCHECK) ## gofmt + licence headers + import rule + go vet + staticcheck (pinned)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt -w needed:"; echo "$$unformatted"; exit 1; fi
 	@./hack/spdx.sh
+	@GO=$(GO) $(GO) run ./hack/importcheck
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 

@@ -25,13 +25,14 @@ import (
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.reachability`,description="Reachable, Unreachable or Unknown."
 // +kubebuilder:printcolumn:name="RTT P50",type=string,JSONPath=`.status.latency.p50`,description="Median round-trip time over the observation window."
 // +kubebuilder:printcolumn:name="Loss",type=string,JSONPath=`.status.lossRatio`,description="Share of probes lost over the observation window (0 to 1)."
-// +kubebuilder:printcolumn:name="Last Seen",type=date,JSONPath=`.status.lastObservedTime`,description="Time of the most recent observation."
+// +kubebuilder:printcolumn:name="Since",type=date,JSONPath=`.status.conditions[?(@.type=="Reachable")].lastTransitionTime`,description="How long the current verdict has held: the Reachable condition's last transition."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Target Kind",type=string,JSONPath=`.spec.targetKind`,priority=1,description="Pod, Node or External."
 // +kubebuilder:printcolumn:name="Target Node",type=string,JSONPath=`.spec.targetNodeRef.name`,priority=1,description="Target node (targetKind Node)."
 // +kubebuilder:printcolumn:name="Target Address",type=string,JSONPath=`.spec.targetEndpoint.address`,priority=1,description="Target address (targetKind External)."
 // +kubebuilder:printcolumn:name="RTT P99",type=string,JSONPath=`.status.latency.p99`,priority=1,description="99th percentile round-trip time over the observation window."
 // +kubebuilder:printcolumn:name="Observer",type=string,JSONPath=`.status.observedFromNode`,priority=1,description="Node the observations were made from."
+// +kubebuilder:printcolumn:name="Written",type=date,JSONPath=`.status.lastObservedTime`,priority=1,description="The newest observation in the last written status. An unchanged status is rewritten only at the heartbeat; status.freshUntil says when it is stale."
 // +kubebuilder:selectablefield:JSONPath=`.spec.sourcePodRef.name`
 // +kubebuilder:selectablefield:JSONPath=`.spec.targetKind`
 // +kubebuilder:selectablefield:JSONPath=`.spec.targetPodRef.namespace`
@@ -225,9 +226,22 @@ type PodNetworkHealthStatus struct {
 	// +optional
 	Window Duration `json:"window,omitempty"`
 
-	// lastObservedTime is the time of the most recent observation.
+	// lastObservedTime is the time of the most recent observation in this status, as of
+	// when it was written. An unchanged status is rewritten only at the heartbeat, so on a
+	// healthy pair this is the time of the last write, not of the last probe: whether the
+	// status is still current is what freshUntil says.
 	// +optional
 	LastObservedTime *metav1.Time `json:"lastObservedTime,omitempty"`
+
+	// freshUntil is the time before which the writer rewrites this status while it keeps
+	// observing the pair: lastObservedTime plus twice the heartbeat interval in force when
+	// it was written (the interval stretches with the object count to fit the write
+	// budget). Until then an unchanged status is current, however old lastObservedTime
+	// looks; past it the status is stale (its writer stopped, lost the pair, or had no
+	// budget for it). A silent observer is reported sooner, by the Reachable condition
+	// (Unknown/ObserverSilent).
+	// +optional
+	FreshUntil *metav1.Time `json:"freshUntil,omitempty"`
 
 	// observedFromNode is the node the observations were made from: the source pod's node.
 	// When several observers contributed, the node of the most recent observation.

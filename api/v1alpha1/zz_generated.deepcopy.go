@@ -485,6 +485,10 @@ func (in *PodNetworkHealthStatus) DeepCopyInto(out *PodNetworkHealthStatus) {
 		in, out := &in.LastObservedTime, &out.LastObservedTime
 		*out = (*in).DeepCopy()
 	}
+	if in.FreshUntil != nil {
+		in, out := &in.FreshUntil, &out.FreshUntil
+		*out = (*in).DeepCopy()
+	}
 	if in.Probes != nil {
 		in, out := &in.Probes, &out.Probes
 		*out = make([]ProbeResult, len(*in))

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
@@ -99,7 +100,7 @@ func renderTable(s *snapshot, elapsed time.Duration) table {
 	counts := map[v1alpha1.Reachability]int{}
 	fmt.Fprintf(&b, "\n  --- kubectl get pnh -A   (%s, t=%s) ---\n", s.at.Format("15:04:05"), round(elapsed))
 	tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "  NAMESPACE\tSOURCE\tTARGET\tREACHABLE\tRTT P50\tLOSS\tLAST SEEN\tAGE\tPATH")
+	fmt.Fprintln(tw, "  NAMESPACE\tSOURCE\tTARGET\tREACHABLE\tRTT P50\tLOSS\tSINCE\tAGE\tPATH")
 	for i := range s.items {
 		o := &s.items[i]
 		target := ""
@@ -112,10 +113,14 @@ func renderTable(s *snapshot, elapsed time.Duration) table {
 		}
 		r := o.Status.Reachability
 		counts[r]++
+		var since *metav1.Time // what kubectl's SINCE column shows: the verdict's last transition
+		if c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReachable); c != nil {
+			since = &c.LastTransitionTime
+		}
 		path := fmt.Sprintf("%s -> %s", orDash(s.podNode[o.Spec.SourcePodRef.Name]), orDash(s.targetNode(o)))
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			o.Namespace, o.Spec.SourcePodRef.Name, orNoValue(target), orNoValue(string(r)), orNoValue(p50),
-			orNoValue(string(o.Status.LossRatio)), age(o.Status.LastObservedTime, s.at), age(&o.CreationTimestamp, s.at), path)
+			orNoValue(string(o.Status.LossRatio)), age(since, s.at), age(&o.CreationTimestamp, s.at), path)
 		fmt.Fprintf(&key, "%s=%s;", o.Name, r)
 	}
 	if len(s.items) == 0 {

@@ -6,7 +6,6 @@ package podnetworkhealthexporter
 import (
 	"context"
 	"os"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -16,11 +15,12 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/internal/sharedcomponent"
 )
 
 // NewFactory creates the pod_network_health exporter factory.
 func NewFactory() exporter.Factory {
-	f := &factory{exporters: map[*Config]*sharedExporter{}}
+	f := &factory{exporters: sharedcomponent.NewMap[*Config, sharedExporter]()}
 	return exporter.NewFactory(metadata.Type, createDefaultConfig,
 		exporter.WithMetrics(f.createMetrics, metadata.MetricsStability),
 		exporter.WithLogs(f.createLogs, metadata.LogsStability))
@@ -28,64 +28,26 @@ func NewFactory() exporter.Factory {
 
 // factory shares one exporter (one writer, one Lease, one budget) between the metrics
 // pipeline (probe observations) and the logs pipeline (declared checks' results) that use
-// the same configuration.
+// the same configuration; it stops when the last of them shuts down.
 type factory struct {
-	mu        sync.Mutex
-	exporters map[*Config]*sharedExporter
+	exporters *sharedcomponent.Map[*Config, sharedExporter]
 }
 
-type sharedExporter struct {
-	e       *pnhExporter
-	refs    int // pipelines created
-	started int // starts minus shutdowns
+// sharedExporter gives pnhExporter's start and shutdown the component.Component shape
+// sharedcomponent shares.
+type sharedExporter struct{ e *pnhExporter }
+
+func (s sharedExporter) Start(ctx context.Context, host component.Host) error {
+	return s.e.start(ctx, host)
 }
 
-func (f *factory) get(cfg *Config, set exporter.Settings) (*sharedExporter, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if s, ok := f.exporters[cfg]; ok {
-		s.refs++
-		return s, nil
-	}
-	e, err := newExporter(cfg, set)
-	if err != nil {
-		return nil, err
-	}
-	s := &sharedExporter{e: e, refs: 1}
-	f.exporters[cfg] = s
-	return s, nil
-}
+func (s sharedExporter) Shutdown(ctx context.Context) error { return s.e.shutdown(ctx) }
 
-func (f *factory) start(cfg *Config, s *sharedExporter) component.StartFunc {
-	return func(ctx context.Context, host component.Host) error {
-		f.mu.Lock()
-		s.started++
-		first := s.started == 1
-		f.mu.Unlock()
-		if !first {
-			return nil
-		}
-		return s.e.start(ctx, host)
-	}
-}
-
-func (f *factory) shutdown(cfg *Config, s *sharedExporter) component.ShutdownFunc {
-	return func(ctx context.Context) error {
-		f.mu.Lock()
-		s.refs--
-		if s.started > 0 {
-			s.started--
-		}
-		last := s.refs <= 0 || s.started == 0
-		if s.refs <= 0 {
-			delete(f.exporters, cfg)
-		}
-		f.mu.Unlock()
-		if !last {
-			return nil
-		}
-		return s.e.shutdown(ctx)
-	}
+func (f *factory) get(cfg *Config, set exporter.Settings) (*sharedcomponent.Component[sharedExporter], error) {
+	return f.exporters.LoadOrStore(cfg, func() (sharedExporter, error) {
+		e, err := newExporter(cfg, set)
+		return sharedExporter{e: e}, err
+	})
 }
 
 func createDefaultConfig() component.Config {
@@ -135,9 +97,9 @@ func (f *factory) createMetrics(ctx context.Context, set exporter.Settings, cfg 
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewMetrics(ctx, set, cfg, s.e.consume,
-		exporterhelper.WithStart(f.start(c, s)),
-		exporterhelper.WithShutdown(f.shutdown(c, s)),
+	return exporterhelper.NewMetrics(ctx, set, cfg, s.Unwrap().e.consume,
+		exporterhelper.WithStart(s.Start),
+		exporterhelper.WithShutdown(s.Shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 	)
 }
@@ -149,9 +111,9 @@ func (f *factory) createLogs(ctx context.Context, set exporter.Settings, cfg com
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, s.e.consumeLogs,
-		exporterhelper.WithStart(f.start(c, s)),
-		exporterhelper.WithShutdown(f.shutdown(c, s)),
+	return exporterhelper.NewLogs(ctx, set, cfg, s.Unwrap().e.consumeLogs,
+		exporterhelper.WithStart(s.Start),
+		exporterhelper.WithShutdown(s.Shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 	)
 }

@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
 
-	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
 	"github.com/netpulse/netpulse/internal/ratelog"
+	"github.com/netpulse/netpulse/internal/viewserver"
 )
 
 type view struct {

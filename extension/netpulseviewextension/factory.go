@@ -11,9 +11,9 @@ import (
 	"go.opentelemetry.io/collector/extension"
 
 	"github.com/netpulse/netpulse/extension/netpulseviewextension/internal/metadata"
-	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/matrix"
+	"github.com/netpulse/netpulse/internal/viewserver"
 )
 
 // DefaultEndpoint is loopback only: exposing the page is a decision (docs/view.md).

@@ -36,6 +36,15 @@ const (
 	// TargetEndpoint tells targets on one address and port apart: the URL of a static
 	// http(s) target, the question of a DNS probe ("<name> <type>"); absent otherwise.
 	TargetEndpoint = "netpulse.target.endpoint"
+	// PathMTUStatus is the outcome of a path-MTU probe (MetricPathMTU): the PathMTU* values.
+	PathMTUStatus = "netpulse.path_mtu.status"
+)
+
+// Path-MTU probe outcomes (PathMTUStatus values).
+const (
+	PathMTUOK                  = "ok"
+	PathMTUBlackHole           = "black_hole"
+	PathMTUFragmentationNeeded = "fragmentation_needed"
 )
 
 // Probe types.
@@ -81,6 +90,26 @@ const (
 // drain) say nothing about its node. The processor removes any value a sender put there.
 const DestinationPodLeaving = DestinationPrefix + "k8s.pod.leaving"
 
+// DestinationDisruption (string) is written by k8s_net_attributes on the gateway when the
+// destination is known to be going away or down for a reason the cluster itself reports,
+// so that failures towards it blame no network: one of the Disruption* values, the first
+// that applies in their order. The processor removes any value a sender put there.
+const DestinationDisruption = DestinationPrefix + "netpulse.disruption"
+
+// Disruption values (DestinationDisruption), in precedence order.
+const (
+	// DisruptionPodTerminating: the destination pod has a deletionTimestamp or was deleted.
+	DisruptionPodTerminating = "PodTerminating"
+	// DisruptionNodeNotReady: the destination's node reports Ready not True.
+	DisruptionNodeNotReady = "NodeNotReady"
+	// DisruptionNodeDraining: the destination's node is cordoned (spec.unschedulable).
+	DisruptionNodeDraining = "NodeDraining"
+	// DisruptionNotReady: the destination pod is Pending (not yet started). A Running pod
+	// that is not Ready is not excused: netpulse's own readiness gate makes pods NotReady,
+	// and excusing them would hide the failures that keep them so.
+	DisruptionNotReady = "NotReady"
+)
+
 // Metric names emitted by pod_probe (documented by its generated documentation.md).
 const (
 	MetricStatus      = "netpulse.probe.status"       // gauge 1/0 per target and probe type
@@ -90,6 +119,7 @@ const (
 	MetricLossRatio   = "netpulse.probe.loss.ratio"   // gauge 0-1 per round
 	MetricJitter      = "netpulse.probe.icmp.jitter"  // gauge, seconds per round (>= 2 replies)
 	MetricErrors      = "netpulse.probe.errors"       // sum by error.type
+	MetricPathMTU     = "netpulse.probe.path_mtu"     // gauge, bytes known to pass (path-MTU probes, opt-in)
 )
 
 // ProbeScopeName is the instrumentation scope of the metrics above: pod_probe's (its

@@ -6,12 +6,15 @@ package helmtest
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 )
 
 // helm lint --strict passes with the default values and with every optional feature on.
@@ -97,6 +100,11 @@ func TestBadValuesRefusedWithTheirKey(t *testing.T) {
 		{[]string{"--set-string", "nodeConditions.enabled=true"}, "/nodeConditions/enabled"},
 		{[]string{"--set", "readinessGate.enabled=1"}, "/readinessGate/enabled"},
 		{[]string{"--set", "readinessGate.minReachingNodes=1"}, "/readinessGate/minReachingNodes"},
+		{[]string{"--set", "readinessGate.inject.enabled=on"}, "/readinessGate/inject/enabled"},
+		{[]string{"--set", "readinessGate.inject.failurePolicy=Never"}, "/readinessGate/inject/failurePolicy"},
+		{[]string{"--set", "readinessGate.inject.apiVersion=v1"}, "/readinessGate/inject/apiVersion"},
+		{[]string{"--set", "readinessGate.inject.namespaceLabels=null"}, "missing property 'namespaceLabels'"}, // would select every namespace
+		{[]string{"--set", "readinessGate.inject.namespaceLabels.team=1"}, "/readinessGate/inject/namespaceLabels/team"},
 		{[]string{"--set", "image.pullPolicy=Sometimes"}, "/image/pullPolicy"},
 		{[]string{"--set", "agent.config=verbose"}, "/agent/config"},
 	} {
@@ -138,6 +146,8 @@ func TestTemplateAllFeatures(t *testing.T) {
 	pnh := nested(gcfg, "exporters", "pod_network_health").(map[string]any)
 	require.Equal(t, true, nested(pnh, "readiness_gate", "enabled"))
 	require.EqualValues(t, 3, nested(pnh, "readiness_gate", "min_reaching_nodes"))
+	mustFind(t, objs, "MutatingAdmissionPolicy", "netpulse-readiness-gate")
+	mustFind(t, objs, "MutatingAdmissionPolicyBinding", "netpulse-readiness-gate")
 	require.Equal(t, true, nested(pnh, "node_conditions", "enabled"))
 	require.EqualValues(t, 10, pnh["qps"])
 	require.EqualValues(t, 20, pnh["burst"])
@@ -290,4 +300,70 @@ func TestNetworkPolicyAdmitsSidecarsWhenAsked(t *testing.T) {
 	require.Len(t, got, 2)
 	require.Equal(t, sel, got[1].(map[string]any)["namespaceSelector"])
 	require.Equal(t, map[string]any{"netpulse.io/sidecar": "true"}, nested(got[1].(map[string]any), "podSelector", "matchLabels"))
+}
+
+// readinessGate.inject renders the MutatingAdmissionPolicy and its binding (their effect
+// on the API server: TestReadinessGateInjection): off by default; refused without the
+// readiness condition's writer, whose condition type it injects (the exporter's default,
+// or gateway.config's condition_type); the release namespace excluded; the namespace
+// labels, failure policy and API version as given.
+func TestTemplateReadinessGateInjection(t *testing.T) {
+	for _, o := range render(t, nil) {
+		require.NotContains(t, []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}, o["kind"], "rendered by default")
+	}
+	out, err := runHelm(t, "template", "netpulse", repoPath(t, ChartPath), "--set", "readinessGate.inject.enabled=true")
+	require.Error(t, err, "injection without the writer was accepted")
+	require.Contains(t, out, "readinessGate.inject.enabled needs the readiness condition's writer")
+
+	// The writer switched off in gateway.config while readinessGate.enabled stays on: still refused.
+	out, err = runHelm(t, "template", "netpulse", repoPath(t, ChartPath), "--set", "readinessGate.enabled=true", "--set", "readinessGate.inject.enabled=true",
+		"--set", "gateway.config.exporters.pod_network_health.readiness_gate.enabled=false")
+	require.Error(t, err, "injection with the writer off in gateway.config was accepted")
+	require.Contains(t, out, "readinessGate.inject.enabled needs the readiness condition's writer")
+
+	exporterDefault := podnetworkhealthexporter.NewFactory().CreateDefaultConfig().(*podnetworkhealthexporter.Config).ReadinessGate.ConditionType
+	injected := func(objs []Object) string {
+		t.Helper()
+		p := mustFind(t, objs, "MutatingAdmissionPolicy", "netpulse-readiness-gate")
+		cond := nested(p, "spec", "matchConditions").([]any)[0].(map[string]any)["expression"].(string)
+		patch := nested(p, "spec", "mutations").([]any)[0].(map[string]any)
+		expr := nested(patch, "jsonPatch", "expression").(string)
+		m := regexp.MustCompile(`conditionType == "([^"]+)"`).FindStringSubmatch(cond)
+		require.NotNil(t, m, cond)
+		require.Equal(t, 2, strings.Count(expr, `"`+m[1]+`"`), "both branches of the patch add the type the match condition checks:\n%s", expr)
+		return m[1]
+	}
+
+	objs := render(t, injectValues(nil))
+	require.Equal(t, exporterDefault, injected(objs), "the chart's default condition type is the exporter's")
+	p := mustFind(t, objs, "MutatingAdmissionPolicy", "netpulse-readiness-gate")
+	require.Equal(t, "admissionregistration.k8s.io/v1", p["apiVersion"])
+	require.Equal(t, "Ignore", nested(p, "spec", "failurePolicy"))
+	require.Equal(t, []any{map[string]any{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []any{"netpulse"}}},
+		nested(p, "spec", "matchConstraints", "namespaceSelector", "matchExpressions"))
+	require.Equal(t, []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"pods"}}},
+		nested(p, "spec", "matchConstraints", "resourceRules"))
+	b := mustFind(t, objs, "MutatingAdmissionPolicyBinding", "netpulse-readiness-gate")
+	require.Equal(t, "netpulse-readiness-gate", nested(b, "spec", "policyName"))
+	require.Equal(t, map[string]any{"netpulse.io/readiness-gate": "enabled"}, nested(b, "spec", "matchResources", "namespaceSelector", "matchLabels"))
+
+	// The exporter's condition type from gateway.config, in the policy and the configuration alike.
+	values := injectValues(map[string]any{"namespaceLabels": map[string]any{"example.com/net": "gated"}, "failurePolicy": "Fail", "apiVersion": "admissionregistration.k8s.io/v1beta1"})
+	values["gateway"] = map[string]any{"config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{
+		"readiness_gate": map[string]any{"condition_type": "example.com/network-ready"}}}}}
+	bin, chart := helm(t)
+	rendered, err := Template(bin, chart, values, "--namespace", "observability")
+	require.NoError(t, err)
+	objs, err = Decode(rendered)
+	require.NoError(t, err)
+	require.Equal(t, "example.com/network-ready", injected(objs))
+	require.Equal(t, "example.com/network-ready", nested(configOf(t, objs, "netpulse-gateway-config", "gateway.yaml"), "exporters", "pod_network_health", "readiness_gate", "condition_type"))
+	p = mustFind(t, objs, "MutatingAdmissionPolicy", "netpulse-readiness-gate")
+	require.Equal(t, "admissionregistration.k8s.io/v1beta1", p["apiVersion"])
+	require.Equal(t, "Fail", nested(p, "spec", "failurePolicy"))
+	require.Equal(t, []any{"observability"}, nested(p, "spec", "matchConstraints", "namespaceSelector", "matchExpressions").([]any)[0].(map[string]any)["values"])
+	b = mustFind(t, objs, "MutatingAdmissionPolicyBinding", "netpulse-readiness-gate")
+	require.Equal(t, "admissionregistration.k8s.io/v1beta1", b["apiVersion"])
+	require.Equal(t, map[string]any{"example.com/net": "gated", "netpulse.io/readiness-gate": "enabled"}, nested(b, "spec", "matchResources", "namespaceSelector", "matchLabels"),
+		"Helm merges the given labels with the default's")
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -121,5 +122,32 @@ func normaliseHelm(o Object) {
 	strip(o["metadata"].(map[string]any))
 	if tmpl, ok := nested(o, "spec", "template", "metadata").(map[string]any); ok {
 		strip(tmpl)
+	}
+}
+
+// deploy/readiness-gate-injection renders the objects the chart renders with
+// readinessGate.inject.enabled (and the readiness condition's writer on), field for field:
+// the same policy, match conditions and patch, binding and namespace label.
+func TestInjectionMatchesKustomize(t *testing.T) {
+	bins, err := kubetest.FindBinaries()
+	require.NoError(t, err)
+	if bins.Kubectl == "" {
+		t.Fatal("bin/kubectl missing: run make kube-bins")
+	}
+	out, err := exec.Command(bins.Kubectl, "kustomize", kubetest.DeployPath("readiness-gate-injection")).CombinedOutput()
+	require.NoError(t, err, "kubectl kustomize:\n%s", out)
+	kust, err := Decode(out)
+	require.NoError(t, err)
+	want := index(t, kust, normaliseKustomize)
+	got := map[string]Object{}
+	for k, o := range index(t, render(t, injectValues(nil)), normaliseHelm) {
+		if strings.HasPrefix(k, "MutatingAdmissionPolicy") {
+			got[k] = o
+		}
+	}
+	require.Equal(t, []string{"MutatingAdmissionPolicy//netpulse-readiness-gate", "MutatingAdmissionPolicyBinding//netpulse-readiness-gate"}, slices.Sorted(maps.Keys(want)))
+	require.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)))
+	for k := range want {
+		require.Empty(t, cmp.Diff(want[k], got[k]), "%s differs between kubectl kustomize deploy/readiness-gate-injection (-) and helm template (+)", k)
 	}
 }

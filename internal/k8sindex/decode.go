@@ -79,9 +79,16 @@ func phaseOf(p corev1.PodPhase) Phase {
 // labels and InternalIP / ExternalIP addresses.
 func NodeRecordFromNode(n *corev1.Node) NodeRecord {
 	r := NodeRecord{
-		Name:   n.Name,
-		Zone:   n.Labels[corev1.LabelTopologyZone],
-		Region: n.Labels[corev1.LabelTopologyRegion],
+		Name:     n.Name,
+		Zone:     n.Labels[corev1.LabelTopologyZone],
+		Region:   n.Labels[corev1.LabelTopologyRegion],
+		Cordoned: n.Spec.Unschedulable,
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			r.NotReady = c.Status != corev1.ConditionTrue
+			break
+		}
 	}
 	if r.Zone == "" {
 		r.Zone = n.Labels[legacyZoneLabel]

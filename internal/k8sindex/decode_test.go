@@ -121,4 +121,16 @@ func TestNodeRecordFromNode(t *testing.T) {
 		Name: "node-a", Zone: "eu-west-1b", Region: "eu-west-1",
 		IPs: []netip.Addr{netip.MustParseAddr("172.16.0.1"), netip.MustParseAddr("fd00:172::1"), netip.MustParseAddr("203.0.113.1")},
 	}, NodeRecordFromNode(n))
+
+	// Cordoned (a drain) and Ready not True (the kubelet stopped reporting): the
+	// disruptions the gateway excuses failures with.
+	n.Spec.Unschedulable = true
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}, {Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}
+	r := NodeRecordFromNode(n)
+	assert.True(t, r.Cordoned)
+	assert.True(t, r.NotReady)
+	n.Status.Conditions[1].Status = corev1.ConditionTrue
+	assert.False(t, NodeRecordFromNode(n).NotReady)
+	n.Status.Conditions = nil
+	assert.False(t, NodeRecordFromNode(n).NotReady, "no Ready condition yet: not known to be down")
 }

@@ -171,6 +171,8 @@ type nodeEntry struct {
 	ips    []ipKey
 	refs   int32 // pod entries (live or in grace) on this node
 	known  bool  // the Node object is in the index (not just named by pods)
+	// cordoned, notReady: NodeRecord's.
+	cordoned, notReady bool
 }
 
 type grave struct {
@@ -303,7 +305,7 @@ func (r *Reader) LookupInto(addr netip.Addr, id *Identity) bool {
 		return true
 	}
 	if n := ix.nodeIPs[key]; n != nil {
-		*id = Identity{Kind: KindNode, NodeName: n.name, Zone: n.zone, Region: n.region}
+		*id = Identity{Kind: KindNode, NodeName: n.name, Zone: n.zone, Region: n.region, NodeCordoned: n.cordoned, NodeNotReady: n.notReady}
 		return true
 	}
 	if len(ix.graves) > 0 {
@@ -336,6 +338,7 @@ func (e *podEntry) fill(id *Identity, deleted bool) {
 	}
 	if e.node != nil {
 		id.NodeName, id.Zone, id.Region = e.node.name, e.node.zone, e.node.region
+		id.NodeCordoned, id.NodeNotReady = e.node.cordoned, e.node.notReady
 	}
 }
 
@@ -780,6 +783,7 @@ func (ix *Index) upsertNodeLocked(r *NodeRecord) {
 		ix.nodes[n.name] = n
 	}
 	n.known = true
+	n.cordoned, n.notReady = r.Cordoned, r.NotReady
 	if n.zone != r.Zone {
 		n.zone = strings.Clone(r.Zone)
 	}

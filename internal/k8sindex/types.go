@@ -160,6 +160,10 @@ type Identity struct {
 	// Labels are the values of the index's configured pod labels (Index.LabelKeys), ""
 	// when the pod does not have the label; nil when no labels are configured.
 	Labels []string
+	// NodeCordoned: the node (the pod's, or the node itself) is unschedulable
+	// (spec.unschedulable: cordoned, usually for a drain). NodeNotReady: its Ready condition
+	// is not True (the kubelet stopped reporting, or reports a problem).
+	NodeCordoned, NodeNotReady bool
 }
 
 // PodRecord is everything the index keeps about a pod; PodRecordFromPod builds it from a
@@ -195,4 +199,6 @@ type NodeRecord struct {
 	Region string
 	// IPs are the node's InternalIP and ExternalIP addresses.
 	IPs []netip.Addr
+	// Cordoned is spec.unschedulable; NotReady: the Ready condition is present and not True.
+	Cordoned, NotReady bool
 }

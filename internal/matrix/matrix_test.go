@@ -101,6 +101,36 @@ func TestSparseCellsAreNotHealthy(t *testing.T) {
 	assert.Len(t, mx.Cells, 6)
 }
 
+// TestStalePairReadsUnknown: a status past its freshUntil says nothing current, whatever
+// its verdict; one within it keeps its verdict however old lastObservedTime is.
+func TestStalePairReadsUnknown(t *testing.T) {
+	f := matrixtest.Cluster(matrixtest.Options{Nodes: 3, Stable: 1, Now: now})
+	old := metav1.NewTime(now.Add(-time.Hour))
+	past := metav1.NewTime(now.Add(-time.Minute))
+	future := metav1.NewTime(now.Add(time.Minute))
+	var stale, current string
+	for i, o := range f.Objects {
+		o.Status.LastObservedTime = &old
+		if i == 0 {
+			o.Status.FreshUntil, stale = &past, o.Name
+		} else {
+			o.Status.FreshUntil, current = &future, o.Name
+		}
+	}
+	m := build(f, true)
+	for _, p := range m.Pairs {
+		switch p.Name {
+		case stale:
+			assert.Equal(t, matrix.Unknown, p.Verdict)
+			assert.Equal(t, matrix.ReasonStatusStale, p.Reason)
+			assert.Contains(t, p.Message, "status not rewritten since")
+		case current:
+			assert.Equal(t, matrix.Reachable, p.Verdict, "an hour-old status within its freshUntil is current")
+			assert.False(t, p.VerdictSince.IsZero())
+		}
+	}
+}
+
 func TestUnplacedExternalNodeTargetsAndDegraded(t *testing.T) {
 	f := matrixtest.Cluster(matrixtest.Options{Nodes: 3, Stable: 2, Now: now})
 	ext := f.Objects[0].DeepCopy()

@@ -35,6 +35,9 @@ const (
 	Unreachable Verdict = "Unreachable"
 )
 
+// ReasonStatusStale is the reason of a pair whose status is past its freshUntil.
+const ReasonStatusStale = "StatusStale"
+
 // Verdicts lists the verdicts of objects, best first.
 var Verdicts = []Verdict{Reachable, Unknown, Degraded, Unreachable}
 
@@ -147,9 +150,16 @@ type Pair struct {
 	P50             string `json:"p50,omitempty"`
 	P99             string `json:"p99,omitempty"`
 	// Loss is the loss ratio (0-1); HasLoss is false when the object has none.
-	Loss         float64   `json:"loss"`
-	HasLoss      bool      `json:"hasLoss"`
+	Loss    float64 `json:"loss"`
+	HasLoss bool    `json:"hasLoss"`
+	// LastObserved is the status's lastObservedTime: the newest observation as of the
+	// last write (on a healthy pair, the last heartbeat, not the last probe).
 	LastObserved time.Time `json:"lastObserved,omitzero"`
+	// FreshUntil is the status's freshUntil; past it (at the model's Now) the pair reads
+	// Unknown with reason StatusStale, whatever the object says.
+	FreshUntil time.Time `json:"freshUntil,omitzero"`
+	// VerdictSince is when the Reachable condition last changed: how long the verdict held.
+	VerdictSince time.Time `json:"verdictSince,omitzero"`
 	// OutageSince is the start of the ongoing outage (zero when none).
 	OutageSince time.Time `json:"outageSince,omitzero"`
 	// Outages is the length of the outage history.
@@ -248,7 +258,7 @@ func Build(in Input) *Model {
 
 	m.Pairs = make([]Pair, 0, len(in.Objects))
 	for _, o := range in.Objects {
-		p := pairOf(o)
+		p := pairOf(o, in.Now)
 		if p.ObserverNode == "" {
 			p.ObserverNode = placePod(o.Namespace, o.Spec.SourcePodRef.Name, string(o.Spec.SourcePodRef.UID))
 		}
@@ -341,7 +351,7 @@ func Build(in Input) *Model {
 }
 
 // pairOf flattens one object (observer and pod-target nodes are placed by Build).
-func pairOf(o *v1alpha1.PodNetworkHealth) Pair {
+func pairOf(o *v1alpha1.PodNetworkHealth, now time.Time) Pair {
 	st := &o.Status
 	p := Pair{
 		Namespace:    o.Namespace,
@@ -371,6 +381,7 @@ func pairOf(o *v1alpha1.PodNetworkHealth) Pair {
 	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReachable); c != nil {
 		p.Reason, p.Message = c.Reason, c.Message
+		p.VerdictSince = c.LastTransitionTime.Time
 	} else if st.Reachability == "" {
 		p.Reason = "NotObservedYet"
 	}
@@ -391,6 +402,17 @@ func pairOf(o *v1alpha1.PodNetworkHealth) Pair {
 	}
 	if st.LastObservedTime != nil {
 		p.LastObserved = st.LastObservedTime.Time
+	}
+	if st.FreshUntil != nil {
+		p.FreshUntil = st.FreshUntil.Time
+		// A status its writer did not rewrite in time says nothing current: its writer
+		// stopped, lost the pair, or had no write budget for it.
+		if !now.IsZero() && now.After(p.FreshUntil) {
+			p.Verdict = Unknown
+			p.Reason = ReasonStatusStale
+			p.Message = "status not rewritten since " + p.LastObserved.UTC().Format(time.RFC3339) +
+				"; its writer rewrites a current status before " + p.FreshUntil.UTC().Format(time.RFC3339)
+		}
 	}
 	if len(st.Outages) > 0 && st.Outages[0].End == nil {
 		p.OutageSince = st.Outages[0].Start.Time

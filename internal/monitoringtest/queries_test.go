@@ -57,6 +57,7 @@ func exportedSeries(t *testing.T) catalogue {
 		"netpulse_probe_status_ratio", "netpulse_probe_loss_ratio", "netpulse_probe_icmp_jitter_seconds",
 		"netpulse_probe_packets_sent_total", "netpulse_probe_packets_lost_total", "netpulse_probe_errors_total",
 		"netpulse_probe_duration_seconds_bucket", "netpulse_probe_duration_seconds_sum", "netpulse_probe_duration_seconds_count",
+		"netpulse_probe_path_mtu_bytes",
 	}
 	var export, telem []sample
 	eventually(t, 60*time.Second, "every pod_probe family and pod_network_health's telemetry scraped", func() (bool, string) {
@@ -316,7 +317,7 @@ func TestDashboardAndRulesNameExportedSeries(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 7, n)
+	require.Equal(t, 8, n)
 
 	// The check can fail: a made-up label or metric is refused.
 	_, err = checkExpr(cat, `sum by (no_such_label) (netpulse_probe_status_ratio)`)

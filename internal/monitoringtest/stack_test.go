@@ -97,6 +97,8 @@ current-context: c
 			"auth_type": "kubeConfig", "kubeconfig": kubeconfig,
 			"interval": "1s", "timeout": "500ms", "allow_loopback": true,
 			"peers": map[string]any{"enabled": false},
+			// Path-MTU probes of the static address, so that their series is exported too.
+			"icmp": map[string]any{"path_mtu": map[string]any{"enabled": true, "every": 1, "size": 1500}},
 			"static": []any{
 				map[string]any{"target": "127.0.0.1"},
 				map[string]any{"target": tg.slowURL},

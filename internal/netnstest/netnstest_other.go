@@ -60,3 +60,6 @@ func Sysctl(string) (string, error) { return "", errUnsupported }
 
 // LinkUp returns an error outside Linux.
 func LinkUp(string) error { return errUnsupported }
+
+// MTUPath skips t: network namespaces need Linux.
+func MTUPath(t testing.TB, _ bool) *NS { t.Helper(); RequireRoot(t); return nil }

@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/k8stokenauthtest"
 	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/internal/testpki"
 )
 
 // Namespace is where deploy/ puts netpulse (deploy/agent-gateway/namespace.yaml).
@@ -108,7 +108,7 @@ type Cluster struct {
 	gateways []*Gateway
 	procs    []*Process // every agent collector started, for Logs
 	// gatewayTLS is the gateway's serving certificate and its CA (setupGatewayTLS).
-	gatewayTLS *k8stokenauthtest.TLS
+	gatewayTLS *testpki.Serving
 	// gwAPIProxy carries the gateways' API traffic (GatewayKubeconfig names it).
 	gwAPIProxy *apiProxy
 	// restoreNeighbourTables puts back the host's neighbour-table limits (sizeNeighbourTables).

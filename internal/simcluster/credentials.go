@@ -15,7 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/k8stokenauthtest"
+	"github.com/netpulse/netpulse/internal/testpki"
 )
 
 // GatewayTLSSecret is the Secret deploy/ mounts into the gateway (tls.crt, tls.key) and,
@@ -30,7 +30,7 @@ func (c *Cluster) setupGatewayTLS(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tls, err := k8stokenauthtest.WriteTLS(dir, HostIPv4.String())
+	tls, err := testpki.WriteServing(dir, "netpulse-gateway", "127.0.0.1", "::1", "localhost", "netpulse-gateway.netpulse.svc", HostIPv4.String())
 	if err != nil {
 		return fmt.Errorf("simcluster: gateway TLS: %w", err)
 	}

@@ -30,11 +30,11 @@ import (
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/cmd/kubectl-netpulse/plugin"
 	"github.com/netpulse/netpulse/extension/netpulseviewextension"
-	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/kubetest"
 	"github.com/netpulse/netpulse/internal/matrix"
 	"github.com/netpulse/netpulse/internal/matrix/matrixtest"
+	"github.com/netpulse/netpulse/internal/viewserver"
 )
 
 // ScreenshotEnv, when set, is where TestView saves the page's screenshot (the committed
@@ -157,6 +157,10 @@ func testJSON(t *testing.T, base string) {
 	assert.Len(t, p.Status.Probes, 2)
 	assert.Len(t, p.Status.Outages, 2)
 	assert.Nil(t, p.Status.Outages[0].End, "ongoing")
+	// What the pair detail shows besides the verdict: since when it holds, and until when
+	// the unchanged status is current (status.freshUntil).
+	assert.False(t, p.VerdictSince.IsZero())
+	assert.True(t, p.FreshUntil.After(p.LastObserved))
 
 	var why viewserver.WhyResponse
 	getJSON(t, base+"/api/v1/node/"+partitioned, &why)

@@ -49,7 +49,7 @@ const (
 var probeDataPointKeys = map[string]bool{
 	contract.DestinationAddress: true, contract.DestinationPort: true, contract.NetworkType: true,
 	contract.ProbeType: true, contract.TargetKind: true, contract.PairStable: true, contract.ErrorType: true,
-	contract.TargetEndpoint: true,
+	contract.TargetEndpoint: true, contract.PathMTUStatus: true,
 }
 
 // maxEndpointLen bounds netpulse.target.endpoint (a URL or a DNS question).
@@ -61,6 +61,7 @@ const maxEndpointLen = 512
 var probeUnits = map[string]string{
 	contract.MetricStatus: "1", contract.MetricLossRatio: "1", contract.MetricDuration: "s", contract.MetricJitter: "s",
 	contract.MetricPacketsSent: "{packet}", contract.MetricPacketsLost: "{packet}", contract.MetricErrors: "{probe}",
+	contract.MetricPathMTU: "By",
 }
 
 // probeResourceKeys are the Resource attributes of the contract's source, and those the
@@ -78,6 +79,7 @@ var enumValues = map[string]map[string]bool{
 	contract.ErrorType: {contract.ErrorTypeTimeout: true, contract.ErrorTypeRefused: true, contract.ErrorTypeUnreachable: true,
 		contract.ErrorTypeDNS: true, contract.ErrorTypeTLS: true, contract.ErrorTypeHTTPStatus: true,
 		contract.ErrorTypePermission: true, contract.ErrorTypeOther: true},
+	contract.PathMTUStatus: {contract.PathMTUOK: true, contract.PathMTUBlackHole: true, contract.PathMTUFragmentationNeeded: true},
 }
 
 // admissionLogEvery bounds the admission's log lines.

@@ -304,6 +304,7 @@ func (res *resolver) applyRules(rules []*rule, attrs pcommon.Map) {
 		if r.prefix == contract.DestinationPrefix {
 			// Only the index says a pod is going away: a sender's value is never kept.
 			attrs.Remove(contract.DestinationPodLeaving)
+			attrs.Remove(contract.DestinationDisruption)
 		}
 		v, ok := attrs.Get(r.attribute)
 		if !ok {
@@ -321,9 +322,30 @@ func (res *resolver) applyRules(rules []*rule, attrs pcommon.Map) {
 			if id != nil && oc != unresolvedConflict && id.Kind == k8sindex.KindPod && (id.Deleted || id.Terminating) {
 				attrs.PutBool(contract.DestinationPodLeaving, true)
 			}
+			if id != nil && oc != unresolvedConflict {
+				if d := disruptionOf(id); d != "" {
+					attrs.PutStr(contract.DestinationDisruption, d)
+				}
+			}
 		}
 		res.counts[r.source][oc]++
 	}
+}
+
+// disruptionOf is the known disruption of a destination (contract.DestinationDisruption):
+// the first that applies in precedence order, "" when none.
+func disruptionOf(id *k8sindex.Identity) string {
+	switch {
+	case id.Kind == k8sindex.KindPod && (id.Deleted || id.Terminating):
+		return contract.DisruptionPodTerminating
+	case id.NodeNotReady:
+		return contract.DisruptionNodeNotReady
+	case id.NodeCordoned:
+		return contract.DisruptionNodeDraining
+	case id.Kind == k8sindex.KindPod && id.Phase == k8sindex.PhasePending:
+		return contract.DisruptionNotReady
+	}
+	return ""
 }
 
 // run enriches one batch, then records the outcomes.

@@ -432,3 +432,42 @@ func TestLeavingDestinationPods(t *testing.T) {
 	}
 	assert.Equal(t, true, dpAttrs(out, 5)[contract.DestinationPodLeaving])
 }
+
+// A destination the cluster reports as going away or down carries the disruption that
+// explains failures towards it (the gateway blames no network for them), in precedence
+// order; only the index decides: a sender's value is removed.
+func TestDestinationDisruptions(t *testing.T) {
+	ix := testIndex(t)
+	ix.UpsertNode(&k8sindex.NodeRecord{Name: "node-cordoned", Cordoned: true, IPs: addrs("10.0.9.1")})
+	ix.UpsertNode(&k8sindex.NodeRecord{Name: "node-down", NotReady: true, Cordoned: true, IPs: addrs("10.0.9.2")})
+	for _, r := range []*k8sindex.PodRecord{
+		{UID: "uid-t", Name: "leaving", Namespace: "shop", NodeName: "node-down", IPs: addrs("10.64.7.1"), Phase: k8sindex.PhaseRunning, Terminating: true},
+		{UID: "uid-d", Name: "on-down", Namespace: "shop", NodeName: "node-down", IPs: addrs("10.64.7.2"), Phase: k8sindex.PhaseRunning, Ready: true},
+		{UID: "uid-c", Name: "on-cordoned", Namespace: "shop", NodeName: "node-cordoned", IPs: addrs("10.64.7.3"), Phase: k8sindex.PhaseRunning, Ready: true},
+		{UID: "uid-p", Name: "pending", Namespace: "shop", NodeName: "node-b", IPs: addrs("10.64.7.4"), Phase: k8sindex.PhasePending},
+		{UID: "uid-n", Name: "not-ready", Namespace: "shop", NodeName: "node-b", IPs: addrs("10.64.7.5"), Phase: k8sindex.PhaseRunning},
+	} {
+		ix.UpsertPod(r)
+	}
+	p := newTestProcessor(t, createDefaultConfig(), ix)
+	forged := func(addr string) map[string]any {
+		return map[string]any{contract.DestinationAddress: addr, contract.DestinationDisruption: contract.DisruptionNodeDraining}
+	}
+	md := probeMetrics(map[string]any{contract.K8sPodIP: agentIP},
+		"10.64.7.1", "10.64.7.2", "10.64.7.3", "10.64.7.4", "10.0.9.1", "10.0.9.2",
+		"10.64.7.5",       // 6: Running, not Ready: not excused (the readiness gate's own pods)
+		forged(targetIP4), // 7: live and healthy, the sender claims a drain
+		forged(unknownIP), // 8: unknown
+	)
+	out, err := p.processMetrics(context.Background(), md)
+	require.NoError(t, err)
+	for i, want := range []string{
+		contract.DisruptionPodTerminating, contract.DisruptionNodeNotReady, contract.DisruptionNodeDraining,
+		contract.DisruptionNotReady, contract.DisruptionNodeDraining, contract.DisruptionNodeNotReady,
+	} {
+		assert.Equal(t, want, dpAttrs(out, i)[contract.DestinationDisruption], "data point %d", i)
+	}
+	for _, i := range []int{6, 7, 8} {
+		assert.NotContains(t, dpAttrs(out, i), contract.DestinationDisruption, "data point %d", i)
+	}
+}

@@ -88,6 +88,8 @@ type ICMPConfig struct {
 	EchoInterval time.Duration `mapstructure:"echo_interval"`
 	// ReceiveBuffer is the socket receive buffer in bytes (bursts of replies).
 	ReceiveBuffer int `mapstructure:"receive_buffer"`
+	// PathMTU probes each stable peer with full-size don't-fragment echoes (off by default).
+	PathMTU PathMTUConfig `mapstructure:"path_mtu"`
 }
 
 // HTTPProbeConfig configures HTTP(S) GET probes.
@@ -251,6 +253,10 @@ func (c *Config) Validate() error {
 	// ICMPConfig.Validate reports an echo_interval out of range.
 	if c.ICMP.echoIntervalInRange() && c.ICMP.Count > 1 && time.Duration(c.ICMP.Count-1)*c.ICMP.EchoInterval >= c.Timeout {
 		add("icmp: count=%d echoes %v apart do not fit in timeout=%v", c.ICMP.Count, c.ICMP.EchoInterval, c.Timeout)
+	}
+	c.ICMP.PathMTU.validate(add)
+	if p := c.ICMP.PathMTU; p.Enabled && c.ICMP.echoIntervalInRange() && p.Count > 1 && time.Duration(p.Count-1)*c.ICMP.EchoInterval >= c.Timeout {
+		add("icmp::path_mtu: count=%d echoes %v apart do not fit in timeout=%v", p.Count, c.ICMP.EchoInterval, c.Timeout)
 	}
 	// StaticConfig.Validate reports a target that does not parse; the address policy
 	// (allow_loopback, allow_link_local) is Config's.

@@ -51,9 +51,24 @@ type series struct {
 	start     pcommon.Timestamp
 	sent      int64
 	lost      int64
-	errors    map[string]int64
+	errors    map[string]*errorCount
 	hist      *structure.Histogram[float64]
 	lastRound time.Time
+}
+
+// errorCount is the cumulative count of one error.type of a series. Its own start is the
+// probe that first failed so: the gateway takes a stream it has not seen whose start is
+// recent as that round's increment, so the first failure of a kind carries its error.type.
+type errorCount struct {
+	n     int64
+	start pcommon.Timestamp
+}
+
+// sumKey identifies a cumulative sum's data point: its series, and for
+// netpulse.probe.errors its error.type.
+type sumKey struct {
+	seriesKey
+	errorType string
 }
 
 // emitter turns observations into OTLP metrics. Sums and histograms are cumulative, as
@@ -106,16 +121,19 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 		s   *series
 	}
 	var hists []histOut
+	// starts: the StartTimestamp of each cumulative sum point, its series' own (mdatagen's
+	// builder stamps every point with the builder's creation time).
+	starts := map[sumKey]pcommon.Timestamp{}
 	for _, o := range obs {
 		t := o.target
 		key := seriesKey{addr: t.addressText(), port: t.port, probe: t.probe, kind: t.kind, stable: t.stable, endpoint: t.endpoint()}
+		probeStart := ts
+		if !o.start.IsZero() && o.start.Before(now) {
+			probeStart = pcommon.NewTimestampFromTime(o.start)
+		}
 		s := e.series[key]
 		if s == nil {
-			start := ts
-			if !o.start.IsZero() && o.start.Before(now) {
-				start = pcommon.NewTimestampFromTime(o.start)
-			}
-			s = &series{start: start, errors: map[string]int64{}}
+			s = &series{start: probeStart, errors: map[string]*errorCount{}}
 			s.hist = structure.NewFloat64(structure.NewConfig(structure.WithMaxSize(maxHistogramBuckets)))
 			e.series[key] = s
 		}
@@ -151,11 +169,18 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 			e.mb.RecordNetpulseProbePacketsSentDataPoint(ts, s.sent, key.addr, nt, pt, tk, stableOpts...)
 			e.mb.RecordNetpulseProbePacketsLostDataPoint(ts, s.lost, key.addr, nt, pt, tk, stableOpts...)
 		}
+		starts[sumKey{seriesKey: key}] = s.start
 		if !o.success {
-			s.errors[o.errorType]++
+			ec := s.errors[o.errorType]
+			if ec == nil {
+				ec = &errorCount{start: probeStart}
+				s.errors[o.errorType] = ec
+			}
+			ec.n++
 		}
-		for et, n := range s.errors {
-			e.mb.RecordNetpulseProbeErrorsDataPoint(ts, n, key.addr, nt, pt, tk, et, portOpts...)
+		for et, ec := range s.errors {
+			e.mb.RecordNetpulseProbeErrorsDataPoint(ts, ec.n, key.addr, nt, pt, tk, et, portOpts...)
+			starts[sumKey{seriesKey: key, errorType: et}] = ec.start
 		}
 		if o.success {
 			for _, d := range o.durations {
@@ -171,6 +196,7 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 	}
 
 	md := e.mb.Emit(metadata.WithResource(e.res))
+	setSumStarts(md, starts)
 	if !e.histOn || len(hists) == 0 {
 		return md
 	}
@@ -211,6 +237,52 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 		copyHistogram(h.s.hist, dp)
 	}
 	return md
+}
+
+// setSumStarts gives each cumulative sum point the StartTimestamp of its series (see
+// docs/telemetry-contract.md, "Series lifetime"): a rotating pair's sums start at its probe,
+// a stable pair's where its series began. A point whose attributes match no series (some
+// disabled in the configuration) keeps the builder's.
+func setSumStarts(md pmetric.Metrics, starts map[sumKey]pcommon.Timestamp) {
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				if m.Type() != pmetric.MetricTypeSum {
+					continue
+				}
+				dps := m.Sum().DataPoints()
+				for p := 0; p < dps.Len(); p++ {
+					dp := dps.At(p)
+					if st, ok := starts[sumKeyOf(dp.Attributes())]; ok {
+						dp.SetStartTimestamp(st)
+					}
+				}
+			}
+		}
+	}
+}
+
+// sumKeyOf reads a sum point's series (and error.type) back from its attributes.
+func sumKeyOf(attrs pcommon.Map) sumKey {
+	str := func(k string) string {
+		if v, ok := attrs.Get(k); ok && v.Type() == pcommon.ValueTypeStr {
+			return v.Str()
+		}
+		return ""
+	}
+	var k sumKey
+	k.addr, k.probe, k.kind, k.endpoint, k.errorType = str(contract.DestinationAddress), str(contract.ProbeType), str(contract.TargetKind), str(contract.TargetEndpoint), str(contract.ErrorType)
+	if v, ok := attrs.Get(contract.DestinationPort); ok && v.Type() == pcommon.ValueTypeInt {
+		k.port = uint16(v.Int())
+	}
+	if v, ok := attrs.Get(contract.PairStable); ok && v.Type() == pcommon.ValueTypeBool {
+		k.stable = v.Bool()
+	}
+	return k
 }
 
 func copyHistogram(h *structure.Histogram[float64], dp pmetric.ExponentialHistogramDataPoint) {

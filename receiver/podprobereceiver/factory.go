@@ -6,7 +6,6 @@ package podprobereceiver
 import (
 	"context"
 	"os"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/internal/sharedcomponent"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 )
 
@@ -33,7 +33,7 @@ const DefaultPeerSelector = "app.kubernetes.io/name=netpulse-agent"
 
 // NewFactory creates the pod_probe receiver factory.
 func NewFactory() receiver.Factory {
-	f := &factory{receivers: map[*Config]*podProbeReceiver{}}
+	f := &factory{receivers: sharedcomponent.NewMap[*Config, *podProbeReceiver]()}
 	return receiver.NewFactory(metadata.Type, createDefaultConfig,
 		receiver.WithMetrics(f.createMetrics, metadata.MetricsStability),
 		receiver.WithTraces(f.createTraces, metadata.TracesStability),
@@ -59,6 +59,7 @@ func createDefaultConfig() component.Config {
 			Count:         3,
 			EchoInterval:  100 * time.Millisecond,
 			ReceiveBuffer: 4 << 20,
+			PathMTU:       PathMTUConfig{Every: defaultPathMTUEvery, SmallSize: defaultPathMTUSmallSize, Count: defaultPathMTUCount},
 		},
 		Peers: PeersConfig{
 			Enabled:          true,
@@ -81,42 +82,31 @@ func createDefaultConfig() component.Config {
 	}
 }
 
-// factory shares one receiver between the metrics and traces pipelines that use the same
-// configuration, so probes run once and feed both.
+// factory shares one receiver between the metrics, traces and logs pipelines that use the
+// same configuration, so probes run once and feed all of them.
 type factory struct {
-	mu        sync.Mutex
-	receivers map[*Config]*podProbeReceiver
+	receivers *sharedcomponent.Map[*Config, *podProbeReceiver]
 }
 
-func (f *factory) get(set receiver.Settings, cfg *Config) *podProbeReceiver {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.receivers[cfg]
-	if !ok {
-		r = newReceiver(set, cfg, func() {
-			f.mu.Lock()
-			delete(f.receivers, cfg)
-			f.mu.Unlock()
-		})
-		f.receivers[cfg] = r
-	}
+func (f *factory) get(set receiver.Settings, cfg *Config) *sharedcomponent.Component[*podProbeReceiver] {
+	r, _ := f.receivers.LoadOrStore(cfg, func() (*podProbeReceiver, error) { return newReceiver(set, cfg), nil })
 	return r
 }
 
 func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	r := f.get(set, cfg.(*Config))
-	r.metricsConsumer = next
+	r.Unwrap().metricsConsumer = next
 	return r, nil
 }
 
 func (f *factory) createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
 	r := f.get(set, cfg.(*Config))
-	r.tracesConsumer = next
+	r.Unwrap().tracesConsumer = next
 	return r, nil
 }
 
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
 	r := f.get(set, cfg.(*Config))
-	r.logsConsumer = next
+	r.Unwrap().logsConsumer = next
 	return r, nil
 }

@@ -98,7 +98,6 @@ type podProbeReceiver struct {
 	metricsConsumer consumer.Metrics
 	tracesConsumer  consumer.Traces
 	logsConsumer    consumer.Logs
-	onRemove        func()
 
 	mu       sync.Mutex
 	started  bool
@@ -120,10 +119,12 @@ type podProbeReceiver struct {
 	// between are counted).
 	lastPlan  *planner.Plan
 	lastRound uint64
+	// pathMTU: the large echo size per family for path-MTU probes (0: none).
+	pathMTU pathMTUSizes
 }
 
-func newReceiver(set receiver.Settings, cfg *Config, onRemove func()) *podProbeReceiver {
-	return &podProbeReceiver{set: set, cfg: cfg, onRemove: onRemove, policy: cfg.policy()}
+func newReceiver(set receiver.Settings, cfg *Config) *podProbeReceiver {
+	return &podProbeReceiver{set: set, cfg: cfg, policy: cfg.policy()}
 }
 
 func (c *Config) policy() targetpolicy.Policy {
@@ -150,7 +151,8 @@ func (c *Config) usesICMP() bool {
 
 // Start opens the ICMP sockets (failing fast, with the sysctl to fix, when the kernel
 // refuses them), starts the informers without waiting for them, and starts the round loop.
-// It is idempotent: the metrics and traces pipelines share one receiver.
+// The pipelines share one receiver (factory.go, internal/sharedcomponent), which starts it
+// once; Start is idempotent all the same.
 func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -171,9 +173,15 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 		return err
 	}
 	if r.cfg.usesICMP() {
+		if r.cfg.ICMP.PathMTU.Enabled {
+			if r.pathMTU, err = pathMTUSizesFor(r.cfg.ICMP.PathMTU, splitIPs(r.cfg.Source.PodIPs)); err != nil {
+				return err
+			}
+		}
 		engine, err := icmpengine.New(icmpengine.Config{
 			Mode:               icmpengine.Mode(r.cfg.ICMP.Mode),
 			ReceiveBufferBytes: r.cfg.ICMP.ReceiveBuffer,
+			DontFragment:       r.cfg.ICMP.PathMTU.Enabled,
 			DisableIPv4:        !slices.Contains(r.cfg.AddressFamilies, "ipv4"),
 			DisableIPv6:        !slices.Contains(r.cfg.AddressFamilies, "ipv6"),
 		})
@@ -282,9 +290,6 @@ func (r *podProbeReceiver) Shutdown(context.Context) error {
 	r.closeEngine()
 	if r.tb != nil {
 		r.tb.Shutdown()
-	}
-	if r.onRemove != nil {
-		r.onRemove()
 	}
 	return nil
 }
@@ -603,6 +608,10 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 		return
 	}
 	results := make([]observation, len(ts))
+	waitMTU := func() []pathMTUResult { return nil }
+	if r.pathMTUDue(round) {
+		waitMTU = r.probePathMTU(ctx, ts)
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.cfg.MaxConcurrency)
 	for i, t := range ts {
@@ -631,6 +640,7 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			wg.Wait()
+			waitMTU()
 			return
 		}
 		wg.Add(1)
@@ -641,6 +651,7 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 		}()
 	}
 	wg.Wait()
+	mtu := waitMTU()
 	if ctx.Err() != nil {
 		return // shutting down: a half-cancelled round would report false failures
 	}
@@ -651,6 +662,9 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 		}
 		r.tb.PodProbeProbes.Add(ctx, 1, metric.WithAttributes(attribute.String("netpulse.probe.type", o.target.probe), attribute.String("outcome", outcome)))
 	}
+	if len(mtu) > 0 && r.metricsConsumer != nil {
+		r.emitter.recordPathMTU(time.Now(), mtu, r.set.Logger)
+	}
 	r.publish(ctx, results)
 	r.tb.PodProbeRounds.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "run")))
 	r.tb.PodProbeRoundDuration.Record(ctx, time.Since(started).Seconds())
@@ -659,7 +673,7 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 // echoTimeout is each echo's timeout, so that a round of Count echoes fits in Timeout
 // (Validate guarantees it is positive).
 func (r *podProbeReceiver) echoTimeout() time.Duration {
-	return r.cfg.Timeout - time.Duration(r.cfg.ICMP.Count-1)*r.cfg.ICMP.EchoInterval
+	return r.echoTimeoutFor(r.cfg.ICMP.Count)
 }
 
 func icmpObservation(t target, start time.Time, res icmpengine.Result, err error) observation {

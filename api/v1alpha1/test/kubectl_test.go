@@ -92,9 +92,9 @@ func TestPrinterColumns(t *testing.T) {
 	}
 	want := []col{
 		{"Name", "string", 0}, {"Source", "string", 0}, {"Target", "string", 0}, {"Reachable", "string", 0},
-		{"RTT P50", "string", 0}, {"Loss", "string", 0}, {"Last Seen", "date", 0}, {"Age", "date", 0},
+		{"RTT P50", "string", 0}, {"Loss", "string", 0}, {"Since", "date", 0}, {"Age", "date", 0},
 		{"Target Kind", "string", 1}, {"Target Node", "string", 1}, {"Target Address", "string", 1},
-		{"RTT P99", "string", 1}, {"Observer", "string", 1},
+		{"RTT P99", "string", 1}, {"Observer", "string", 1}, {"Written", "date", 1},
 	}
 	var got []col
 	for _, c := range table.ColumnDefinitions {
@@ -105,6 +105,9 @@ func TestPrinterColumns(t *testing.T) {
 	}
 
 	age := regexp.MustCompile(`^[0-9]+s$`) // seconds-old timestamps print as "30s"
+	// Since is the Reachable condition's last transition: the fixture's is months old.
+	since := regexp.MustCompile(`^[0-9]+(d|y[0-9]*d?)$`)
+	twoMinutes := regexp.MustCompile(`^2m[0-9]*s?$`)
 	rows := map[string][]any{}
 	for _, r := range table.Rows {
 		rows[r.Cells[0].(string)] = r.Cells
@@ -132,10 +135,10 @@ func TestPrinterColumns(t *testing.T) {
 			}
 		}
 	}
-	check("agent-a-to-agent-b", "agent-a-to-agent-b", "agent-a", "agent-b", "Reachable", "850us", "0.0125", age, age, "Pod", nil, nil, "4ms", "node-a")
-	check("agent-a-to-agent-c", "agent-a-to-agent-c", "agent-a", "agent-c", "Unreachable", nil, "1", age, age, "Pod", nil, nil, nil, "node-a")
-	check("agent-a-to-node-b", "agent-a-to-node-b", "agent-a", nil, "Reachable", "310us", "0", age, age, "Node", "node-b", nil, "700us", "node-a")
-	check("agent-a-to-dns", "agent-a-to-dns", "agent-a", nil, "Unknown", nil, nil, nil, age, "External", nil, "192.0.2.53", nil, nil)
+	check("agent-a-to-agent-b", "agent-a-to-agent-b", "agent-a", "agent-b", "Reachable", "850us", "0.0125", since, age, "Pod", nil, nil, "4ms", "node-a", age)
+	check("agent-a-to-agent-c", "agent-a-to-agent-c", "agent-a", "agent-c", "Unreachable", nil, "1", twoMinutes, age, "Pod", nil, nil, nil, "node-a", age)
+	check("agent-a-to-node-b", "agent-a-to-node-b", "agent-a", nil, "Reachable", "310us", "0", since, age, "Node", "node-b", nil, "700us", "node-a", age)
+	check("agent-a-to-dns", "agent-a-to-dns", "agent-a", nil, "Unknown", nil, nil, nil, age, "External", nil, "192.0.2.53", nil, nil, nil)
 	if len(table.Rows) != 5 {
 		t.Errorf("%d rows, want 5", len(table.Rows))
 	}
@@ -240,8 +243,8 @@ func TestKubectl(t *testing.T) {
 		t.Logf("$ kubectl get %s\n%s", strings.Join(args[1:], " "), out)
 		return string(out)
 	}
-	header := regexp.MustCompile(`^NAME +SOURCE +TARGET +REACHABLE +RTT P50 +LOSS +LAST SEEN +AGE\n`)
-	row := regexp.MustCompile(`(?m)^agent-a-to-agent-b +agent-a +agent-b +Reachable +850us +0\.0125 +[0-9]+s +[0-9]+s$`)
+	header := regexp.MustCompile(`^NAME +SOURCE +TARGET +REACHABLE +RTT P50 +LOSS +SINCE +AGE\n`)
+	row := regexp.MustCompile(`(?m)^agent-a-to-agent-b +agent-a +agent-b +Reachable +850us +0\.0125 +[0-9]+(d|y[0-9]*d?) +[0-9]+s$`)
 	out := kubectl("get", "pnh")
 	if !header.MatchString(out) || !row.MatchString(out) || strings.Count(out, "\n") != 6 {
 		t.Errorf("kubectl get pnh: unexpected table")
@@ -253,7 +256,7 @@ func TestKubectl(t *testing.T) {
 		t.Errorf("kubectl get pnh --field-selector: unexpected output")
 	}
 	out = kubectl("get", "pnh", "-o", "wide")
-	if !strings.Contains(out, "TARGET KIND") || !regexp.MustCompile(`agent-a-to-node-b +agent-a +Reachable +310us +0 +[0-9]+s +[0-9]+s +Node +node-b +700us +node-a`).MatchString(out) {
+	if !strings.Contains(out, "TARGET KIND") || !regexp.MustCompile(`agent-a-to-node-b +agent-a +Reachable +310us +0 +[0-9]+(d|y[0-9]*d?) +[0-9]+s +Node +node-b +700us +node-a +[0-9]+s`).MatchString(out) {
 		t.Errorf("kubectl get pnh -o wide: unexpected output")
 	}
 	out = kubectl("get", "pnh", "--field-selector", "status.reachability=Unreachable")

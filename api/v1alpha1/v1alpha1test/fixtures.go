@@ -95,6 +95,7 @@ func ValidStatus() v1alpha1.PodNetworkHealthStatus {
 		LossRatio:        v1alpha1.RatioOf(3, 240),
 		Window:           v1alpha1.DurationOf(5 * time.Minute),
 		LastObservedTime: AtPtr(0),
+		FreshUntil:       AtPtr(20 * time.Minute),
 		ObservedFromNode: "node-a",
 		ObserverCount:    1,
 		Probes: []v1alpha1.ProbeResult{
@@ -146,6 +147,7 @@ func WorstCase(namespace string, sourceUID types.UID) *v1alpha1.PodNetworkHealth
 		LossRatio:        "0.123456",
 		Window:           dur,
 		LastObservedTime: AtPtr(0),
+		FreshUntil:       AtPtr(20 * time.Minute),
 		ObservedFromNode: LongName("node"),
 		ObserverCount:    math.MaxInt32,
 	}

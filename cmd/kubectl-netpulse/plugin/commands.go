@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
 	"github.com/netpulse/netpulse/internal/matrix"
+	"github.com/netpulse/netpulse/internal/viewserver"
 )
 
 // DefaultMaxNodes is how many nodes `matrix` draws as a node matrix before it shows the

@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/extension/netpulseviewextension/viewserver"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/matrix"
+	"github.com/netpulse/netpulse/internal/viewserver"
 )
 
 // Streams are the command's input and outputs.

@@ -12,25 +12,18 @@ import (
 	"bufio"
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 	authv1 "k8s.io/api/authentication/v1"
@@ -38,72 +31,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/netpulse/netpulse/internal/testpki"
 )
 
 // TLS is a throw-away CA and a serving certificate (for 127.0.0.1, ::1, localhost,
 // netpulse-gateway.netpulse.svc and any extra hosts) written as PEM files.
-type TLS struct {
-	CAFile, CertFile, KeyFile string
-	CAPool                    *x509.CertPool
-}
+type TLS = testpki.Serving
 
-// WriteTLS generates the PKI into dir. hosts are extra IP addresses or DNS names the
-// serving certificate is valid for (the address agents dial).
+// WriteTLS generates the PKI into dir (internal/testpki). hosts are extra IP addresses or
+// DNS names the serving certificate is valid for (the address agents dial).
 func WriteTLS(dir string, hosts ...string) (*TLS, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "netpulse-test-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "netpulse-gateway"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		DNSNames:    []string{"localhost", "netpulse-gateway.netpulse.svc"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	t := &TLS{CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"), CAPool: x509.NewCertPool()}
-	t.CAPool.AddCert(caCert)
-	for path, block := range map[string]*pem.Block{
-		t.CAFile: {Type: "CERTIFICATE", Bytes: caDER}, t.CertFile: {Type: "CERTIFICATE", Bytes: der}, t.KeyFile: {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return t, nil
+	return testpki.WriteServing(dir, "netpulse-gateway",
+		append([]string{"127.0.0.1", "::1", "localhost", "netpulse-gateway.netpulse.svc"}, hosts...)...)
 }
 
 // RestrictedPodSpec passes Pod Security "restricted" (the netpulse namespace enforces it).

@@ -188,6 +188,8 @@ func pair(o Options, i, j, part int, now, since metav1.Time) *v1alpha1.PodNetwor
 	st := &obj.Status
 	st.Window = v1alpha1.DurationOf(5 * time.Minute)
 	st.LastObservedTime = &now
+	fresh := metav1.NewTime(now.Add(20 * time.Minute))
+	st.FreshUntil = &fresh
 	st.ObservedFromNode = NodeName(i)
 	st.ObserverCount = 1
 	cond := func(status metav1.ConditionStatus, reason, msg string, at metav1.Time) metav1.Condition {

@@ -84,3 +84,14 @@ budget and the release namespace applied, then .Values.gateway.config deep-merge
 {{- $pnh := dig "exporters" "pod_network_health" (dict) $cfg -}}
 {{- if dig .feature "enabled" false $pnh }}true{{ end -}}
 {{- end }}
+
+{{/*
+The pod condition type of the readiness gate: the merged gateway configuration's
+pod_network_health readiness_gate.condition_type, else the exporter's default (its
+factory's; internal/helmtest checks they agree). The injection policy adds this type, so
+the gate pods declare is the condition the exporter writes.
+*/}}
+{{- define "netpulse.readinessConditionType" -}}
+{{- $cfg := include "netpulse.gatewayConfig" . | fromYaml -}}
+{{- dig "exporters" "pod_network_health" "readiness_gate" "condition_type" "netpulse.io/network-ready" $cfg -}}
+{{- end }}

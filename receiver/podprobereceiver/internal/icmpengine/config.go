@@ -75,6 +75,13 @@ type Config struct {
 	// DefaultTimerSlack; a negative value disables the slack.
 	TimerSlack time.Duration `mapstructure:"timer_slack"`
 
+	// DontFragment sets the don't-fragment bit on IPv4 echoes and forbids IPv6
+	// fragmentation at the source (IP(V6)_MTU_DISCOVER = PMTUDISC_PROBE: the
+	// kernel neither fragments nor caps the size at its path-MTU cache, so
+	// every echo tests the path at its size). Small echoes are unaffected;
+	// path-MTU probes (Request.Size) need it.
+	DontFragment bool `mapstructure:"dont_fragment"`
+
 	// DisableIPv4 / DisableIPv6 skip opening the socket of that family.
 	DisableIPv4 bool `mapstructure:"disable_ipv4"`
 	DisableIPv6 bool `mapstructure:"disable_ipv6"`

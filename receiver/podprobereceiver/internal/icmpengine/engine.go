@@ -94,6 +94,7 @@ type round struct {
 	sa          unix.Sockaddr
 	fam         *family
 	count       int
+	payload     int // ICMP payload bytes of each echo
 	interval    int64
 	timeout     time.Duration
 	start       int64
@@ -192,7 +193,7 @@ func (e *Engine) Start(ctx context.Context) error {
 func (e *Engine) open(v6 bool) (*sock, error) {
 	ident := uint16(e.rng.Uint64()%0xfffe) + 1
 	try := func(privileged bool) (*sock, error) {
-		return openSocket(v6, privileged, e.cfg.ReceiveBufferBytes, ident)
+		return openSocket(v6, privileged, e.cfg.ReceiveBufferBytes, ident, e.cfg.DontFragment)
 	}
 	switch e.cfg.Mode {
 	case ModeUnprivileged:
@@ -379,9 +380,13 @@ func (e *Engine) Submit(ctx context.Context, req Request, done func(Result, erro
 		count:    req.Count,
 		interval: int64(req.Interval),
 		timeout:  req.Timeout,
+		payload:  e.cfg.PayloadSize,
 		probes:   make([]*probe, 0, min(req.Count, 64)),
 		echoes:   make([]Echo, 0, min(req.Count, 64)),
 		done:     done,
+	}
+	if req.Size != 0 {
+		r.payload = payloadFor(req.Size, addr.Is6())
 	}
 
 	e.mu.Lock()
@@ -419,6 +424,8 @@ func validateRequest(req Request) error {
 		return fmt.Errorf("icmpengine: interval must not be negative, got %v", req.Interval)
 	case req.Timeout <= 0:
 		return fmt.Errorf("icmpengine: timeout must be positive, got %v", req.Timeout)
+	case req.Size != 0 && (payloadFor(req.Size, req.Addr.Unmap().Is6()) < MinPayloadSize || payloadFor(req.Size, req.Addr.Unmap().Is6()) > MaxPayloadSize):
+		return fmt.Errorf("icmpengine: size %d bytes leaves an ICMP payload outside [%d, %d]", req.Size, MinPayloadSize, MaxPayloadSize)
 	}
 	return nil
 }
@@ -558,7 +565,11 @@ func (e *Engine) allocSeqLocked(f *family) (uint16, bool) {
 // right before the sendto system call.
 func (e *Engine) send(p *probe) {
 	f := p.fam
-	b := f.tx[:echoHeaderLen+e.cfg.PayloadSize]
+	n := echoHeaderLen + p.r.payload
+	if len(f.tx) < n { // a path-MTU probe; the loop owns f.tx
+		f.tx = make([]byte, n)
+	}
+	b := f.tx[:n]
 	marshalEcho(b, f.v6, f.ident, p.seq, p.nonce, f.privileged && !f.v6)
 	err := f.send(b, p.r.sa, func() { p.sent.Store(e.mono()) })
 	if err == nil {

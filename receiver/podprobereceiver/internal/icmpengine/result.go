@@ -181,4 +181,23 @@ type Request struct {
 	Count    int
 	Interval time.Duration
 	Timeout  time.Duration
+	// Size, when not 0, is the size of each echo request as an IP packet in bytes (IP
+	// header, ICMP header and payload: what a link's MTU limits), for path-MTU probes;
+	// 0 sends the engine's PayloadSize. With Config.DontFragment an echo larger than the
+	// path's MTU is dropped (or answered with packet-too-big) instead of fragmented.
+	Size int
+}
+
+// IP header sizes without options, for Request.Size.
+const (
+	IPv4HeaderLen = 20
+	IPv6HeaderLen = 40
+)
+
+// payloadFor is the ICMP payload that makes an IP packet of size bytes.
+func payloadFor(size int, v6 bool) int {
+	if v6 {
+		return size - IPv6HeaderLen - echoHeaderLen
+	}
+	return size - IPv4HeaderLen - echoHeaderLen
 }

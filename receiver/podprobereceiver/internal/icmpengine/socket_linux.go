@@ -47,7 +47,7 @@ func networkName(v6, privileged bool) string {
 // openSocket opens and configures an ICMP socket in the network namespace
 // of the calling thread. ident is the identifier to filter on for raw
 // sockets; datagram sockets get theirs from the kernel.
-func openSocket(v6, privileged bool, rcvbuf int, ident uint16) (*sock, error) {
+func openSocket(v6, privileged bool, rcvbuf int, ident uint16, dontFragment bool) (*sock, error) {
 	s := &sock{v6: v6, privileged: privileged, network: networkName(v6, privileged)}
 	domain, proto := unix.AF_INET, unix.IPPROTO_ICMP
 	if v6 {
@@ -82,6 +82,18 @@ func openSocket(v6, privileged bool, rcvbuf int, ident uint16) (*sock, error) {
 	}
 	if s.rcvbuf, err = unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF); err != nil {
 		return fail("getsockopt(SO_RCVBUF)", err)
+	}
+	if dontFragment {
+		// PROBE: DF set (IPv4), no source fragmentation (IPv6), and the size is not
+		// capped at the path-MTU cache, so each echo tests the path at its own size.
+		if v6 {
+			err = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_PROBE)
+		} else {
+			err = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE)
+		}
+		if err != nil {
+			return fail("setsockopt(MTU_DISCOVER)", err)
+		}
 	}
 	// Kernel receive timestamps (CLOCK_REALTIME, set when the packet entered
 	// the stack) and the drop counter, both as control messages.
@@ -374,6 +386,8 @@ func classifySendError(err error) ErrorKind {
 		return KindPermission
 	case errors.Is(err, os.ErrClosed):
 		return KindClosed
+	case errors.Is(err, unix.EMSGSIZE):
+		return KindPacketTooBig // larger than the outgoing interface's MTU
 	}
 	return KindSend
 }

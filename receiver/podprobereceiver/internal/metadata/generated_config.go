@@ -3,6 +3,9 @@
 package metadata
 
 import (
+	"fmt"
+	"slices"
+
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/filter"
 )
@@ -107,6 +110,71 @@ func (ms *NetpulseProbePacketsSentMetricConfig) Unmarshal(parser *confmap.Conf) 
 	return nil
 }
 
+// NetpulseProbePathMtuMetricAttributeKey specifies the key of an attribute for the netpulse.probe.path_mtu metric.
+type NetpulseProbePathMtuMetricAttributeKey string
+
+const (
+	NetpulseProbePathMtuMetricAttributeKeyDestinationAddress    NetpulseProbePathMtuMetricAttributeKey = "destination.address"
+	NetpulseProbePathMtuMetricAttributeKeyNetworkType           NetpulseProbePathMtuMetricAttributeKey = "network.type"
+	NetpulseProbePathMtuMetricAttributeKeyNetpulseProbeType     NetpulseProbePathMtuMetricAttributeKey = "netpulse.probe.type"
+	NetpulseProbePathMtuMetricAttributeKeyNetpulseTargetKind    NetpulseProbePathMtuMetricAttributeKey = "netpulse.target.kind"
+	NetpulseProbePathMtuMetricAttributeKeyNetpulsePairStable    NetpulseProbePathMtuMetricAttributeKey = "netpulse.pair.stable"
+	NetpulseProbePathMtuMetricAttributeKeyNetpulsePathMtuStatus NetpulseProbePathMtuMetricAttributeKey = "netpulse.path_mtu.status"
+)
+
+// NetpulseProbePathMtuMetricConfig provides config for the netpulse.probe.path_mtu metric.
+type NetpulseProbePathMtuMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                   `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NetpulseProbePathMtuMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NetpulseProbePathMtuMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NetpulseProbePathMtuMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NetpulseProbePathMtuMetricAttributeKeyDestinationAddress, NetpulseProbePathMtuMetricAttributeKeyNetworkType, NetpulseProbePathMtuMetricAttributeKeyNetpulseProbeType, NetpulseProbePathMtuMetricAttributeKeyNetpulseTargetKind, NetpulseProbePathMtuMetricAttributeKeyNetpulsePairStable, NetpulseProbePathMtuMetricAttributeKeyNetpulsePathMtuStatus:
+		default:
+			return fmt.Errorf("metric netpulse.probe.path_mtu doesn't have an attribute %v, valid attributes: [destination.address, network.type, netpulse.probe.type, netpulse.target.kind, netpulse.pair.stable, netpulse.path_mtu.status]", val)
+		}
+	}
+	if !slices.Contains(ms.EnabledAttributes, NetpulseProbePathMtuMetricAttributeKeyDestinationAddress) {
+		return fmt.Errorf("destination.address is a required attribute for netpulse.probe.path_mtu metric and must be included")
+	}
+	if !slices.Contains(ms.EnabledAttributes, NetpulseProbePathMtuMetricAttributeKeyNetworkType) {
+		return fmt.Errorf("network.type is a required attribute for netpulse.probe.path_mtu metric and must be included")
+	}
+	if !slices.Contains(ms.EnabledAttributes, NetpulseProbePathMtuMetricAttributeKeyNetpulseProbeType) {
+		return fmt.Errorf("netpulse.probe.type is a required attribute for netpulse.probe.path_mtu metric and must be included")
+	}
+	if !slices.Contains(ms.EnabledAttributes, NetpulseProbePathMtuMetricAttributeKeyNetpulseTargetKind) {
+		return fmt.Errorf("netpulse.target.kind is a required attribute for netpulse.probe.path_mtu metric and must be included")
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NetpulseProbeStatusMetricConfig provides config for the netpulse.probe.status metric.
 type NetpulseProbeStatusMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -134,6 +202,7 @@ type MetricsConfig struct {
 	NetpulseProbeLossRatio   NetpulseProbeLossRatioMetricConfig   `mapstructure:"netpulse.probe.loss.ratio"`
 	NetpulseProbePacketsLost NetpulseProbePacketsLostMetricConfig `mapstructure:"netpulse.probe.packets.lost"`
 	NetpulseProbePacketsSent NetpulseProbePacketsSentMetricConfig `mapstructure:"netpulse.probe.packets.sent"`
+	NetpulseProbePathMtu     NetpulseProbePathMtuMetricConfig     `mapstructure:"netpulse.probe.path_mtu"`
 	NetpulseProbeStatus      NetpulseProbeStatusMetricConfig      `mapstructure:"netpulse.probe.status"`
 }
 
@@ -153,6 +222,11 @@ func DefaultMetricsConfig() MetricsConfig {
 		},
 		NetpulseProbePacketsSent: NetpulseProbePacketsSentMetricConfig{
 			Enabled: true,
+		},
+		NetpulseProbePathMtu: NetpulseProbePathMtuMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NetpulseProbePathMtuMetricAttributeKey{NetpulseProbePathMtuMetricAttributeKeyDestinationAddress, NetpulseProbePathMtuMetricAttributeKeyNetworkType, NetpulseProbePathMtuMetricAttributeKeyNetpulseProbeType, NetpulseProbePathMtuMetricAttributeKeyNetpulseTargetKind, NetpulseProbePathMtuMetricAttributeKeyNetpulsePairStable, NetpulseProbePathMtuMetricAttributeKeyNetpulsePathMtuStatus},
 		},
 		NetpulseProbeStatus: NetpulseProbeStatusMetricConfig{
 			Enabled: true,

@@ -41,6 +41,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NetpulseProbePacketsSent: NetpulseProbePacketsSentMetricConfig{
 						Enabled: true,
 					},
+					NetpulseProbePathMtu: NetpulseProbePathMtuMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NetpulseProbePathMtuMetricAttributeKey{NetpulseProbePathMtuMetricAttributeKeyDestinationAddress, NetpulseProbePathMtuMetricAttributeKeyNetworkType, NetpulseProbePathMtuMetricAttributeKeyNetpulseProbeType, NetpulseProbePathMtuMetricAttributeKeyNetpulseTargetKind, NetpulseProbePathMtuMetricAttributeKeyNetpulsePairStable, NetpulseProbePathMtuMetricAttributeKeyNetpulsePathMtuStatus},
+					},
 					NetpulseProbeStatus: NetpulseProbeStatusMetricConfig{
 						Enabled: true,
 					},
@@ -73,6 +78,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NetpulseProbePacketsSent: NetpulseProbePacketsSentMetricConfig{
 						Enabled: false,
 					},
+					NetpulseProbePathMtu: NetpulseProbePathMtuMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NetpulseProbePathMtuMetricAttributeKey{NetpulseProbePathMtuMetricAttributeKeyDestinationAddress, NetpulseProbePathMtuMetricAttributeKeyNetworkType, NetpulseProbePathMtuMetricAttributeKeyNetpulseProbeType, NetpulseProbePathMtuMetricAttributeKeyNetpulseTargetKind, NetpulseProbePathMtuMetricAttributeKeyNetpulsePairStable, NetpulseProbePathMtuMetricAttributeKeyNetpulsePathMtuStatus},
+					},
 					NetpulseProbeStatus: NetpulseProbeStatusMetricConfig{
 						Enabled: false,
 					},
@@ -90,10 +100,22 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(NetpulseProbeErrorsMetricConfig{}, NetpulseProbeIcmpJitterMetricConfig{}, NetpulseProbeLossRatioMetricConfig{}, NetpulseProbePacketsLostMetricConfig{}, NetpulseProbePacketsSentMetricConfig{}, NetpulseProbeStatusMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(NetpulseProbeErrorsMetricConfig{}, NetpulseProbeIcmpJitterMetricConfig{}, NetpulseProbeLossRatioMetricConfig{}, NetpulseProbePacketsLostMetricConfig{}, NetpulseProbePacketsSentMetricConfig{}, NetpulseProbePathMtuMetricConfig{}, NetpulseProbeStatusMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
+}
+
+func TestNetpulseProbePathMtuMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NetpulseProbePathMtu
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NetpulseProbePathMtuMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric netpulse.probe.path_mtu doesn't have an attribute invalid, valid attributes: [destination.address, network.type, netpulse.probe.type, netpulse.target.kind, netpulse.pair.stable, netpulse.path_mtu.status]")
+
+	cfg = DefaultMetricsConfig().NetpulseProbePathMtu
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
 func loadMetricsBuilderConfig(t *testing.T, name string) MetricsBuilderConfig {

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
+	"slices"
 	"time"
 )
 
@@ -17,6 +18,36 @@ const (
 	AggregationStrategyMin = "min"
 	AggregationStrategyMax = "max"
 )
+
+// AttributeNetpulsePathMtuStatus specifies the value netpulse.path_mtu.status attribute.
+type AttributeNetpulsePathMtuStatus int
+
+const (
+	_ AttributeNetpulsePathMtuStatus = iota
+	AttributeNetpulsePathMtuStatusOk
+	AttributeNetpulsePathMtuStatusBlackHole
+	AttributeNetpulsePathMtuStatusFragmentationNeeded
+)
+
+// String returns the string representation of the AttributeNetpulsePathMtuStatus.
+func (av AttributeNetpulsePathMtuStatus) String() string {
+	switch av {
+	case AttributeNetpulsePathMtuStatusOk:
+		return "ok"
+	case AttributeNetpulsePathMtuStatusBlackHole:
+		return "black_hole"
+	case AttributeNetpulsePathMtuStatusFragmentationNeeded:
+		return "fragmentation_needed"
+	}
+	return ""
+}
+
+// MapAttributeNetpulsePathMtuStatus is a helper map of string to AttributeNetpulsePathMtuStatus attribute value.
+var MapAttributeNetpulsePathMtuStatus = map[string]AttributeNetpulsePathMtuStatus{
+	"ok":                   AttributeNetpulsePathMtuStatusOk,
+	"black_hole":           AttributeNetpulsePathMtuStatusBlackHole,
+	"fragmentation_needed": AttributeNetpulsePathMtuStatusFragmentationNeeded,
+}
 
 // AttributeNetpulseProbeType specifies the value netpulse.probe.type attribute.
 type AttributeNetpulseProbeType int
@@ -129,6 +160,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "netpulse.probe.packets.sent",
 		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable"},
 	},
+	NetpulseProbePathMtu: metricInfo{
+		Name:       "netpulse.probe.path_mtu",
+		Attributes: []string{"destination.address", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable", "netpulse.path_mtu.status"},
+	},
 	NetpulseProbeStatus: metricInfo{
 		Name:       "netpulse.probe.status",
 		Attributes: []string{"destination.address", "destination.port", "network.type", "netpulse.probe.type", "netpulse.target.kind", "netpulse.pair.stable", "netpulse.target.endpoint"},
@@ -141,6 +176,7 @@ type metricsInfo struct {
 	NetpulseProbeLossRatio   metricInfo
 	NetpulseProbePacketsLost metricInfo
 	NetpulseProbePacketsSent metricInfo
+	NetpulseProbePathMtu     metricInfo
 	NetpulseProbeStatus      metricInfo
 }
 
@@ -474,6 +510,110 @@ func newMetricNetpulseProbePacketsSent(cfg NetpulseProbePacketsSentMetricConfig)
 	return m
 }
 
+type metricNetpulseProbePathMtu struct {
+	data          pmetric.Metric                   // data buffer for generated metric.
+	config        NetpulseProbePathMtuMetricConfig // metric config provided by user.
+	capacity      int                              // max observed number of data points added to the metric.
+	aggDataPoints []int64                          // slice containing number of aggregated datapoints at each index
+}
+
+// init fills netpulse.probe.path_mtu metric with initial data.
+func (m *metricNetpulseProbePathMtu) init() {
+	m.data.SetName("netpulse.probe.path_mtu")
+	m.data.SetDescription("Largest IP packet (bytes, don't-fragment) known to pass to the target in the last path-MTU probe: the probed size (the pod interface's MTU unless icmp.path_mtu.size is set) when it passed, else the small size that did. Emitted only with icmp.path_mtu.enabled, for stable ICMP targets (stable peers and their nodes, static addresses), every icmp.path_mtu.every rounds, and only when the small echoes passed (a target that answers no echo says nothing about its MTU).")
+	m.data.SetUnit("By")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNetpulseProbePathMtu) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue string, netpulseProbeTypeAttributeValue string, netpulseTargetKindAttributeValue string, netpulsePathMtuStatusAttributeValue string, options ...MetricAttributeOption) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NetpulseProbePathMtuMetricAttributeKeyDestinationAddress) {
+		dp.Attributes().PutStr("destination.address", destinationAddressAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, NetpulseProbePathMtuMetricAttributeKeyNetworkType) {
+		dp.Attributes().PutStr("network.type", networkTypeAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, NetpulseProbePathMtuMetricAttributeKeyNetpulseProbeType) {
+		dp.Attributes().PutStr("netpulse.probe.type", netpulseProbeTypeAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, NetpulseProbePathMtuMetricAttributeKeyNetpulseTargetKind) {
+		dp.Attributes().PutStr("netpulse.target.kind", netpulseTargetKindAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, NetpulseProbePathMtuMetricAttributeKeyNetpulsePathMtuStatus) {
+		dp.Attributes().PutStr("netpulse.path_mtu.status", netpulsePathMtuStatusAttributeValue)
+	}
+	for _, op := range options {
+		op.apply(dp)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNetpulseProbePathMtu) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNetpulseProbePathMtu) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetIntValue(m.data.Gauge().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNetpulseProbePathMtu(cfg NetpulseProbePathMtuMetricConfig) metricNetpulseProbePathMtu {
+	m := metricNetpulseProbePathMtu{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNetpulseProbeStatus struct {
 	data     pmetric.Metric                  // data buffer for generated metric.
 	config   NetpulseProbeStatusMetricConfig // metric config provided by user.
@@ -547,6 +687,7 @@ type MetricsBuilder struct {
 	metricNetpulseProbeLossRatio   metricNetpulseProbeLossRatio
 	metricNetpulseProbePacketsLost metricNetpulseProbePacketsLost
 	metricNetpulseProbePacketsSent metricNetpulseProbePacketsSent
+	metricNetpulseProbePathMtu     metricNetpulseProbePathMtu
 	metricNetpulseProbeStatus      metricNetpulseProbeStatus
 }
 
@@ -578,6 +719,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNetpulseProbeLossRatio:   newMetricNetpulseProbeLossRatio(mbc.Metrics.NetpulseProbeLossRatio),
 		metricNetpulseProbePacketsLost: newMetricNetpulseProbePacketsLost(mbc.Metrics.NetpulseProbePacketsLost),
 		metricNetpulseProbePacketsSent: newMetricNetpulseProbePacketsSent(mbc.Metrics.NetpulseProbePacketsSent),
+		metricNetpulseProbePathMtu:     newMetricNetpulseProbePathMtu(mbc.Metrics.NetpulseProbePathMtu),
 		metricNetpulseProbeStatus:      newMetricNetpulseProbeStatus(mbc.Metrics.NetpulseProbeStatus),
 		resourceAttributeIncludeFilter: make(map[string]filter.Filter),
 		resourceAttributeExcludeFilter: make(map[string]filter.Filter),
@@ -686,6 +828,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNetpulseProbeLossRatio.emit(ils.Metrics())
 	mb.metricNetpulseProbePacketsLost.emit(ils.Metrics())
 	mb.metricNetpulseProbePacketsSent.emit(ils.Metrics())
+	mb.metricNetpulseProbePathMtu.emit(ils.Metrics())
 	mb.metricNetpulseProbeStatus.emit(ils.Metrics())
 
 	for _, op := range options {
@@ -741,6 +884,11 @@ func (mb *MetricsBuilder) RecordNetpulseProbePacketsLostDataPoint(ts pcommon.Tim
 // RecordNetpulseProbePacketsSentDataPoint adds a data point to netpulse.probe.packets.sent metric.
 func (mb *MetricsBuilder) RecordNetpulseProbePacketsSentDataPoint(ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind, options ...MetricAttributeOption) {
 	mb.metricNetpulseProbePacketsSent.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String(), options...)
+}
+
+// RecordNetpulseProbePathMtuDataPoint adds a data point to netpulse.probe.path_mtu metric.
+func (mb *MetricsBuilder) RecordNetpulseProbePathMtuDataPoint(ts pcommon.Timestamp, val int64, destinationAddressAttributeValue string, networkTypeAttributeValue AttributeNetworkType, netpulseProbeTypeAttributeValue AttributeNetpulseProbeType, netpulseTargetKindAttributeValue AttributeNetpulseTargetKind, netpulsePathMtuStatusAttributeValue AttributeNetpulsePathMtuStatus, options ...MetricAttributeOption) {
+	mb.metricNetpulseProbePathMtu.recordDataPoint(mb.startTime, ts, val, destinationAddressAttributeValue, networkTypeAttributeValue.String(), netpulseProbeTypeAttributeValue.String(), netpulseTargetKindAttributeValue.String(), netpulsePathMtuStatusAttributeValue.String(), options...)
 }
 
 // RecordNetpulseProbeStatusDataPoint adds a data point to netpulse.probe.status metric.

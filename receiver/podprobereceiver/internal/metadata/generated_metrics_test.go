@@ -19,6 +19,7 @@ const (
 	testDataSetDefault testDataSet = iota
 	testDataSetAll
 	testDataSetNone
+	testDataSetReag
 )
 
 func TestMetricsBuilder(t *testing.T) {
@@ -35,6 +36,11 @@ func TestMetricsBuilder(t *testing.T) {
 			name:        "all_set",
 			metricsSet:  testDataSetAll,
 			resAttrsSet: testDataSetAll,
+		},
+		{
+			name:        "reaggregate_set",
+			metricsSet:  testDataSetReag,
+			resAttrsSet: testDataSetReag,
 		},
 		{
 			name:        "none_set",
@@ -60,9 +66,13 @@ func TestMetricsBuilder(t *testing.T) {
 			settings := receivertest.NewNopSettings(receivertest.NopType)
 			settings.Logger = zap.New(observedZapCore)
 			mb := NewMetricsBuilder(loadMetricsBuilderConfig(t, tt.name), settings, WithStartTime(start))
+			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
+			aggMap["netpulse.probe.path_mtu"] = mb.metricNetpulseProbePathMtu.config.AggregationStrategy
 
 			expectedWarnings := 0
-			assert.Equal(t, expectedWarnings, observedLogs.Len())
+			if tt.metricsSet != testDataSetReag {
+				assert.Equal(t, expectedWarnings, observedLogs.Len())
+			}
 
 			defaultMetricsCount := 0
 			allMetricsCount := 0
@@ -83,6 +93,12 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNetpulseProbePacketsSentDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithNetpulsePairStableMetricAttribute(true))
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNetpulseProbePathMtuDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, AttributeNetpulsePathMtuStatusOk, WithNetpulsePairStableMetricAttribute(true))
+			if tt.name == "reaggregate_set" {
+				mb.RecordNetpulseProbePathMtuDataPoint(ts, 3, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, AttributeNetpulsePathMtuStatusBlackHole, WithNetpulsePairStableMetricAttribute(true))
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNetpulseProbeStatusDataPoint(ts, 1, "destination.address-val", AttributeNetworkTypeIpv4, AttributeNetpulseProbeTypeIcmp, AttributeNetpulseTargetKindPod, WithDestinationPortMetricAttribute(16), WithNetpulsePairStableMetricAttribute(true), WithNetpulseTargetEndpointMetricAttribute("netpulse.target.endpoint-val"))
 
 			rb := mb.NewResourceBuilder()
@@ -93,6 +109,9 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetK8sPodUID("k8s.pod.uid-val")
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
+			if tt.name == "reaggregate_set" {
+				assert.Empty(t, mb.metricNetpulseProbePathMtu.aggDataPoints)
+			}
 
 			if tt.expectEmpty {
 				assert.Equal(t, 0, metrics.ResourceMetrics().Len())
@@ -269,6 +288,69 @@ func TestMetricsBuilder(t *testing.T) {
 					netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
 					assert.True(t, ok)
 					assert.True(t, netpulsePairStableAttrVal.Bool())
+				case "netpulse.probe.path_mtu":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["netpulse.probe.path_mtu"], "Found a duplicate in the metrics slice: netpulse.probe.path_mtu")
+						validatedMetrics["netpulse.probe.path_mtu"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Largest IP packet (bytes, don't-fragment) known to pass to the target in the last path-MTU probe: the probed size (the pod interface's MTU unless icmp.path_mtu.size is set) when it passed, else the small size that did. Emitted only with icmp.path_mtu.enabled, for stable ICMP targets (stable peers and their nodes, static addresses), every icmp.path_mtu.every rounds, and only when the small echoes passed (a target that answers no echo says nothing about its MTU).", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						destinationAddressAttrVal, ok := dp.Attributes().Get("destination.address")
+						assert.True(t, ok)
+						assert.Equal(t, "destination.address-val", destinationAddressAttrVal.Str())
+						networkTypeAttrVal, ok := dp.Attributes().Get("network.type")
+						assert.True(t, ok)
+						assert.Equal(t, "ipv4", networkTypeAttrVal.Str())
+						netpulseProbeTypeAttrVal, ok := dp.Attributes().Get("netpulse.probe.type")
+						assert.True(t, ok)
+						assert.Equal(t, "icmp", netpulseProbeTypeAttrVal.Str())
+						netpulseTargetKindAttrVal, ok := dp.Attributes().Get("netpulse.target.kind")
+						assert.True(t, ok)
+						assert.Equal(t, "pod", netpulseTargetKindAttrVal.Str())
+						netpulsePairStableAttrVal, ok := dp.Attributes().Get("netpulse.pair.stable")
+						assert.True(t, ok)
+						assert.True(t, netpulsePairStableAttrVal.Bool())
+						netpulsePathMtuStatusAttrVal, ok := dp.Attributes().Get("netpulse.path_mtu.status")
+						assert.True(t, ok)
+						assert.Equal(t, "ok", netpulsePathMtuStatusAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["netpulse.probe.path_mtu"], "Found a duplicate in the metrics slice: netpulse.probe.path_mtu")
+						validatedMetrics["netpulse.probe.path_mtu"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Largest IP packet (bytes, don't-fragment) known to pass to the target in the last path-MTU probe: the probed size (the pod interface's MTU unless icmp.path_mtu.size is set) when it passed, else the small size that did. Emitted only with icmp.path_mtu.enabled, for stable ICMP targets (stable peers and their nodes, static addresses), every icmp.path_mtu.every rounds, and only when the small echoes passed (a target that answers no echo says nothing about its MTU).", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["netpulse.probe.path_mtu"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("destination.address")
+						assert.True(t, ok)
+						_, ok = dp.Attributes().Get("network.type")
+						assert.True(t, ok)
+						_, ok = dp.Attributes().Get("netpulse.probe.type")
+						assert.True(t, ok)
+						_, ok = dp.Attributes().Get("netpulse.target.kind")
+						assert.True(t, ok)
+						_, ok = dp.Attributes().Get("netpulse.path_mtu.status")
+						assert.False(t, ok)
+					}
 				case "netpulse.probe.status":
 					assert.False(t, validatedMetrics["netpulse.probe.status"], "Found a duplicate in the metrics slice: netpulse.probe.status")
 					validatedMetrics["netpulse.probe.status"] = true

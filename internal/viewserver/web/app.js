@@ -59,11 +59,15 @@ function ago(iso) {
   if (!iso) return "";
   const t = Date.parse(iso);
   if (isNaN(t)) return "";
-  let s = Math.max(0, Math.round((Date.now() - t) / 1000));
-  if (s < 60) return s + "s ago";
-  if (s < 3600) return Math.floor(s / 60) + "m" + (s % 60 ? (s % 60) + "s" : "") + " ago";
-  if (s < 172800) return Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m ago";
-  return Math.floor(s / 86400) + "d ago";
+  const s = Math.round((Date.now() - t) / 1000);
+  return s < 0 ? "in " + span(-s) : span(s) + " ago";
+}
+
+function span(s) {
+  if (s < 60) return s + "s";
+  if (s < 3600) return Math.floor(s / 60) + "m" + (s % 60 ? (s % 60) + "s" : "");
+  if (s < 172800) return Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m";
+  return Math.floor(s / 86400) + "d";
 }
 
 function when(iso) {
@@ -368,7 +372,9 @@ function pairDetail(r) {
         el("br"), el("span", { class: "muted", text: (p.reason ? p.reason + ": " : "") + (p.message || "") }),
         p.degradedMessage ? el("span", { text: " · degraded: " + p.degradedMessage }) : null,
         el("br"), "RTT p50 " + (p.p50 || "–") + " · p99 " + (p.p99 || "–") + " · loss " + (p.hasLoss ? pct(p.loss) : "–") +
-          " · window " + (st.window || "–") + " · last observed " + when(p.lastObserved)));
+          " · window " + (st.window || "–"),
+        el("br"), "verdict since " + (when(p.verdictSince) || "–") + " · written " + (when(p.lastObserved) || "–") +
+          (p.freshUntil ? " · current until " + when(p.freshUntil) : "")));
     const probes = el("table", { class: "list" }, el("tr", {}, ...["probe", "sent", "lost", "p50", "p99", "last success", "last failure"].map((h) => el("th", { text: h }))));
     for (const pr of st.probes || []) {
       const f = pr.lastFailure;
