@@ -59,6 +59,15 @@ const (
 	// pod may still be Ready): the last figures are kept, but nothing says the path still
 	// works or still fails.
 	ReasonObserverSilent = "ObserverSilent"
+	// Reachable=Unknown with a disruption as the reason: the pair fails towards a target the
+	// cluster reported going away or down before it failed, so nothing is blamed on the
+	// network (no node condition, no Event, no alert): the target pod is terminating or
+	// deleted, its node is cordoned (a drain), its node's Ready condition is not True, or
+	// the pod has not started (Pending).
+	ReasonPodTerminating = "PodTerminating"
+	ReasonNodeDraining   = "NodeDraining"
+	ReasonNodeNotReady   = "NodeNotReady"
+	ReasonNotReady       = "NotReady"
 )
 
 // Reasons of the Degraded condition.

@@ -62,8 +62,15 @@ func desiredOf(w plan.ObjectWrite, now time.Time) *apply.Desired {
 	switch {
 	case w.BadObserverNode != "":
 		markObserverUnhealthy(&obj.Status, w.BadObserverNode)
+	case w.Disruption != "":
+		markDisrupted(&obj.Status, w.Disruption)
 	case w.SilentObserver != "":
 		markObserverSilent(&obj.Status, w.SilentObserver, now)
+	}
+	if w.Heartbeat > 0 && obj.Status.LastObservedTime != nil {
+		// The writer rewrites an unchanged status within the heartbeat in force; twice that
+		// leaves room for a full write queue. Past it, the status is stale.
+		obj.Status.FreshUntil = timePtr(obj.Status.LastObservedTime.Add(2 * w.Heartbeat))
 	}
 	return &apply.Desired{Obj: obj, Reason: w.Reason}
 }
@@ -283,6 +290,9 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
 			switch c.Reason {
 			case v1alpha1.ReasonObserverUnhealthy:
 				p.Verdict, p.BadObserverNode = observation.VerdictUnreachable, st.ObservedFromNode
+			case v1alpha1.ReasonPodTerminating, v1alpha1.ReasonNodeDraining, v1alpha1.ReasonNodeNotReady, v1alpha1.ReasonNotReady:
+				// The pair's own verdict; the target is judged again from the next rounds.
+				p.Verdict = observation.VerdictUnreachable
 			case v1alpha1.ReasonObserverSilent:
 				// Nothing is known of the path; the object waits for its observer.
 				p.Verdict, p.SilentObserver = "", true
@@ -326,6 +336,28 @@ func markObserverUnhealthy(st *v1alpha1.PodNetworkHealthStatus, node string) {
 			st.Conditions[i].Reason = v1alpha1.ReasonObserverUnhealthy
 			st.Conditions[i].Message = v1alpha1.TruncateMessage("the observing node "+node+
 				" cannot reach the pod network (other nodes fail to reach it too); these failures are attributed to the observer, not the target", v1alpha1.MaxMessageLength)
+		}
+	}
+}
+
+// markDisrupted re-states an Unreachable pair whose target the cluster reported going away
+// or down before the failures began (a drain, a pod terminating, a node NotReady, a pod not
+// started): the failures are expected and blame no network, so reachability is Unknown with
+// the disruption as the reason. The outage history is kept.
+func markDisrupted(st *v1alpha1.PodNetworkHealthStatus, disruption string) {
+	st.Reachability = v1alpha1.ReachabilityUnknown
+	why := map[string]string{
+		v1alpha1.ReasonPodTerminating: "the target pod is terminating or deleted",
+		v1alpha1.ReasonNodeDraining:   "the target's node is cordoned (drained)",
+		v1alpha1.ReasonNodeNotReady:   "the target's node is NotReady",
+		v1alpha1.ReasonNotReady:       "the target pod has not started",
+	}[disruption]
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == v1alpha1.ConditionReachable {
+			st.Conditions[i].Status = metav1.ConditionUnknown
+			st.Conditions[i].Reason = disruption
+			st.Conditions[i].Message = v1alpha1.TruncateMessage(why+
+				" (the cluster said so before the probes failed); the failures are expected and blamed on no network", v1alpha1.MaxMessageLength)
 		}
 	}
 }

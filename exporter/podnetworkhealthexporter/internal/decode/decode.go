@@ -252,9 +252,10 @@ type point struct {
 	value      float64
 	hist       observation.Histogram
 	errorType  string
-	stable     bool // netpulse.pair.stable
-	leaving    bool // contract.DestinationPodLeaving
-	dropped    bool // out of order
+	stable     bool   // netpulse.pair.stable
+	leaving    bool   // contract.DestinationPodLeaving
+	disruption string // contract.DestinationDisruption, a known value or ""
+	dropped    bool   // out of order
 }
 
 // Decode decodes one batch. now is the arrival time (it dates the streams for Expire).
@@ -424,8 +425,8 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src observatio
 		}
 		p := point{
 			kind: kind, src: src, target: t, ts: ts, start: start, stable: isTrue(attrs, contract.PairStable),
-			leaving: isTrue(attrs, contract.DestinationPodLeaving),
-			group:   groupKey{ns: src.Namespace, pod: src.Name, uid: src.UID, addr: t.Address, port: t.Port, endpoint: t.Endpoint, probe: probe, ts: ts},
+			leaving: isTrue(attrs, contract.DestinationPodLeaving), disruption: disruptionOf(attrs),
+			group: groupKey{ns: src.Namespace, pod: src.Name, uid: src.UID, addr: t.Address, port: t.Port, endpoint: t.Endpoint, probe: probe, ts: ts},
 		}
 		if kind == mErrors {
 			p.errorType = str(attrs, contract.ErrorType)
@@ -807,6 +808,9 @@ func assemble(pts []point) []observation.Observation {
 		}
 		b.obs.Stable = b.obs.Stable || p.stable
 		b.obs.TargetLeaving = b.obs.TargetLeaving || p.leaving
+		if b.obs.TargetDisruption == "" {
+			b.obs.TargetDisruption = p.disruption
+		}
 		switch p.kind {
 		case mStatus:
 			b.obs.Success = b.obs.Success || p.value > 0 // duplicates: any success counts
@@ -908,4 +912,14 @@ func compareObservations(a, b observation.Observation) int {
 		}
 	}
 	return 0
+}
+
+// disruptionOf is the destination's known disruption (contract.DestinationDisruption, set
+// by k8s_net_attributes from the cluster's own state), "" when absent or not a known value.
+func disruptionOf(attrs pcommon.Map) string {
+	switch d := str(attrs, contract.DestinationDisruption); d {
+	case contract.DisruptionPodTerminating, contract.DisruptionNodeNotReady, contract.DisruptionNodeDraining, contract.DisruptionNotReady:
+		return d
+	}
+	return ""
 }

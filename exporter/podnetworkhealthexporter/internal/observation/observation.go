@@ -62,6 +62,10 @@ type Observation struct {
 	// TargetLeaving: k8s_net_attributes found the target pod terminating or deleted
 	// (contract.DestinationPodLeaving) when the observation passed the gateway.
 	TargetLeaving bool
+	// TargetDisruption: k8s_net_attributes found the target going away or down for a
+	// reason the cluster reports (contract.DestinationDisruption: PodTerminating,
+	// NodeNotReady, NodeDraining, NotReady); failures towards it then blame no network.
+	TargetDisruption string
 	// ErrorType is the contract's error.type of a failure ("" when unknown or on success).
 	ErrorType string
 	// Message describes a failure for humans.

@@ -36,6 +36,9 @@ type ObjectWrite struct {
 	// SilentObserver: the pair's observer stopped reporting (Unknown / ObserverSilent);
 	// it names the observer pod ("namespace/name").
 	SilentObserver string
+	// Disruption: the pair is Unreachable towards a target the cluster reported going away
+	// or down first; the object says Unknown with the disruption as its reason.
+	Disruption string
 	// Restate: the pair was resumed from the API and this replica has no summary of its
 	// own yet; only the existing object's Reachable condition changes (SilentObserver).
 	Restate bool
@@ -45,8 +48,11 @@ type ObjectWrite struct {
 	// DegradedSince: the first failed round of the earliest failing family.
 	DegradedSince time.Time
 	Delete        bool
-	Reason        string // Reason* or "observer", "family", "delete"
-	Priority      Priority
+	Reason        string // Reason* or "observer", "family", "disruption", "delete"
+	// Heartbeat is the heartbeat interval in force: an unchanged status is rewritten
+	// within it (status.freshUntil promises twice that).
+	Heartbeat time.Duration
+	Priority  Priority
 
 	// record is what the verdict stage keeps of this write (Engine.Record).
 	record verdict.ObjectRecord
@@ -73,6 +79,7 @@ func (c PairObjects) Plan(j verdict.Judgement, now time.Time) []ObjectWrite {
 	policy.HeartbeatInterval = j.Heartbeat
 	for _, st := range j.Pairs {
 		if w, ok := c.planPair(st, now, policy); ok {
+			w.Heartbeat = j.Heartbeat
 			out = append(out, w)
 		}
 	}
@@ -105,16 +112,18 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 		write, reason = true, "family"
 	case st.HasObject && (st.SilentObserver != "") != st.Last.Silent:
 		write, reason = true, "observer"
+	case st.Disruption != st.Last.Disruption:
+		write, reason = true, "disruption"
 	}
 	if !write {
 		return ObjectWrite{}, false
 	}
 	return ObjectWrite{
-		Key: st.Key, Summary: s, BadObserverNode: st.BadObserverNode, SilentObserver: st.SilentObserver,
+		Key: st.Key, Summary: s, BadObserverNode: st.BadObserverNode, SilentObserver: st.SilentObserver, Disruption: st.Disruption,
 		DegradedFamilies: st.DegradedFamilies, DegradedSince: st.DegradedSince, Reason: reason,
 		Priority: priorityOf(reason, st.Stable),
 		record: verdict.ObjectRecord{Written: observation.WrittenFrom(s, now), BadObserver: st.BadObserverNode != "",
-			Degraded: degradedText, Silent: st.SilentObserver != ""},
+			Degraded: degradedText, Silent: st.SilentObserver != "", Disruption: st.Disruption},
 	}, true
 }
 
@@ -122,7 +131,7 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 // first write of a non-stable pair is a newly failing pair, so it is urgent too.
 func priorityOf(reason string, stable bool) Priority {
 	switch reason {
-	case ReasonVerdict, "observer", "family":
+	case ReasonVerdict, "observer", "family", "disruption":
 		return PriorityVerdict
 	case ReasonInitial:
 		if !stable {

@@ -191,7 +191,9 @@ type Engine struct {
 	writtenBadObserver map[observation.PairKey]bool
 	writtenDegraded    map[observation.PairKey]string
 	writtenSilent      map[observation.PairKey]bool
-	fullPass           bool
+	// writtenDisruption: the disruption an object was written with ("" none).
+	writtenDisruption map[observation.PairKey]string
+	fullPass          bool
 	// badNodes are the nodes the node judgement found unable to reach the pod network:
 	// their observers' failures are not evidence against targets.
 	badNodes map[string]bool
@@ -220,6 +222,7 @@ func New(cfg Config) *Engine {
 		writtenBadObserver: map[observation.PairKey]bool{},
 		writtenDegraded:    map[observation.PairKey]string{},
 		writtenSilent:      map[observation.PairKey]bool{},
+		writtenDisruption:  map[observation.PairKey]string{},
 		badNodes:           map[string]bool{},
 		seededBad:          map[string]bool{},
 		nodes:              nodeStates{},

@@ -25,6 +25,8 @@ type ObjectRecord struct {
 	Degraded string
 	// Silent: written as Unknown / ObserverSilent.
 	Silent bool
+	// Disruption: written as Unknown with this disruption as the reason.
+	Disruption string
 }
 
 // PairState is the judgement of one pair that may need a write: it changed, or its object
@@ -50,6 +52,10 @@ type PairState struct {
 	// earliest of them (unset for seeded pairs).
 	DegradedFamilies []string
 	DegradedSince    time.Time
+	// Disruption: the pair is Unreachable towards a target the cluster reported going away
+	// or down before it failed (TargetStatus.Disruption); the object says Unknown with it
+	// as the reason, and no Event is emitted.
+	Disruption string
 }
 
 // Judgement is what one Judge found.
@@ -291,15 +297,32 @@ func (e *Engine) duePairs(now time.Time, pairKeys map[observation.PairKey]struct
 				st.BadObserverNode = s.ObservedFromNode
 			}
 			st.DegradedFamilies, st.DegradedSince = e.degradedFamilies(p, s.Verdict)
+			if s.Verdict == observation.VerdictUnreachable {
+				st.Disruption = e.pairDisruption(k)
+			}
 		}
 		out = append(out, st)
 	}
 	return out
 }
 
+// pairDisruption is the disruption that excuses the failures of k's target in any address
+// family ("" when none; caller holds mu).
+func (e *Engine) pairDisruption(k observation.PairKey) string {
+	for _, f := range [...]string{observation.FamilyIPv4, observation.FamilyIPv6} {
+		tk := TargetKey{Kind: k.TargetKind, Namespace: k.TargetNamespace, Name: k.TargetName, UID: k.TargetUID,
+			Address: k.TargetAddress, Port: k.TargetPort, Endpoint: k.TargetEndpoint, Family: f}
+		if t := e.targets[tk]; t != nil && t.excuse != "" {
+			return t.excuse
+		}
+	}
+	return ""
+}
+
 // recordOf is what was written for k (zero without an object; caller holds mu).
 func (e *Engine) recordOf(k observation.PairKey) ObjectRecord {
-	return ObjectRecord{Written: e.written[k], BadObserver: e.writtenBadObserver[k], Degraded: e.writtenDegraded[k], Silent: e.writtenSilent[k]}
+	return ObjectRecord{Written: e.written[k], BadObserver: e.writtenBadObserver[k], Degraded: e.writtenDegraded[k], Silent: e.writtenSilent[k],
+		Disruption: e.writtenDisruption[k]}
 }
 
 // forgetObject forgets what was written for k (caller holds mu).
@@ -308,6 +331,7 @@ func (e *Engine) forgetObject(k observation.PairKey) {
 	delete(e.writtenBadObserver, k)
 	delete(e.writtenDegraded, k)
 	delete(e.writtenSilent, k)
+	delete(e.writtenDisruption, k)
 }
 
 // Record keeps what the plan stage decided to write for k. It reports false, keeping
@@ -323,6 +347,11 @@ func (e *Engine) Record(k observation.PairKey, r ObjectRecord) bool {
 	e.writtenBadObserver[k] = r.BadObserver
 	e.writtenDegraded[k] = r.Degraded
 	e.writtenSilent[k] = r.Silent
+	if r.Disruption != "" {
+		e.writtenDisruption[k] = r.Disruption
+	} else {
+		delete(e.writtenDisruption, k)
+	}
 	return true
 }
 
@@ -334,6 +363,9 @@ func (e *Engine) Events() []observation.Transition {
 	var out []observation.Transition
 	for _, t := range e.summ.Transitions() {
 		_, ok := e.written[t.Key]
+		if ok && t.New == observation.VerdictUnreachable && e.pairDisruption(t.Key) != "" {
+			continue // an expected failure (a drain, a pod going away): no outage Event
+		}
 		if ok && t.Old != t.New && (t.New == observation.VerdictUnreachable || t.Old == observation.VerdictUnreachable) {
 			out = append(out, t)
 		}

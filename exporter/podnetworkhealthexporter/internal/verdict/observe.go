@@ -147,6 +147,7 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 			if !o.Timestamp.Before(ts.lastSeen) {
 				mergeTarget(&ts.target, &o.Target)
 				ts.leaving = o.TargetLeaving
+				ts.disrupted(o.TargetDisruption, o.Timestamp)
 			}
 			ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: node, ok: o.Success})
 			e.dirtyTargets[tk] = struct{}{}

@@ -114,6 +114,37 @@ type targetState struct {
 	// leaving: the newest observation found the target pod terminating or deleted
 	// (observation.Observation.TargetLeaving).
 	leaving bool
+	// disruption: the newest observation's known disruption of the target (drain,
+	// termination, node NotReady, not started; "" when none), since disruptedSince: the
+	// first observation of the current unbroken disruption.
+	disruption     string
+	disruptedSince time.Time
+	// excuse: the disruption that explains the failures of the newest run (set instead of
+	// an Unreachable verdict; "" otherwise).
+	excuse string
+}
+
+// disrupted records the newest observation's disruption.
+func (t *targetState) disrupted(d string, at time.Time) {
+	switch {
+	case d == "":
+		t.disruptedSince = time.Time{}
+	case t.disruption == "" || t.disruptedSince.IsZero():
+		t.disruptedSince = at
+	}
+	t.disruption = d
+}
+
+// excused reports the disruption that explains a run of failures starting at firstFail:
+// one the cluster reported at or before the run began (a cordon before the evictions, a
+// pod terminating before it stopped answering). A disruption that came after the failures
+// does not excuse them: a partitioned node goes NotReady some 40 s after its pods stopped
+// answering, and the partition is what netpulse must report.
+func (t *targetState) excused(firstFail time.Time) string {
+	if t.disruption == "" || t.disruptedSince.IsZero() || t.disruptedSince.After(firstFail) {
+		return ""
+	}
+	return t.disruption
 }
 
 // add records an observation as its node's vote. A newer round of the node replaces the
@@ -250,16 +281,27 @@ func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) 
 
 	q, r := cfg.quorums()
 	next := t.verdict
+	excuse := ""
 	switch {
 	case q > 0 && nf >= q && (q == cfg.quorum || failCount >= 2):
 		next = observation.VerdictUnreachable
+		// Expected to fail: the cluster itself said so before the run. No verdict against
+		// it. A target already judged Unreachable without an excuse stays so: a disruption
+		// reported after the failures (a partitioned node going NotReady) excuses nothing.
+		if t.verdict != observation.VerdictUnreachable || t.excuse != "" {
+			if excuse = t.excused(fails[len(fails)-1].at); excuse != "" {
+				next = observation.VerdictUnknown
+			}
+		}
 	case ns >= r:
 		next = observation.VerdictReachable
 	case ns > 0 && t.verdict != observation.VerdictUnreachable:
 		next = observation.VerdictReachable
 	}
+	excuseChanged := excuse != t.excuse
+	t.excuse = excuse
 	if next == t.verdict {
-		return false
+		return excuseChanged
 	}
 	t.verdict = next
 	switch next {
@@ -306,11 +348,15 @@ type TargetStatus struct {
 	// successes.
 	Failing, Reaching int
 	LastSeen          time.Time
+	// Disruption: the failures are expected (contract.Disruption*: a drain, a pod going
+	// away, a node the kubelet reports NotReady, a pod not started), so the verdict is
+	// Unknown, and nothing is blamed on the network.
+	Disruption string
 }
 
 func (t *targetState) status() TargetStatus {
 	return TargetStatus{
 		Key: t.key, Target: t.target, Verdict: t.verdict, Since: t.since, OutageStart: t.outageStart,
-		Failing: t.failing, Reaching: t.reaching, LastSeen: t.lastSeen,
+		Failing: t.failing, Reaching: t.reaching, LastSeen: t.lastSeen, Disruption: t.excuse,
 	}
 }

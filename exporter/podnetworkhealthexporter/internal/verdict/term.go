@@ -120,6 +120,7 @@ func (e *Engine) EndTerm() {
 	clear(e.writtenBadObserver)
 	clear(e.writtenDegraded)
 	clear(e.writtenSilent)
+	clear(e.writtenDisruption)
 	clear(e.seededBad)
 	e.nodes = nodeStates{}
 }

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package summary_test
+package decode_test
 
 import (
 	"encoding/json"
@@ -17,7 +17,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/internal/contract"
 )
 
@@ -73,14 +74,14 @@ func enrich(md pmetric.Metrics) {
 type goldenRound struct {
 	Input        string
 	Observations []goldenObservation
-	Skipped      map[summary.SkipReason]int
+	Skipped      map[decode.SkipReason]int
 	Resets       int
 }
 
 // goldenObservation is an Observation with its RTT histogram written as its non-empty
 // buckets (the dense bucket array would fill the file with zeros).
 type goldenObservation struct {
-	summary.Observation
+	observation.Observation
 	RTT goldenRTT // shadows Observation.RTT in JSON
 }
 
@@ -88,17 +89,17 @@ type goldenRTT struct {
 	Scale    int32
 	Count    uint64
 	Min, Max float64
-	Buckets  []summary.Bucket
+	Buckets  []observation.Bucket
 }
 
-func toGolden(obs []summary.Observation) []goldenObservation {
+func toGolden(obs []observation.Observation) []goldenObservation {
 	out := make([]goldenObservation, 0, len(obs))
 	for _, o := range obs {
 		g := goldenObservation{Observation: o, RTT: goldenRTT{Scale: o.RTT.Scale, Count: o.RTT.Count(), Buckets: o.RTT.Buckets()}}
 		if g.RTT.Count > 0 {
 			g.RTT.Min, g.RTT.Max = o.RTT.Min, o.RTT.Max
 		}
-		g.Observation.RTT = summary.Histogram{}
+		g.Observation.RTT = observation.Histogram{}
 		out = append(out, g)
 	}
 	return out
@@ -114,12 +115,12 @@ func TestGoldenDecode(t *testing.T) {
 		minProbeInterval  = time.Second
 		maxEchoesPerRound = 10
 	)
-	d := summary.NewDecoder(summary.DecoderConfig{
+	d := decode.NewDecoder(decode.DecoderConfig{
 		StreamTTL:        3 * maxProbeInterval,
 		FirstSightMaxAge: maxProbeInterval,
 		MaxPerRound:      maxEchoesPerRound,
 		MinRoundInterval: minProbeInterval,
-		MaxFutureSkew:    summary.FutureSkew(minProbeInterval),
+		MaxFutureSkew:    observation.FutureSkew(minProbeInterval),
 	})
 	var got []goldenRound
 	for _, name := range []string{"agent_round1.yaml", "agent_round2.yaml"} {
