@@ -210,17 +210,18 @@ func (c *benchCluster) createGatewayPod(ctx context.Context, t *testing.T, name 
 // collector is a running collector process and where to reach its endpoints.
 type collector struct {
 	name string
+	file string // the name in file names
 	ip   string
 	proc *childproc.Process
 }
 
-func startCollector(t *testing.T, name, ip string, argv, env []string, logPath string) *collector {
+func startCollector(t *testing.T, name, file, ip string, argv, env []string, logPath string) *collector {
 	t.Helper()
 	p, err := childproc.Start(childproc.Options{Name: name, Harness: "ingestbench", Argv: argv, Env: env, LogPath: logPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &collector{name: name, ip: ip, proc: p}
+	c := &collector{name: name, file: file, ip: ip, proc: p}
 	t.Cleanup(func() { _ = c.proc.Stop(10 * time.Second) })
 	return c
 }
@@ -305,6 +306,23 @@ func (c *collector) heapAfterGC(t *testing.T) float64 {
 	}
 	v, _ := strconv.ParseFloat(string(m[1]), 64)
 	return v
+}
+
+// saveProfile writes the pprof extension's answer at path (a profile) to file.
+func (c *collector) saveProfile(t *testing.T, path, file string) {
+	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, "1777") + path)
+	if err != nil {
+		t.Errorf("%s: profile %s: %v", c.name, path, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(file, data, 0o644)
+	}
+	if err != nil {
+		t.Errorf("%s: profile %s: %v", c.name, path, err)
+	}
 }
 
 // telemetry scrapes the collector's own metrics (:8888) as name{labels} -> value.
