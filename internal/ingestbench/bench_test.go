@@ -64,17 +64,22 @@ func selfCPU() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// drive starts the fleet against c, waits until every agent had a request accepted (the
-// gateway's token cache is warm) and warm more, then measures for window.
+// drive starts a fleet against c and measures it (measure).
 func drive(t *testing.T, c *collector, endpoint string, cl *benchCluster, interval, warm, window, acceptTimeout time.Duration, heapIdle float64) measurement {
 	t.Helper()
-	n := len(cl.agents)
 	f, err := startFleet(endpoint, cl.tls.CAPool, cl.agents, interval)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.close()
-	began := time.Now()
+	return measure(t, c, f, time.Now(), interval, warm, window, acceptTimeout, heapIdle)
+}
+
+// measure waits until every agent of f (started at began) had a request accepted (the
+// gateway's token cache is warm) and warm more, then measures for window.
+func measure(t *testing.T, c *collector, f *fleet, began time.Time, interval, warm, window, acceptTimeout time.Duration, heapIdle float64) measurement {
+	t.Helper()
+	n := len(f.agents)
 	for f.firstOK.Load() < int64(n) {
 		if time.Since(began) > acceptTimeout {
 			t.Fatalf("%s: only %d of %d agents accepted after %v; errors: %v\n%s", c.name, f.firstOK.Load(), n, acceptTimeout, f.errors(), c.proc.LogTail(30))
@@ -178,6 +183,44 @@ func TestIngestBench(t *testing.T) {
 	cl := setupCluster(ctx, t, n, gwIP, refIP)
 	baseEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GOMEMLIMIT=400MiB"} // the Deployment's GOMEMLIMIT
 
+	// Ours: otelcol-netpulse with deploy/agent-gateway/config/gateway.yaml as the
+	// Deployment runs it, plus the pprof extension (idle but for the heap reads).
+	const gwName = "netpulse-gateway-bench-0"
+	cl.createGatewayPod(ctx, t, gwName)
+	extra := filepath.Join(cl.dir, "pprof.yaml")
+	extraYAML := "extensions:\n  pprof:\n    endpoint: ${env:POD_IP}:1777\nservice:\n  extensions: [health_check, k8s_token_auth, pprof]\n"
+	if readBuffer != "" {
+		extraYAML += "receivers:\n  otlp:\n    protocols:\n      grpc:" + readBufferYAML(readBuffer, "        ") + "\n"
+	}
+	if err := os.WriteFile(extra, []byte(extraYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := startCollector(t, "gateway (otelcol-netpulse, gateway.yaml)", "gateway", gwIP,
+		[]string{bin, "--config", kubetest.DeployPath("agent-gateway", "config", "gateway.yaml"), "--config", extra},
+		append(slices.Clone(baseEnv), "POD_NAME="+gwName, "POD_NAMESPACE="+namespace, "POD_IP="+gwIP,
+			"NETPULSE_K8S_AUTH=kubeConfig", "KUBECONFIG="+cl.gwKubeconfig,
+			"NETPULSE_TLS_CERT_FILE="+cl.tls.CertFile, "NETPULSE_TLS_KEY_FILE="+cl.tls.KeyFile),
+		filepath.Join(cl.dir, "gateway.log"))
+	gw.waitReady(t, "http://"+net.JoinHostPort(gwIP, "13133")+"/", 90*time.Second)
+	deadline := time.Now().Add(60 * time.Second)
+	for sum(gw.telemetry(t), "otelcol_pod_network_health_is_leader") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not take the Lease\n%s", gw.proc.LogTail(30))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	gwIdle := gw.heapAfterGC(t)
+	before := gw.telemetry(t)
+	// The agents start on the gateway now: each one's first request costs a TokenReview at
+	// k8s_token_auth's qps (20/s), so its token cache takes a minute or more to warm up at
+	// N = 1,000. The reference runs meanwhile (its CPU time is its own; the machine is busier).
+	oursFleet, err := startFleet(net.JoinHostPort(gwIP, "4317"), cl.tls.CAPool, cl.agents, interval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oursFleet.close()
+	oursBegan := time.Now()
+
 	// The reference: the same agents, the same TLS and keepalive, into otlp -> nop.
 	refCfg := filepath.Join(cl.dir, "reference.yaml")
 	if err := os.WriteFile(refCfg, []byte(fmt.Sprintf(`extensions:
@@ -221,36 +264,7 @@ service:
 	refM := drive(t, ref, net.JoinHostPort(refIP, "4317"), cl, interval, warm, window, 60*time.Second, ref.heapAfterGC(t))
 	_ = ref.proc.Stop(10 * time.Second)
 
-	// Ours: otelcol-netpulse with deploy/agent-gateway/config/gateway.yaml as the
-	// Deployment runs it, plus the pprof extension (idle but for the heap reads).
-	const gwName = "netpulse-gateway-bench-0"
-	cl.createGatewayPod(ctx, t, gwName)
-	extra := filepath.Join(cl.dir, "pprof.yaml")
-	extraYAML := "extensions:\n  pprof:\n    endpoint: ${env:POD_IP}:1777\nservice:\n  extensions: [health_check, k8s_token_auth, pprof]\n"
-	if readBuffer != "" {
-		extraYAML += "receivers:\n  otlp:\n    protocols:\n      grpc:" + readBufferYAML(readBuffer, "        ") + "\n"
-	}
-	if err := os.WriteFile(extra, []byte(extraYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	gw := startCollector(t, "gateway (otelcol-netpulse, gateway.yaml)", "gateway", gwIP,
-		[]string{bin, "--config", kubetest.DeployPath("agent-gateway", "config", "gateway.yaml"), "--config", extra},
-		append(slices.Clone(baseEnv), "POD_NAME="+gwName, "POD_NAMESPACE="+namespace, "POD_IP="+gwIP,
-			"NETPULSE_K8S_AUTH=kubeConfig", "KUBECONFIG="+cl.gwKubeconfig,
-			"NETPULSE_TLS_CERT_FILE="+cl.tls.CertFile, "NETPULSE_TLS_KEY_FILE="+cl.tls.KeyFile),
-		filepath.Join(cl.dir, "gateway.log"))
-	gw.waitReady(t, "http://"+net.JoinHostPort(gwIP, "13133")+"/", 90*time.Second)
-	deadline := time.Now().Add(60 * time.Second)
-	for sum(gw.telemetry(t), "otelcol_pod_network_health_is_leader") != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway did not take the Lease\n%s", gw.proc.LogTail(30))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	gwIdle := gw.heapAfterGC(t)
-	before := gw.telemetry(t)
-	// Every agent's first request costs a TokenReview at k8s_token_auth's qps (20/s).
-	oursM := drive(t, gw, net.JoinHostPort(gwIP, "4317"), cl, interval, warm, window, 3*time.Minute+time.Duration(n)*time.Second/10, gwIdle)
+	oursM := measure(t, gw, oursFleet, oursBegan, interval, warm, window, 3*time.Minute+time.Duration(n)*time.Second/10, gwIdle)
 	after := gw.telemetry(t)
 
 	// What the gateway made of the input: nothing refused, the rounds judged.
