@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/netpulse/netpulse/internal/disttest"
 	"github.com/netpulse/netpulse/internal/kubetest"
 )
@@ -152,6 +154,61 @@ func readBufferYAML(size, indent string) string {
 	return "\n" + indent + "read_buffer_size: " + size
 }
 
+// referenceConfig is otlp -> nop with gateway.yaml's OTLP gRPC server settings (TLS,
+// keepalive, read buffer: everything but the authenticator), at ip, plus the pprof
+// extension and the same internal telemetry as the gateway.
+func referenceConfig(t *testing.T, ip, certFile, keyFile, readBuffer string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(kubetest.DeployPath("agent-gateway", "config", "gateway.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gw struct {
+		Receivers struct {
+			OTLP struct {
+				Protocols struct {
+					GRPC map[string]any `yaml:"grpc"`
+				} `yaml:"protocols"`
+			} `yaml:"otlp"`
+		} `yaml:"receivers"`
+		Service struct {
+			Telemetry map[string]any `yaml:"telemetry"`
+		} `yaml:"service"`
+	}
+	if err := yaml.Unmarshal(data, &gw); err != nil {
+		t.Fatal(err)
+	}
+	grpc := gw.Receivers.OTLP.Protocols.GRPC
+	if grpc == nil || gw.Service.Telemetry == nil {
+		t.Fatal("gateway.yaml: no receivers.otlp.protocols.grpc or service.telemetry")
+	}
+	delete(grpc, "auth")
+	grpc["endpoint"] = net.JoinHostPort(ip, "4317")
+	tlsCfg, _ := grpc["tls"].(map[string]any)
+	if tlsCfg == nil {
+		t.Fatal("gateway.yaml: the OTLP receiver has no tls")
+	}
+	tlsCfg["cert_file"], tlsCfg["key_file"] = certFile, keyFile
+	if readBuffer != "" {
+		grpc["read_buffer_size"], _ = strconv.Atoi(readBuffer)
+	}
+	cfg := map[string]any{
+		"extensions": map[string]any{"pprof": map[string]any{"endpoint": net.JoinHostPort(ip, "1777")}},
+		"receivers":  map[string]any{"otlp": map[string]any{"protocols": map[string]any{"grpc": grpc}}},
+		"exporters":  map[string]any{"nop": nil},
+		"service": map[string]any{
+			"extensions": []string{"pprof"},
+			"telemetry":  gw.Service.Telemetry, // its ${env:POD_IP} is the reference's (POD_IP in its environment)
+			"pipelines":  map[string]any{"metrics": map[string]any{"receivers": []string{"otlp"}, "exporters": []string{"nop"}}},
+		},
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestIngestBench: the gateway's ingest path against otlp -> nop, per core and per agent
 // (package doc). NETPULSE_INGEST_AGENTS (default 1000), NETPULSE_INGEST_INTERVAL (the
 // agents' round, default 1s) and NETPULSE_INGEST_WINDOW (default 30s) tune it.
@@ -223,43 +280,11 @@ func TestIngestBench(t *testing.T) {
 
 	// The reference: the same agents, the same TLS and keepalive, into otlp -> nop.
 	refCfg := filepath.Join(cl.dir, "reference.yaml")
-	if err := os.WriteFile(refCfg, []byte(fmt.Sprintf(`extensions:
-  pprof:
-    endpoint: %[1]s:1777
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: %[1]s:4317
-        tls:
-          cert_file: %[2]s
-          key_file: %[3]s
-          reload_interval: 1h
-        keepalive:
-          server_parameters:
-            max_connection_age: 60s%[4]s
-exporters:
-  nop:
-service:
-  extensions: [pprof]
-  telemetry:
-    metrics:
-      level: basic
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: %[1]s
-                port: 8888
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [nop]
-`, refIP, cl.tls.CertFile, cl.tls.KeyFile, readBufferYAML(readBuffer, "        "))), 0o600); err != nil {
+	if err := os.WriteFile(refCfg, referenceConfig(t, refIP, cl.tls.CertFile, cl.tls.KeyFile, readBuffer), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ref := startCollector(t, "reference (otlp -> nop)", "reference", refIP, []string{os.Args[0]},
-		append(slices.Clone(baseEnv), envReferenceConfig+"="+refCfg), filepath.Join(cl.dir, "reference.log"))
+		append(slices.Clone(baseEnv), envReferenceConfig+"="+refCfg, "POD_IP="+refIP), filepath.Join(cl.dir, "reference.log"))
 	ref.waitReady(t, "tcp://"+net.JoinHostPort(refIP, "4317"), 30*time.Second)
 	refM := drive(t, ref, net.JoinHostPort(refIP, "4317"), cl, interval, warm, window, 60*time.Second, ref.heapAfterGC(t))
 	_ = ref.proc.Stop(10 * time.Second)
