@@ -52,10 +52,10 @@ const (
 //     then the histogram appended to the same scope;
 //   - the attribute sets and their order, netpulse.pair.stable: true on the stable pair's
 //     points only;
-//   - the timestamps: every point of a round carries the publish time; the sums and gauges
-//     carry the receiver's start as StartTimestamp (mdatagen's builder start time, for
-//     rotating pairs too); a stable pair's histogram runs on from its first probe, a
-//     rotating pair's starts anew at each probe (StartTimestamp = that probe's start);
+//   - the timestamps: every point of a round carries the publish time; the gauges carry
+//     the receiver's start as StartTimestamp (mdatagen's builder start time); the sums and
+//     the histogram carry their series' own start: a stable pair's runs on from its first
+//     probe, a rotating pair's starts anew at each probe (that probe's start);
 //   - cumulative values: a stable pair's sent count and histogram grow by 3 echoes a
 //     round; a rotating pair's hold that round's echoes only;
 //   - the histogram: go-expohisto with pod_probe's 160-bucket bound, fed the round's RTTs.
@@ -179,7 +179,7 @@ func (a *Agent) Round(now time.Time, stableTargets, rotatingTargets []string) pm
 		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 		for _, o := range all {
 			dp := s.DataPoints().AppendEmpty()
-			dp.SetStartTimestamp(start)
+			dp.SetStartTimestamp(o.histStart) // the series' own start, as the histogram's
 			dp.SetTimestamp(ts)
 			dp.SetIntValue(val(o))
 			attrs(dp.Attributes(), o)
