@@ -37,6 +37,7 @@ import (
 
 	ocv1alpha1 "github.com/netpulse/netpulse/api/openshift/operatorcontrolplane/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/contract"
@@ -546,7 +547,7 @@ func (c *checkController) reconcile(ctx context.Context, now time.Time) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	policy := checkstatus.Policy{Heartbeat: c.cfg.Heartbeat}
+	policy := plan.CheckPolicy{Heartbeat: c.cfg.Heartbeat}
 	byReason := map[string]int64{}
 	for _, cs := range c.checks {
 		if !cs.placed || cs.deleting {
@@ -557,7 +558,7 @@ func (c *checkController) reconcile(ctx context.Context, now time.Time) {
 		} else {
 			byReason[cs.place.reason]++
 		}
-		if cs.key.kind == ocv1alpha1.Kind && checkstatus.Stale(cs.st.LastResultTime, cs.sourceGoneSince, now, c.cfg.PruneAfter) {
+		if cs.key.kind == ocv1alpha1.Kind && plan.CheckStale(cs.st.LastResultTime, cs.sourceGoneSince, now, c.cfg.PruneAfter) {
 			cs.deleting = true
 			c.enqueueDelete(cs)
 			continue
@@ -569,17 +570,11 @@ func (c *checkController) reconcile(ctx context.Context, now time.Time) {
 				cs.st = st
 			}
 		}
-		due, why := policy.Due(cs.written, cs.lastWrite, cs.st, now)
-		if cs.key.kind == v1alpha1.NetworkCheckKind {
-			if cs.place != cs.writtenPlace {
-				due, why = true, "placement"
-			} else if !due && cs.sourceAddress != cs.writtenSource && now.Sub(cs.lastWrite) >= c.cfg.Heartbeat {
-				due, why = true, checkstatus.WriteHeartbeat
-			}
-		}
-		if r := cs.rejected; due && r != nil && r.place == cs.place && r.source == cs.sourceAddress && r.st.Equal(cs.st) {
-			due = false // refused by the API as it is: written again once it changes
-		}
+		due, why := policy.DueWrite(plan.CheckWrite{Written: cs.written, LastWrite: cs.lastWrite, Current: cs.st,
+			PlacementChanged: cs.key.kind == v1alpha1.NetworkCheckKind && cs.place != cs.writtenPlace,
+			SourceChanged:    cs.key.kind == v1alpha1.NetworkCheckKind && cs.sourceAddress != cs.writtenSource,
+			RejectedAsIs:     cs.rejected != nil && cs.rejected.place == cs.place && cs.rejected.source == cs.sourceAddress && cs.rejected.st.Equal(cs.st),
+		}, now)
 		if due {
 			c.enqueueStatus(cs, why)
 		}
@@ -673,11 +668,8 @@ func (c *checkController) enqueueStatus(cs *checkState, why string) {
 	// routine writes, all within the checks' share of the budget. A check beyond its
 	// namespace's quota is routine whatever changed.
 	prio := writequeue.CheckUpdate
-	switch why {
-	case checkstatus.WriteCondition, checkstatus.WriteOutage, "placement", checkstatus.WriteCreated:
-		if !cs.overQuota {
-			prio = writequeue.CheckVerdict
-		}
+	if plan.CheckWriteSignificant(why) && !cs.overQuota {
+		prio = writequeue.CheckVerdict
 	}
 	c.e.writer.enqueue("checkstatus/"+key.String(), prio, func(ctx context.Context) error {
 		c.mu.Lock()
