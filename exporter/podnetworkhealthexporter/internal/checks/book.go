@@ -423,23 +423,37 @@ func (b *book) plan(now time.Time, policy plan.CheckPolicy) writePlan {
 	return out
 }
 
+// labelsMatch says whether have carries exactly the vantage labels of want.
+func labelsMatch(have, want map[string]string) bool {
+	for _, k := range []string{v1alpha1.LabelVantageMode, v1alpha1.LabelVantageNode, v1alpha1.LabelVantagePod} {
+		h, hasH := have[k]
+		w, hasW := want[k]
+		if hasH != hasW || h != w {
+			return false
+		}
+	}
+	return true
+}
+
 // wantLabels are the labels that place a check on its vantage point (none unless
 // accepted).
 func wantLabels(p placement) map[string]string {
 	if !p.accepted {
 		return nil
 	}
-	l := map[string]string{v1alpha1.LabelVantageMode: string(p.mode), v1alpha1.LabelVantageNode: p.node}
 	if p.mode == v1alpha1.VantageSidecar {
-		l[v1alpha1.LabelVantagePod] = p.sourcePod
+		return map[string]string{v1alpha1.LabelVantageMode: string(p.mode), v1alpha1.LabelVantageNode: p.node, v1alpha1.LabelVantagePod: p.sourcePod}
 	}
-	return l
+	return map[string]string{v1alpha1.LabelVantageMode: string(p.mode), v1alpha1.LabelVantageNode: p.node}
 }
 
 // labelsPatch is the merge patch that gives cs the labels of its placement, unless they
 // are right or the API refused that very patch.
 func labelsPatch(cs *checkState) ([]byte, bool) {
 	want := wantLabels(cs.place)
+	if labelsMatch(cs.labels, want) {
+		return nil, false // the common case, without allocating a patch
+	}
 	patch := map[string]any{}
 	for _, k := range []string{v1alpha1.LabelVantageMode, v1alpha1.LabelVantageNode, v1alpha1.LabelVantagePod} {
 		cur, has := cs.labels[k]
