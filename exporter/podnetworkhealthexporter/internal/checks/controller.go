@@ -42,7 +42,7 @@ import (
 // pnccGVR: OpenShift's PodNetworkConnectivityCheck has no generated client (make
 // generate-api generates api/client for api/v1alpha1 only), so it is watched, listed and
 // written through the dynamic client.
-var pnccGVR = ocv1alpha1.Resource
+var pnccGVR = ocv1alpha1.GroupVersionResource
 
 const writeReasonPrefix = "check_"
 
