@@ -114,7 +114,7 @@ func startChecks(t *testing.T, e *pnhExporter, kube *kubefake.Clientset, checks 
 	for _, nc := range checks {
 		require.NoError(t, pnh.Tracker().Add(nc))
 	}
-	e.checks.Start(kube, pnh, nil)
+	e.checks.Start(kube, pnh)
 	t.Cleanup(e.checks.Shutdown)
 	e.checks.Lead()
 	require.NoError(t, e.checks.Resume(context.Background()))

@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -313,12 +312,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 		e.gated.factory.Start(e.stopNodes)
 	}
 	if e.checks != nil {
-		dyn, err := dynamic.NewForConfig(restCfg)
-		if err != nil {
-			cancel()
-			return err
-		}
-		e.checks.Start(e.kube, e.pnh, dyn)
+		e.checks.Start(e.kube, e.pnh)
 	}
 
 	lead := func(leadCtx context.Context) {

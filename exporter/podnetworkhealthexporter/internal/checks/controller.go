@@ -18,11 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -38,11 +34,6 @@ import (
 	"github.com/netpulse/netpulse/internal/ratelog"
 	"github.com/netpulse/netpulse/internal/targetpolicy"
 )
-
-// pnccGVR: OpenShift's PodNetworkConnectivityCheck has no generated client (make
-// generate-api generates api/client for api/v1alpha1 only), so it is watched, listed and
-// written through the dynamic client.
-var pnccGVR = ocv1alpha1.GroupVersionResource
 
 const writeReasonPrefix = "check_"
 
@@ -87,11 +78,9 @@ type Controller struct {
 	// Events.
 	eventsRL *rate.Limiter
 
-	kube      kubernetes.Interface
-	nc        versioned.Interface
-	dyn       dynamic.Interface // nil unless cfg.OpenShift
-	ncFactory externalversions.SharedInformerFactory
-	dynamicF  dynamicinformer.DynamicSharedInformerFactory
+	kube    kubernetes.Interface
+	nc      versioned.Interface
+	factory externalversions.SharedInformerFactory
 
 	leading atomic.Bool
 	// resuming: a re-read of the checks at takeover is in flight.
@@ -126,29 +115,24 @@ func New(cfg Config, d Deps) *Controller {
 	return c
 }
 
-// Start watches the checks (every replica: a standby keeps the state warm): NetworkChecks
-// through nc's typed informer, PodNetworkConnectivityChecks through dyn (only with
-// checks.openshift; dyn may be nil otherwise). kube serves the placements' reads.
-func (c *Controller) Start(kube kubernetes.Interface, nc versioned.Interface, dyn dynamic.Interface) {
-	c.kube, c.nc, c.dyn = kube, nc, dyn
-	c.ncFactory = externalversions.NewSharedInformerFactory(nc, 0)
-	_, _ = c.ncFactory.Netpulse().V1alpha1().NetworkChecks().Informer().AddEventHandler(c.handler(v1alpha1.NetworkCheckKind))
-	c.ncFactory.Start(c.stop)
-	if c.cfg.OpenShift && dyn != nil {
-		c.dynamicF = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-		_, _ = c.dynamicF.ForResource(pnccGVR).Informer().AddEventHandler(c.handler(ocv1alpha1.Kind))
-		c.dynamicF.Start(c.stop)
+// Start watches the checks (every replica: a standby keeps the state warm) through nc's
+// typed informers: NetworkChecks, and PodNetworkConnectivityChecks with checks.openshift.
+// kube serves the placements' reads.
+func (c *Controller) Start(kube kubernetes.Interface, nc versioned.Interface) {
+	c.kube, c.nc = kube, nc
+	c.factory = externalversions.NewSharedInformerFactory(nc, 0)
+	_, _ = c.factory.Netpulse().V1alpha1().NetworkChecks().Informer().AddEventHandler(c.handler(v1alpha1.NetworkCheckKind))
+	if c.cfg.OpenShift {
+		_, _ = c.factory.Controlplane().V1alpha1().PodNetworkConnectivityChecks().Informer().AddEventHandler(c.handler(ocv1alpha1.Kind))
 	}
+	c.factory.Start(c.stop)
 }
 
 // Shutdown stops the informers. Safe without Start and twice.
 func (c *Controller) Shutdown() {
 	c.stopOnce.Do(func() { close(c.stop) })
-	if c.ncFactory != nil {
-		c.ncFactory.Shutdown()
-	}
-	if c.dynamicF != nil {
-		c.dynamicF.Shutdown()
+	if c.factory != nil {
+		c.factory.Shutdown()
 	}
 }
 
@@ -187,28 +171,15 @@ func (c *Controller) observe(kind string, o any, fromAPI bool) {
 	}
 }
 
-// convert is the core's view of a check object (a typed NetworkCheck, or an unstructured
-// PodNetworkConnectivityCheck).
+// convert is the core's view of a check object.
 func (c *Controller) convert(kind string, o any) (observed, bool) {
-	switch kind {
-	case ocv1alpha1.Kind:
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			return observed{}, false
-		}
-		var pc ocv1alpha1.PodNetworkConnectivityCheck
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &pc); err != nil {
-			c.d.Logger.Warn("pod_network_health: malformed PodNetworkConnectivityCheck", zap.String("check", kind+"/"+u.GetNamespace()+"/"+u.GetName()), zap.Error(err))
-			return observed{}, false
-		}
-		return observedOfPNCC(&pc), true
-	default:
-		nc, ok := o.(*v1alpha1.NetworkCheck)
-		if !ok {
-			return observed{}, false
-		}
-		return observedOfNC(nc), true
+	switch o := o.(type) {
+	case *ocv1alpha1.PodNetworkConnectivityCheck:
+		return observedOfPNCC(o), kind == ocv1alpha1.Kind
+	case *v1alpha1.NetworkCheck:
+		return observedOfNC(o), kind == v1alpha1.NetworkCheckKind
 	}
+	return observed{}, false
 }
 
 func observedOfNC(nc *v1alpha1.NetworkCheck) observed {
@@ -268,17 +239,17 @@ func (c *Controller) Resume(ctx context.Context) error {
 			break
 		}
 	}
-	if c.cfg.OpenShift && c.dyn != nil {
+	if c.cfg.OpenShift {
 		opts := metav1.ListOptions{Limit: 500}
 		for {
-			list, err := c.dyn.Resource(pnccGVR).List(ctx, opts)
+			list, err := c.nc.ControlplaneV1alpha1().PodNetworkConnectivityChecks(metav1.NamespaceAll).List(ctx, opts)
 			if err != nil {
-				return fmt.Errorf("list %s: %w", pnccGVR.Resource, err)
+				return fmt.Errorf("list podnetworkconnectivitychecks: %w", err)
 			}
 			for i := range list.Items {
 				items = append(items, item{ocv1alpha1.Kind, &list.Items[i]})
 			}
-			if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			if opts.Continue = list.Continue; opts.Continue == "" {
 				break
 			}
 		}
@@ -368,10 +339,7 @@ func (c *Controller) refused(err error) bool { return c.d.Refused != nil && c.d.
 func (c *Controller) patch(ctx context.Context, key checkKey, pt types.PatchType, data []byte, subresources ...string) error {
 	var err error
 	if key.kind == ocv1alpha1.Kind {
-		if c.dyn == nil {
-			return fmt.Errorf("no client for %s", key)
-		}
-		_, err = c.dyn.Resource(pnccGVR).Namespace(key.namespace).Patch(ctx, key.name, pt, data, metav1.PatchOptions{}, subresources...)
+		_, err = c.nc.ControlplaneV1alpha1().PodNetworkConnectivityChecks(key.namespace).Patch(ctx, key.name, pt, data, metav1.PatchOptions{}, subresources...)
 	} else {
 		_, err = c.nc.NetpulseV1alpha1().NetworkChecks(key.namespace).Patch(ctx, key.name, pt, data, metav1.PatchOptions{}, subresources...)
 	}
@@ -444,10 +412,7 @@ func (c *Controller) enqueuePrune(key checkKey) {
 	c.d.Logger.Info("pod_network_health: pruning a PodNetworkConnectivityCheck whose source pod is gone",
 		zap.String("check", key.String()), zap.Time("source_gone_since", gone))
 	c.d.Enqueue("checkstatus/"+key.String(), writequeue.CheckUpdate, func(ctx context.Context) error {
-		if c.dyn == nil {
-			return nil
-		}
-		err := c.dyn.Resource(pnccGVR).Namespace(key.namespace).Delete(ctx, key.name, metav1.DeleteOptions{})
+		err := c.nc.ControlplaneV1alpha1().PodNetworkConnectivityChecks(key.namespace).Delete(ctx, key.name, metav1.DeleteOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

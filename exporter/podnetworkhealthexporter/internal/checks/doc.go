@@ -14,9 +14,8 @@
 //     what was read, folding one result into a check, what is due for a write (status,
 //     labels, pruning) and each status as the API stores it. No I/O, no clients, no pdata,
 //     no clock: callers pass `now`.
-//   - edge (controller.go, resolve.go, logs.go): the informers (NetworkCheck through the
-//     generated typed informer; PodNetworkConnectivityCheck dynamic, see pnccGVR), the
-//     re-read at takeover, the pod and Service reads of a placement, decoding pod_probe's
+//   - edge (controller.go, resolve.go, logs.go): the generated typed informers and clients
+//     of both kinds (api/client), the re-read at takeover, the pod and Service reads of a placement, decoding pod_probe's
 //     log records, and the writes, which it hands to the exporter's writer through the
 //     funcs in Deps.
 //
