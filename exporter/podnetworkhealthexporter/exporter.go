@@ -23,13 +23,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/checks"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/engine"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/readiness"
@@ -79,7 +79,7 @@ type pnhExporter struct {
 	nodesF   informers.SharedInformerFactory
 	gated    *gatedPods
 	// checks is nil unless checks.enabled.
-	checks *checkController
+	checks *checks.Controller
 	// rejectedKeys: keys whose last write the API refused (logged once each); rejectLog
 	// paces the log beyond maxRejectedKeys. Guarded by mu.
 	rejectedKeys map[string]struct{}
@@ -263,7 +263,7 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 // records are ignored. Like consume, it never waits for the API.
 func (e *pnhExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 	if e.checks != nil {
-		e.checks.consumeLogs(ctx, ld)
+		e.checks.ConsumeLogs(ctx, ld)
 	}
 	return nil
 }
@@ -312,12 +312,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 		e.gated.factory.Start(e.stopNodes)
 	}
 	if e.checks != nil {
-		dyn, err := dynamic.NewForConfig(restCfg)
-		if err != nil {
-			cancel()
-			return err
-		}
-		e.checks.start(dyn)
+		e.checks.Start(e.kube, e.pnh)
 	}
 
 	lead := func(leadCtx context.Context) {
@@ -365,9 +360,6 @@ func (e *pnhExporter) initWriter(client versioned.Interface) {
 	if e.cfg.Events.Enabled {
 		e.hostname, _ = os.Hostname()
 		e.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Events.PerMinute)/60), e.cfg.Events.PerMinute)
-		if e.checks != nil {
-			e.checks.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Checks.EventsPerMinute)/60), e.cfg.Checks.EventsPerMinute)
-		}
 	}
 }
 
@@ -434,8 +426,8 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	if e.checks != nil {
 		// The checks resume from the API at their first reconcile of the term (a quorum
 		// read); until then nothing of them is written or emitted.
-		e.checks.leading.Store(true)
-		defer e.checks.endTerm()
+		e.checks.Lead()
+		defer e.checks.EndTerm()
 	}
 	tick := time.NewTicker(reconcileEvery)
 	defer tick.Stop()
@@ -447,7 +439,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 		case now := <-tick.C:
 			targetsChanged := e.reconcile(ctx, now)
 			if e.checks != nil {
-				e.checks.reconcile(ctx, now)
+				e.checks.Reconcile(ctx, now)
 			}
 			// Node and pod conditions follow a target verdict change at once (the
 			// decision costs O(evidence)), and are re-judged every 5 s otherwise
@@ -665,7 +657,7 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 			e.gated.factory.Shutdown()
 		}
 		if e.checks != nil {
-			e.checks.shutdown()
+			e.checks.Shutdown()
 		}
 		e.tb.Shutdown()
 	})
