@@ -171,7 +171,8 @@ generate: generate-api generate-metadata generate-distribution generate-helm ## 
 # The PodNetworkHealth API (api/v1alpha1): controller-gen writes the deepcopy functions and the
 # CRD (deploy/crds, with the boilerplate as a YAML comment); code-generator writes the typed
 # clientset, listers and informers into api/client/{clientset,listers,informers}, which are
-# wholly generated and recreated.
+# wholly generated and recreated; the typed client covers OpenShift's PodNetworkConnectivityCheck
+# (api/openshift/...) too.
 API_MODULE := github.com/netpulse/netpulse
 API_PKG    := $(API_MODULE)/api
 API_HEADER := hack/boilerplate.go.txt
@@ -187,12 +188,13 @@ generate-api: $(CONTROLLER_GEN) $(CLIENT_GEN) $(LISTER_GEN) $(INFORMER_GEN) ## r
 	$(CONTROLLER_GEN) crd:crdVersions=v1,headerFile=$(TOOLS_BIN)/boilerplate.yaml.txt paths=./api/openshift/operatorcontrolplane/v1alpha1 output:crd:artifacts:config=testdata/crds
 	rm -rf api/client/clientset api/client/listers api/client/informers
 	$(CLIENT_GEN) --go-header-file $(API_HEADER) --input-base $(API_MODULE) --input api/v1alpha1 \
+	  --input api/openshift/operatorcontrolplane/v1alpha1 \
 	  --clientset-name versioned --output-pkg $(API_PKG)/client/clientset --output-dir api/client/clientset
 	$(LISTER_GEN) --go-header-file $(API_HEADER) --output-pkg $(API_PKG)/client/listers --output-dir api/client/listers \
-	  $(API_PKG)/v1alpha1
+	  $(API_PKG)/v1alpha1 $(API_PKG)/openshift/operatorcontrolplane/v1alpha1
 	$(INFORMER_GEN) --go-header-file $(API_HEADER) --output-pkg $(API_PKG)/client/informers --output-dir api/client/informers \
 	  --versioned-clientset-package $(API_PKG)/client/clientset/versioned --listers-package $(API_PKG)/client/listers \
-	  $(API_PKG)/v1alpha1
+	  $(API_PKG)/v1alpha1 $(API_PKG)/openshift/operatorcontrolplane/v1alpha1
 
 .PHONY: generate-metadata
 generate-metadata: $(MDATAGEN)

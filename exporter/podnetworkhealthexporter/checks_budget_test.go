@@ -17,10 +17,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -74,38 +73,64 @@ func checkTestExporterWithTelemetry(t *testing.T, cfg *Config) (*pnhExporter, *c
 		}
 		return false, nil, nil
 	})
-	kube := kubefake.NewSimpleClientset()
+	kube := kubefake.NewSimpleClientset(runningPod("flap", "web-0", "node-a", "10.0.0.1"))
 	kube.PrependReactor("create", "events", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		ev := a.(clienttesting.CreateAction).GetObject().(*corev1.Event)
 		log.add("event_" + ev.InvolvedObject.Kind)
 		return true, ev, nil
 	})
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{networkCheckGVR: "NetworkCheckList", pnccGVR: "PodNetworkConnectivityCheckList"})
-	dyn.PrependReactor("patch", "networkchecks", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	pnh.PrependReactor("patch", "networkchecks", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		log.add("check_" + a.GetSubresource())
-		return true, &unstructured.Unstructured{}, nil
+		return true, &v1alpha1.NetworkCheck{}, nil
 	})
 	e.kube = kube
-	e.checks.dyn = dyn
 	e.initWriter(pnh)
-	e.checks.leading.Store(true)
-	e.checks.resumed = true
 	t.Cleanup(func() { e.writer.stop() })
 	return e, tt, log
+}
+
+// placedCheck is a NetworkCheck whose status records its placement on node-a's agent
+// (source web-0, target 10.0.0.9:80), as a previous writer wrote it, with its labels.
+func placedCheck(ns, name string) *v1alpha1.NetworkCheck {
+	return &v1alpha1.NetworkCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name),
+			Labels: map[string]string{v1alpha1.LabelVantageMode: string(v1alpha1.VantageAgent), v1alpha1.LabelVantageNode: "node-a"}},
+		Spec: v1alpha1.NetworkCheckSpec{Source: v1alpha1.CheckSource{PodName: "web-0"}, Target: v1alpha1.CheckTarget{Address: "10.0.0.9:80"}},
+		Status: v1alpha1.NetworkCheckStatus{
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonCheckAccepted,
+				Message: "probed from the netpulse agent on node node-a (the source pod has no netpulse sidecar)"}},
+			Vantage: &v1alpha1.CheckVantage{Mode: v1alpha1.VantageAgent, SourcePod: "web-0", Node: "node-a"},
+			Target:  &v1alpha1.CheckResolvedTarget{Endpoint: "10.0.0.9:80", Kind: "Address"},
+		},
+	}
+}
+
+// startChecks starts e's checks controller as start() and lead() do, over the writer's
+// fake clientset holding checks (kube serves the placements' reads): leading, and resumed
+// from what the fake API holds.
+func startChecks(t *testing.T, e *pnhExporter, kube *kubefake.Clientset, checks ...*v1alpha1.NetworkCheck) {
+	t.Helper()
+	pnh := e.writer.Client().(*fake.Clientset)
+	for _, nc := range checks {
+		require.NoError(t, pnh.Tracker().Add(nc))
+	}
+	e.checks.Start(kube, pnh)
+	t.Cleanup(e.checks.Shutdown)
+	e.checks.Lead()
+	require.NoError(t, e.checks.Resume(context.Background()))
 }
 
 // addFlappingChecks places n checks on node-a and feeds each a failure after a success:
 // n outages starting (n condition changes to write, n Events to emit).
 func addFlappingChecks(t *testing.T, e *pnhExporter, n int, now time.Time) {
-	c := e.checks
+	var ncs []*v1alpha1.NetworkCheck
 	for i := range n {
-		key := checkKey{v1alpha1.NetworkCheckKind, "flap", fmt.Sprintf("check-%03d", i)}
-		p := placement{accepted: true, mode: v1alpha1.VantageAgent, sourcePod: "web-0", node: "node-a", endpoint: "10.0.0.9:80", targetKind: "Address"}
-		c.checks[key] = &checkState{key: key, interval: 10 * time.Second, place: p, writtenPlace: p, placed: true, placeAt: now, lastWrite: now}
-		c.served++
+		ncs = append(ncs, placedCheck("flap", fmt.Sprintf("check-%03d", i)))
+	}
+	startChecks(t, e, e.kube.(*kubefake.Clientset), ncs...)
+	for _, nc := range ncs {
 		for j, ok := range []bool{true, false} {
-			c.consumeLogs(context.Background(), checkResult(key.kind, key.namespace, key.name, "netpulse", "agent-a", "uid-a", "node-a", now.Add(time.Duration(j-2)*time.Second), ok))
+			require.NoError(t, e.consumeLogs(context.Background(), checkResult(v1alpha1.NetworkCheckKind, nc.Namespace, nc.Name, "netpulse", "agent-a", "uid-a", "node-a", now.Add(time.Duration(j-2)*time.Second), ok)))
 		}
 	}
 }
@@ -122,7 +147,7 @@ func TestFlappingChecksLeavePairVerdictsAndEventsAlone(t *testing.T) {
 		e, log := checkTestExporter(t, cfg)
 		now := time.Now()
 		addFlappingChecks(t, e, flapping, now)
-		e.checks.reconcile(context.Background(), now) // queues every check's status write
+		e.checks.Reconcile(context.Background(), now) // queues every check's status write
 		// A pair turns unreachable: its verdict write and its Event.
 		obj := testPNH("pair-verdict", "node-b")
 		obj.Status.Reachability = v1alpha1.Unreachable

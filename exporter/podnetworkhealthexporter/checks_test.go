@@ -5,21 +5,21 @@ package podnetworkhealthexporter
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
-	ocv1alpha1 "github.com/netpulse/netpulse/api/openshift/operatorcontrolplane/v1alpha1"
+	"github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/checks"
 	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/contract"
 )
@@ -52,96 +52,51 @@ func checkResult(kind, ns, name string, reporterNS, reporterPod, reporterUID, re
 	return ld
 }
 
-// Only the vantage point a check was placed on may report for it, under its own
-// authenticated identity; what it reports follows OpenShift's semantics per kind.
-func TestCheckResultsBoundToVantage(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.RequireAuthenticatedObservers = true
-	cfg.Checks.Enabled = true
-	tt := componenttest.NewTelemetry()
-	set := exportertest.NewNopSettings(metadata.Type)
-	set.TelemetrySettings = tt.NewTelemetrySettings()
-	e, err := newExporter(cfg, set)
-	require.NoError(t, err)
-	c := e.checks
-	sidecarKey := checkKey{v1alpha1.NetworkCheckKind, "shop", "web-to-db"}
-	agentKey := checkKey{ocv1alpha1.Kind, "shop", "web-to-api"}
-	c.checks[sidecarKey] = &checkState{key: sidecarKey, interval: 10 * time.Second,
-		place: placement{accepted: true, mode: v1alpha1.VantageSidecar, sourcePod: "web-0", node: "node-a"}}
-	c.checks[agentKey] = &checkState{key: agentKey, interval: 10 * time.Second,
-		place: placement{accepted: true, mode: v1alpha1.VantageAgent, sourcePod: "web-1", node: "node-a"}}
-	refused := checkKey{v1alpha1.NetworkCheckKind, "shop", "to-metadata"}
-	c.checks[refused] = &checkState{key: refused, place: placement{reason: v1alpha1.ReasonTargetRefused}}
-
-	now := time.Now()
-	sidecar := viaAuthOf("shop", "web-0", "uid-w", "node-a")
-	// Accepted: the sidecar for its own pod; the node's agent for the agent-placed check.
-	c.consumeLogs(sidecar, checkResult(sidecarKey.kind, "shop", "web-to-db", "shop", "web-0", "uid-w", "node-a", now, true))
-	c.consumeLogs(viaAuth(agentA), checkResult(agentKey.kind, "shop", "web-to-api", "netpulse", "agent-a", "uid-a", "node-a", now, false))
-	// Refused: an agent of the node for a sidecar-placed check, another node's agent, the
-	// sidecar in someone else's name, no identity, an unknown check, a refused check.
-	c.consumeLogs(viaAuth(agentA), checkResult(sidecarKey.kind, "shop", "web-to-db", "netpulse", "agent-a", "uid-a", "node-a", now.Add(time.Second), false))
-	agentB := viaAuthOf("netpulse", "agent-b", "uid-b", "node-b")
-	c.consumeLogs(agentB, checkResult(agentKey.kind, "shop", "web-to-api", "netpulse", "agent-b", "uid-b", "node-b", now.Add(time.Second), true))
-	c.consumeLogs(sidecar, checkResult(agentKey.kind, "shop", "web-to-api", "netpulse", "agent-a", "uid-a", "node-a", now.Add(time.Second), true))
-	c.consumeLogs(context.Background(), checkResult(sidecarKey.kind, "shop", "web-to-db", "shop", "web-0", "uid-w", "node-a", now.Add(time.Second), false))
-	c.consumeLogs(sidecar, checkResult(sidecarKey.kind, "shop", "nope", "shop", "web-0", "uid-w", "node-a", now.Add(time.Second), false))
-	c.consumeLogs(sidecar, checkResult(refused.kind, "shop", "to-metadata", "shop", "web-0", "uid-w", "node-a", now.Add(time.Second), false))
-
-	sc := c.checks[sidecarKey]
-	require.Len(t, sc.st.Successes, 1)
-	assert.Empty(t, sc.st.Failures, "no foreign failure reached the sidecar's check")
-	assert.Equal(t, checkstatus.ConditionTrue, sc.st.Reachable.Status)
-	assert.Equal(t, checkstatus.ReasonProbeSucceeded, sc.st.Reachable.Reason, "netpulse's flavour for NetworkCheck")
-	assert.Equal(t, "shop/web-0", sc.observerPod)
-	assert.Equal(t, "198.18.0.250", sc.sourceAddress)
-	st := ncStatus(sc)
-	assert.Equal(t, v1alpha1.Reachable, st.Reachability)
-	require.NotNil(t, st.Latency)
-	assert.Equal(t, v1alpha1.Duration("2ms"), st.Latency.P50)
-
-	ac := c.checks[agentKey]
-	require.Len(t, ac.st.Failures, 1)
-	assert.Empty(t, ac.st.Successes)
-	assert.Equal(t, checkstatus.ReasonTCPConnectError, ac.st.Reachable.Reason, "OpenShift's flavour for PodNetworkConnectivityCheck")
-	require.Len(t, ac.st.Outages, 1)
-	ps := pnccStatus(ac.st)
-	require.Len(t, ps.Conditions, 1)
-	assert.Equal(t, ocv1alpha1.Reachable, ps.Conditions[0].Type)
-	assert.Equal(t, "False", string(ps.Conditions[0].Status))
-
-	skipped := map[string]int64{}
-	m, err := tt.GetMetric("otelcol_pod_network_health_datapoints_skipped")
-	require.NoError(t, err)
-	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		v, _ := dp.Attributes.Value(attribute.Key("reason"))
-		skipped[v.AsString()] += dp.Value
+// The exporter binds check results to the caller's identity with
+// require_authenticated_observers (and not without): an unauthenticated record is counted
+// as check_unauthenticated and not folded in; the placed agent's is. What the binding
+// allows per vantage point is asserted in internal/checks.
+func TestCheckResultsBindingIsWired(t *testing.T) {
+	for _, require_ := range []bool{true, false} {
+		cfg := createDefaultConfig().(*Config)
+		cfg.RequireAuthenticatedObservers = require_
+		cfg.Checks.Enabled = true
+		e, tt, _ := checkTestExporterWithTelemetry(t, cfg)
+		// What was folded in is what the status write carries (the reactor is set before
+		// the informers start: the fake's reactor chain is not guarded).
+		var written v1alpha1.NetworkCheckStatus
+		pnh := e.writer.Client().(*fake.Clientset)
+		pnh.PrependReactor("patch", "networkchecks", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() == "status" {
+				var ops []struct {
+					Value v1alpha1.NetworkCheckStatus `json:"value"`
+				}
+				require.NoError(t, json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &ops))
+				written = ops[0].Value
+			}
+			return true, &v1alpha1.NetworkCheck{}, nil
+		})
+		startChecks(t, e, kubefake.NewSimpleClientset(runningPod("shop", "web-0", "node-a", "10.0.0.1")), placedCheck("shop", "web-to-db"))
+		now := time.Now()
+		require.NoError(t, e.consumeLogs(context.Background(), checkResult(v1alpha1.NetworkCheckKind, "shop", "web-to-db", "netpulse", "agent-a", "uid-a", "node-a", now, false)))
+		require.NoError(t, e.consumeLogs(viaAuth(agentA), checkResult(v1alpha1.NetworkCheckKind, "shop", "web-to-db", "netpulse", "agent-a", "uid-a", "node-a", now.Add(time.Second), true)))
+		if require_ {
+			assert.Equal(t, map[string]int64{checks.SkipCheckUnauthentic: 1}, skippedByReason(t, tt))
+		} else {
+			assert.Empty(t, skippedByReason(t, tt))
+		}
+		e.checks.Reconcile(context.Background(), now.Add(2*time.Second))
+		ctx, cancel := context.WithCancel(context.Background())
+		e.writer.run(ctx, 1)
+		require.Eventually(t, func() bool { return e.writer.pendingCount() == 0 }, 5*time.Second, 5*time.Millisecond)
+		cancel()
+		assert.Len(t, written.Successes, 1)
+		if require_ {
+			assert.Empty(t, written.Failures, "the unauthenticated failure was not folded in")
+		} else {
+			assert.Len(t, written.Failures, 1)
+		}
+		require.NotNil(t, written.Vantage)
+		assert.Equal(t, "netpulse/agent-a", written.Vantage.ObserverPod)
 	}
-	assert.Equal(t, map[string]int64{SkipCheckWrongVantage: 2, SkipCheckUnauthentic: 2, SkipCheckUnknown: 2}, skipped)
-	require.NoError(t, e.shutdown(context.Background()))
-	require.NoError(t, tt.Shutdown(context.Background()))
-}
-
-func viaAuthOf(ns, pod, uid, node string) context.Context {
-	id := agentA
-	id.Namespace, id.PodName, id.PodUID, id.NodeName = ns, pod, uid, node
-	return viaAuth(id)
-}
-
-// A takeover resumes from the API: the status read back equals what was written.
-func TestCheckStatusRoundTrip(t *testing.T) {
-	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	var st checkstatus.Status
-	for i, ok := range []bool{true, false, false, true} {
-		st, _ = checkstatus.Apply(st, checkstatus.FlavourNetpulse, checkstatus.Entry{Time: t0.Add(time.Duration(i) * 10 * time.Second), Success: ok,
-			Reason: map[bool]string{true: checkstatus.ReasonTCPConnect, false: checkstatus.ReasonTCPConnectError}[ok], Message: "m", Latency: time.Millisecond})
-	}
-	cs := &checkState{st: st, generation: 3, placeSince: t0,
-		place: placement{accepted: true, mode: v1alpha1.VantageAgent, sourcePod: "web-0", node: "n1", endpoint: "10.0.0.9:80", targetKind: "Service"}}
-	api := ncStatus(cs)
-	back := statusOfNC(&api)
-	assert.True(t, st.Equal(back), "NetworkCheck round trip:\n%+v\n%+v", st, back)
-	assert.Equal(t, cs.place, placementOfNC(&api))
-	ps := pnccStatus(st)
-	assert.True(t, st.Equal(statusOfPNCC(&ps)), "PodNetworkConnectivityCheck round trip")
 }

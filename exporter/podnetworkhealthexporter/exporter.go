@@ -27,11 +27,11 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/checks"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
@@ -79,7 +79,7 @@ type pnhExporter struct {
 	nodes    *nodeCache    // nil unless node_conditions.enabled; guarded by mu (the node_problem gauge reads it)
 	gated    *gatedPods
 	// checks is nil unless checks.enabled.
-	checks *checkController
+	checks *checks.Controller
 	// rejectedKeys: keys whose last write the API refused (logged once each); rejectLog
 	// paces the log beyond maxRejectedKeys. Guarded by mu.
 	rejectedKeys map[string]struct{}
@@ -202,7 +202,7 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 // records are ignored. Like consume, it never waits for the API.
 func (e *pnhExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 	if e.checks != nil {
-		e.checks.consumeLogs(ctx, ld)
+		e.checks.ConsumeLogs(ctx, ld)
 	}
 	return nil
 }
@@ -250,12 +250,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 		e.gated.factory.Start(e.stopNodes)
 	}
 	if e.checks != nil {
-		dyn, err := dynamic.NewForConfig(restCfg)
-		if err != nil {
-			cancel()
-			return err
-		}
-		e.checks.start(dyn)
+		e.checks.Start(e.kube, e.pnh)
 	}
 
 	lead := func(leadCtx context.Context) {
@@ -303,9 +298,6 @@ func (e *pnhExporter) initWriter(client versioned.Interface) {
 	if e.cfg.Events.Enabled {
 		e.hostname, _ = os.Hostname()
 		e.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Events.PerMinute)/60), e.cfg.Events.PerMinute)
-		if e.checks != nil {
-			e.checks.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Checks.EventsPerMinute)/60), e.cfg.Checks.EventsPerMinute)
-		}
 	}
 }
 
@@ -372,8 +364,8 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	if e.checks != nil {
 		// The checks resume from the API at their first reconcile of the term (a quorum
 		// read); until then nothing of them is written or emitted.
-		e.checks.leading.Store(true)
-		defer e.checks.endTerm()
+		e.checks.Lead()
+		defer e.checks.EndTerm()
 	}
 	tick := time.NewTicker(reconcileEvery)
 	defer tick.Stop()
@@ -385,7 +377,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 		case now := <-tick.C:
 			targetsChanged := e.reconcile(ctx, now)
 			if e.checks != nil {
-				e.checks.reconcile(ctx, now)
+				e.checks.Reconcile(ctx, now)
 			}
 			// Node and pod conditions follow a target verdict change at once (the
 			// decision costs O(evidence)), and are re-judged every 5 s otherwise
@@ -551,7 +543,7 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 			e.gated.factory.Shutdown()
 		}
 		if e.checks != nil {
-			e.checks.shutdown()
+			e.checks.Shutdown()
 		}
 		e.tb.Shutdown()
 	})

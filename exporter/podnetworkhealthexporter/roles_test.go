@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 
-	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
 	"github.com/netpulse/netpulse/internal/identity"
@@ -92,40 +91,6 @@ func TestSidecarCountsTowardNoQuorumAndGetsNoPairs(t *testing.T) {
 	flips = e.gate.Decide([]readiness.PodInfo{target}, time.Now())
 	e.mu.Unlock()
 	assert.Len(t, flips, 1)
-	require.NoError(t, e.shutdown(context.Background()))
-	require.NoError(t, tt.Shutdown(context.Background()))
-}
-
-// A sidecar on a node cannot report for the agent-mode checks placed on that node (other
-// namespaces' checks): only the node's agent may. It still reports its own pod's checks.
-func TestSidecarCannotReportAgentPlacedChecks(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.RequireAuthenticatedObservers = true
-	cfg.Checks.Enabled = true
-	tt := componenttest.NewTelemetry()
-	set := exportertest.NewNopSettings(metadata.Type)
-	set.TelemetrySettings = tt.NewTelemetrySettings()
-	e, err := newExporter(cfg, set)
-	require.NoError(t, err)
-	c := e.checks
-	own := checkKey{v1alpha1.NetworkCheckKind, "shop", "web-to-db"}
-	c.checks[own] = &checkState{key: own, interval: 10 * time.Second,
-		place: placement{accepted: true, mode: v1alpha1.VantageSidecar, sourcePod: "web-0", node: "node-a"}}
-	foreign := checkKey{v1alpha1.NetworkCheckKind, "bank", "ledger-to-db"}
-	c.checks[foreign] = &checkState{key: foreign, interval: 10 * time.Second,
-		place: placement{accepted: true, mode: v1alpha1.VantageAgent, sourcePod: "ledger-0", node: "node-a"}}
-
-	now := time.Now()
-	sidecar := viaAuth(sidecarOn("node-a"))
-	c.consumeLogs(sidecar, checkResult(foreign.kind, "bank", "ledger-to-db", "shop", "web-0", "uid-w", "node-a", now, false))
-	c.consumeLogs(sidecar, checkResult(own.kind, "shop", "web-to-db", "shop", "web-0", "uid-w", "node-a", now, true))
-	assert.Empty(t, c.checks[foreign].st.Failures, "the sidecar's word on another namespace's check is not used")
-	assert.Empty(t, c.checks[foreign].st.Successes)
-	assert.Len(t, c.checks[own].st.Successes, 1, "its own pod's check is")
-	// The node's agent may.
-	c.consumeLogs(viaAuth(agentA), checkResult(foreign.kind, "bank", "ledger-to-db", "netpulse", "agent-a", "uid-a", "node-a", now, false))
-	assert.Len(t, c.checks[foreign].st.Failures, 1)
-	assert.Equal(t, map[string]int64{SkipSourceNotAgent: 1}, roleSkips(t, tt))
 	require.NoError(t, e.shutdown(context.Background()))
 	require.NoError(t, tt.Shutdown(context.Background()))
 }

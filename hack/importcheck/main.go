@@ -40,6 +40,7 @@ var assemblers = map[string]string{
 	"internal/viewtest":     "tests the netpulse_view extension against the plugin's server",
 	"internal/e2e":          "end-to-end tests drive the collector's components",
 	"internal/e2ereal":      "end-to-end tests on real nodes",
+	"internal/ingestbench":  "benchmarks the built gateway: its agent shape is checked against the real pod_probe, its agents get tokens the k8s_token_auth test helpers mint",
 	"internal/helmtest":     "checks the chart against the components' own defaults (the readiness gate's condition type)",
 	"exporter/podnetworkhealthexporter/integrationtest": "the gateway trust test runs k8s_token_auth in front of the exporter",
 }

@@ -16,8 +16,7 @@ import (
 func TestLimitValues(t *testing.T) {
 	// OpenShift's limits, and those of a Kubernetes condition.
 	assert.Equal(t, []int{10, 20, 5, 256, 64}, []int{MaxLogEntries, MaxOutages, MaxOutageLogs, MaxMessageLength, MaxReasonLength})
-	assert.Equal(t, []time.Duration{time.Minute, 10 * time.Second, 10 * time.Minute, 48 * time.Hour},
-		[]time.Duration{DefaultInterval, MinInterval, DefaultHeartbeat, DefaultStaleAfter})
+	assert.Equal(t, []time.Duration{time.Minute, 10 * time.Second}, []time.Duration{DefaultInterval, MinInterval})
 }
 
 func TestLogLimitsAndOrder(t *testing.T) {

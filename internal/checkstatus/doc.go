@@ -3,8 +3,9 @@
 
 // Package checkstatus is the pure core of declared point-to-point network checks (a
 // source pod -> a target endpoint): it folds check results into a status with the
-// semantics of OpenShift's PodNetworkConnectivityCheck, and decides when that status is
-// worth a write to the Kubernetes API. It does no I/O, starts no goroutines, never reads
+// semantics of OpenShift's PodNetworkConnectivityCheck. When that status is worth a write
+// to the Kubernetes API is the gateway's write policy (the pod_network_health exporter's
+// internal/plan, CheckPolicy). It does no I/O, starts no goroutines, never reads
 // the clock (callers pass `now`) and knows nothing of Kubernetes clients or OpenTelemetry.
 //
 // # Inputs
@@ -12,8 +13,8 @@
 // A checker runs each check every interval (DefaultInterval, at least MinInterval) and
 // reports one Entry per run: time, success, reason (the Reason* constants), message and
 // latency. A single writer (the gateway) keeps one Status per check in memory, feeds the
-// results to Apply, emits the Events it returns, and writes the status when Policy.Due says
-// so.
+// results to Apply, emits the Events it returns, and writes the status when its write
+// policy says so.
 //
 // # Status semantics
 //
@@ -48,24 +49,6 @@
 // retried batch change nothing. It never aliases its input: the returned status owns all
 // of its slices.
 //
-// # Write policy, and why
-//
-// OpenShift's checker writes every check's status once per run, i.e. once a minute per
-// check: 60 writes an hour per check, each a new object revision that the API server
-// stores in etcd and sends to every watcher, although a healthy check's status changes
-// only in its routine log entries. Policy.Due writes what a reader acts on at once - the
-// first status, a change of the condition's status or reason, an outage starting or
-// ending, a new failure mode in an ongoing outage - and coalesces the rest (routine
-// successes, repeated identical failures) into a heartbeat write at most every
-// Policy.Heartbeat (DefaultHeartbeat, 10 minutes). A healthy check is thus written 6 times
-// an hour instead of 60; an outage costs two immediate writes (start and end) plus one per
-// change of failure mode. What the status in the API may lag behind by, at most one
-// heartbeat, is the routine content of the Successes and Failures logs; the writer's
-// in-memory status is always complete and is what the next write carries. The figures are
-// measured, against OpenShift's write-per-run model on the same inputs, by
-// TestBenchDeclaredCheckWrites (hack/bench.d/50-checks.sh).
-//
-// Stale is the pruning rule: OpenShift removes checks whose source is gone; a check whose
-// source pod has been gone, and which has had no result, for DefaultStaleAfter (48 hours)
-// may be deleted.
+// Pruning (OpenShift removes checks whose source is gone) and the write policy are the
+// gateway's decisions, not the status's semantics: see the exporter's internal/plan.
 package checkstatus // import "github.com/netpulse/netpulse/internal/checkstatus"

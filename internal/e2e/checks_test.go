@@ -152,7 +152,7 @@ func TestDeclaredChecks(t *testing.T) {
 	pncc.SetName("client-1-to-web")
 	pncc.SetAnnotations(map[string]string{v1alpha1.AnnotationCheckInterval: "10s"})
 	pncc.Object["spec"] = map[string]any{"sourcePod": "client-1", "targetEndpoint": fmt.Sprintf("%s:8080", web.IPv4)}
-	pnccs := dyn.Resource(ocv1alpha1.Resource).Namespace(checksNamespace)
+	pnccs := dyn.Resource(ocv1alpha1.GroupVersionResource).Namespace(checksNamespace)
 	if _, err := pnccs.Create(ctx, pncc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func rbacGVR(resource string) schema.GroupVersionResource {
 }
 
 func getPNCCLabels(t *testing.T, ctx context.Context, dyn dynamic.Interface) map[string]string {
-	u, err := dyn.Resource(ocv1alpha1.Resource).Namespace(checksNamespace).Get(ctx, "client-1-to-web", metav1.GetOptions{})
+	u, err := dyn.Resource(ocv1alpha1.GroupVersionResource).Namespace(checksNamespace).Get(ctx, "client-1-to-web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

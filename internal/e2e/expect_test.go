@@ -53,6 +53,9 @@ type pathExpect struct {
 	// observerSilent: the path's observer stopped reporting (its pod stays): reachability
 	// Unknown, condition Reachable=Unknown with reason ObserverSilent.
 	observerSilent bool
+	// disruption: the path's target was reported going away or down (a drain, ...) before
+	// it failed: reachability Unknown, condition Reachable=Unknown with this reason.
+	disruption string
 	// mustExist: the object must exist at every check (a missing one fails at once).
 	mustExist bool
 }
@@ -403,6 +406,8 @@ func judgeObject(o *v1alpha1.PodNetworkHealth, src, dst simcluster.Agent, exp *e
 		want, reason = v1alpha1.ReachabilityUnknown, v1alpha1.ReasonObserverUnhealthy
 	case pe.observerSilent:
 		want, reason = v1alpha1.ReachabilityUnknown, v1alpha1.ReasonObserverSilent
+	case pe.disruption != "":
+		want, reason = v1alpha1.ReachabilityUnknown, pe.disruption
 	}
 	if st.Reachability != want {
 		if pe.stable && st.Reachability != "" && st.Reachability != v1alpha1.ReachabilityUnknown {

@@ -18,9 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/simcluster"
 	"github.com/netpulse/netpulse/internal/viewtest"
@@ -217,6 +219,69 @@ func TestPartition(t *testing.T) {
 	rec.nodeProblem[node] = false
 	rec.nodeProblemOthers = true
 	rec.events = []eventExpect{{observer, podnetworkhealthexporter.EventRestored}}
+	e.await(t, "recover", rec, recoverTimeout)
+}
+
+// TestDrain: node-4 is cordoned (the first step of a drain), then cut off. The cluster said
+// first that node-4 is going away, so its failures are expected: the pairs towards it read
+// Unknown with reason NodeDraining, it gets no node condition and no outage Event, and every
+// other pair stays Reachable. Uncordoned and healed, all is Reachable again.
+func TestDrain(t *testing.T) {
+	e := requireMesh(t)
+	const node = "node-4"
+	e.requireHealthy(t)
+	e.healOnCleanup(t, node)
+	ctx := context.Background()
+	cordon := func(on bool) error {
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+		_, err := e.cl.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	t.Cleanup(func() {
+		if err := cordon(false); err != nil {
+			t.Errorf("uncordon %s: %v", node, err)
+		}
+	})
+	if err := cordon(true); err != nil {
+		t.Fatal(err)
+	}
+	// A few rounds with the node cordoned and still answering, as in a drain before its
+	// pods go: the gateway's index sees the cordon, and the observations say so.
+	time.Sleep(5 * time.Second)
+
+	start := time.Now()
+	if err := e.cl.Partition(node); err != nil {
+		t.Fatal(err)
+	}
+	exp := e.expect("drain", start).
+		all(pathExpect{disruption: v1alpha1.ReasonNodeDraining}, towards(node)).
+		all(pathExpect{reachable: true, stable: true}, not(involves(node)))
+	exp.nodeProblem[node] = false
+	exp.nodeProblemOthers = true
+	e.await(t, "excused", exp, detectTimeout)
+	// Held for a while: no verdict against the drained node, no Event.
+	time.Sleep(10 * time.Second)
+	e.await(t, "still excused", exp, detectTimeout)
+	for _, src := range e.cl.Agents() {
+		for _, dst := range e.cl.Agents() {
+			if dst.Node != node || src.Node == node {
+				continue
+			}
+			if name := objectName(src, dst); e.api.hasEvent(ctx, name, podnetworkhealthexporter.EventOutageDetected, start) {
+				t.Errorf("an outage Event on %s: the drained node's failures are expected", name)
+			}
+		}
+	}
+
+	if err := e.cl.Heal(node); err != nil {
+		t.Fatal(err)
+	}
+	if err := cordon(false); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.healthy("drain", time.Now(), pathExpect{})
+	rec.nodeProblem[node] = false
+	rec.nodeProblemOthers = true
 	e.await(t, "recover", rec, recoverTimeout)
 }
 

@@ -662,10 +662,7 @@ func (r *podProbeReceiver) doRound(ctx context.Context, plan *planner.Plan, memb
 		}
 		r.tb.PodProbeProbes.Add(ctx, 1, metric.WithAttributes(attribute.String("netpulse.probe.type", o.target.probe), attribute.String("outcome", outcome)))
 	}
-	if len(mtu) > 0 && r.metricsConsumer != nil {
-		r.emitter.recordPathMTU(time.Now(), mtu, r.set.Logger)
-	}
-	r.publish(ctx, results)
+	r.publish(ctx, results, mtu)
 	r.tb.PodProbeRounds.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "run")))
 	r.tb.PodProbeRoundDuration.Record(ctx, time.Since(started).Seconds())
 }
@@ -740,9 +737,12 @@ func (r *podProbeReceiver) probeOne(ctx context.Context, t target) observation {
 	return o
 }
 
-func (r *podProbeReceiver) publish(ctx context.Context, results []observation) {
+func (r *podProbeReceiver) publish(ctx context.Context, results []observation, mtu []pathMTUResult) {
 	now := time.Now()
 	if r.metricsConsumer != nil {
+		// The path-MTU verdicts carry the round's timestamp: the gateway groups a round's
+		// points of one target by it.
+		r.emitter.recordPathMTU(now, mtu, r.set.Logger)
 		md := r.emitter.emit(now, results)
 		n := md.DataPointCount()
 		obsCtx := r.obs.StartMetricsOp(ctx)

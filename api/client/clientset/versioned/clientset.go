@@ -13,6 +13,7 @@ import (
 	http "net/http"
 
 	netpulsev1alpha1 "github.com/netpulse/netpulse/api/client/clientset/versioned/typed/api/v1alpha1"
+	controlplanev1alpha1 "github.com/netpulse/netpulse/api/client/clientset/versioned/typed/operatorcontrolplane/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -21,17 +22,24 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterface
 	NetpulseV1alpha1() netpulsev1alpha1.NetpulseV1alpha1Interface
+	ControlplaneV1alpha1() controlplanev1alpha1.ControlplaneV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	netpulseV1alpha1 *netpulsev1alpha1.NetpulseV1alpha1Client
+	netpulseV1alpha1     *netpulsev1alpha1.NetpulseV1alpha1Client
+	controlplaneV1alpha1 *controlplanev1alpha1.ControlplaneV1alpha1Client
 }
 
 // NetpulseV1alpha1 retrieves the NetpulseV1alpha1Client
 func (c *Clientset) NetpulseV1alpha1() netpulsev1alpha1.NetpulseV1alpha1Interface {
 	return c.netpulseV1alpha1
+}
+
+// ControlplaneV1alpha1 retrieves the ControlplaneV1alpha1Client
+func (c *Clientset) ControlplaneV1alpha1() controlplanev1alpha1.ControlplaneV1alpha1Interface {
+	return c.controlplaneV1alpha1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -82,6 +90,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.controlplaneV1alpha1, err = controlplanev1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -104,6 +116,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.netpulseV1alpha1 = netpulsev1alpha1.New(c)
+	cs.controlplaneV1alpha1 = controlplanev1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

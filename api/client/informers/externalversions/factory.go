@@ -16,6 +16,7 @@ import (
 	versioned "github.com/netpulse/netpulse/api/client/clientset/versioned"
 	api "github.com/netpulse/netpulse/api/client/informers/externalversions/api"
 	internalinterfaces "github.com/netpulse/netpulse/api/client/informers/externalversions/internalinterfaces"
+	operatorcontrolplane "github.com/netpulse/netpulse/api/client/informers/externalversions/operatorcontrolplane"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -246,8 +247,13 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Netpulse() api.Interface
+	Controlplane() operatorcontrolplane.Interface
 }
 
 func (f *sharedInformerFactory) Netpulse() api.Interface {
 	return api.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Controlplane() operatorcontrolplane.Interface {
+	return operatorcontrolplane.New(f, f.namespace, f.tweakListOptions)
 }

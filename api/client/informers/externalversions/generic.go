@@ -11,7 +11,8 @@ package externalversions
 import (
 	fmt "fmt"
 
-	v1alpha1 "github.com/netpulse/netpulse/api/v1alpha1"
+	v1alpha1 "github.com/netpulse/netpulse/api/openshift/operatorcontrolplane/v1alpha1"
+	apiv1alpha1 "github.com/netpulse/netpulse/api/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
 )
@@ -42,10 +43,14 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=netpulse.io, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithResource("networkchecks"):
+	// Group=controlplane.operator.openshift.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("podnetworkconnectivitychecks"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Controlplane().V1alpha1().PodNetworkConnectivityChecks().Informer()}, nil
+
+		// Group=netpulse.io, Version=v1alpha1
+	case apiv1alpha1.SchemeGroupVersion.WithResource("networkchecks"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().NetworkChecks().Informer()}, nil
-	case v1alpha1.SchemeGroupVersion.WithResource("podnetworkhealths"):
+	case apiv1alpha1.SchemeGroupVersion.WithResource("podnetworkhealths"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().PodNetworkHealths().Informer()}, nil
 
 	}

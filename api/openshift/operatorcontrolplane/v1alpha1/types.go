@@ -14,6 +14,7 @@ import (
 
 // PodNetworkConnectivityCheck is OpenShift's point-to-point network check.
 //
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=podnetworkconnectivitychecks,scope=Namespaced
 // +kubebuilder:subresource:status
@@ -204,8 +205,8 @@ const (
 var (
 	// SchemeGroupVersion is the group and version of these types.
 	SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: Version}
-	// Resource is the group-version-resource of PodNetworkConnectivityCheck.
-	Resource = SchemeGroupVersion.WithResource(Plural)
+	// GroupVersionResource is the group-version-resource of PodNetworkConnectivityCheck.
+	GroupVersionResource = SchemeGroupVersion.WithResource(Plural)
 	// SchemeBuilder registers the types.
 	SchemeBuilder = runtime.NewSchemeBuilder(func(s *runtime.Scheme) error {
 		s.AddKnownTypes(SchemeGroupVersion, &PodNetworkConnectivityCheck{}, &PodNetworkConnectivityCheckList{})
@@ -215,3 +216,8 @@ var (
 	// AddToScheme adds the types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// Resource is a resource of this group (the generated listers name it in their errors).
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}

@@ -180,6 +180,9 @@ func checkShareBudget(qps float64, burst int, share float64) *writequeue.Budget 
 	return writequeue.NewBudget(qps*share, max(1, int(float64(burst)*share)))
 }
 
+// Client is the client the writer writes through (tests reach its fake through it).
+func (w *Writer) Client() versioned.Interface { return w.client }
+
 // SetCheckShare sets the declared checks' share of the write budget (before run).
 func (w *Writer) SetCheckShare(share float64) {
 	w.checkBudget = checkShareBudget(w.budget.Rate(), w.budget.Burst(), share)

@@ -219,6 +219,7 @@ const (
 	mLost
 	mErrors
 	mDuration
+	mPathMTU
 )
 
 var metricKinds = map[string]metricKind{
@@ -228,6 +229,7 @@ var metricKinds = map[string]metricKind{
 	contract.MetricPacketsLost: mLost,
 	contract.MetricErrors:      mErrors,
 	contract.MetricDuration:    mDuration,
+	contract.MetricPathMTU:     mPathMTU,
 }
 
 // groupKey identifies one Observation: source x target address/port x probe type x round.
@@ -427,6 +429,15 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src observatio
 			kind: kind, src: src, target: t, ts: ts, start: start, stable: isTrue(attrs, contract.PairStable),
 			leaving: isTrue(attrs, contract.DestinationPodLeaving), disruption: disruptionOf(attrs),
 			group: groupKey{ns: src.Namespace, pod: src.Name, uid: src.UID, addr: t.Address, port: t.Port, endpoint: t.Endpoint, probe: probe, ts: ts},
+		}
+		if kind == mPathMTU {
+			// The outcome rides in errorType (a point is copied a lot; no field of its own).
+			switch p.errorType = str(attrs, contract.PathMTUStatus); p.errorType {
+			case contract.PathMTUOK, contract.PathMTUBlackHole, contract.PathMTUFragmentationNeeded:
+			default:
+				res.Skipped[SkipInvalidValue]++
+				return point{}, false
+			}
 		}
 		if kind == mErrors {
 			p.errorType = str(attrs, contract.ErrorType)
@@ -832,6 +843,10 @@ func assemble(pts []point) []observation.Observation {
 			}
 		case mDuration:
 			b.obs.RTT.Merge(&p.hist)
+		case mPathMTU:
+			if p.value >= 0 && p.value <= 65535 {
+				b.obs.PathMTU = observation.PathMTU{Status: p.errorType, Bytes: int(p.value)}
+			}
 		}
 	}
 	out := make([]observation.Observation, 0, len(order))

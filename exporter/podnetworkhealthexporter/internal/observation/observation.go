@@ -66,6 +66,8 @@ type Observation struct {
 	// reason the cluster reports (contract.DestinationDisruption: PodTerminating,
 	// NodeNotReady, NodeDraining, NotReady); failures towards it then blame no network.
 	TargetDisruption string
+	// PathMTU is the round's path-MTU probe (pod_probe's icmp.path_mtu; zero when none).
+	PathMTU PathMTU
 	// ErrorType is the contract's error.type of a failure ("" when unknown or on success).
 	ErrorType string
 	// Message describes a failure for humans.
@@ -272,4 +274,11 @@ func MergeTarget(t, o *Target) {
 			*f.dst = *f.src
 		}
 	}
+}
+
+// PathMTU is one path-MTU probe's outcome: Status (contract.PathMTU*) and the largest IP
+// packet in bytes known to pass.
+type PathMTU struct {
+	Status string
+	Bytes  int
 }

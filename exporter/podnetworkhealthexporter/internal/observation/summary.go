@@ -102,6 +102,13 @@ type Summary struct {
 	// Outages, newest first, at most Config.MaxOutages; only the first may be ongoing.
 	Outages []Outage
 
+	// MTUBlackHole: the last two path-MTU probes both found full-size don't-fragment packets
+	// vanishing while small ones passed; MTUPasses is the size known to pass, MTUSince
+	// the first of those probes.
+	MTUBlackHole bool
+	MTUPasses    int
+	MTUSince     time.Time
+
 	// WindowStart and WindowEnd: the first and last round the window figures cover.
 	WindowStart, WindowEnd time.Time
 }

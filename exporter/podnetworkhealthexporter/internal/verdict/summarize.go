@@ -164,7 +164,16 @@ type pairState struct {
 	// heartbeat old, and must not expire before its observer's next round arrives.
 	seededAt time.Time
 	outages  []observation.Outage
+	// mtu: the path-MTU probes' run of black holes (2 in a row make MTUBlackHole).
+	mtuHoles  int
+	mtuPasses int
+	mtuSince  time.Time
+	mtuLast   time.Time
 }
+
+// mtuHolesToReport: black-hole probes in a row before the pair reads MTUBlackHole (one
+// lost burst of large echoes is not a black hole).
+const mtuHolesToReport = 2
 
 // Add feeds observations. Observations of one pair with the same Timestamp form one round
 // (a round succeeds when any of its observations succeeded); observations of a round may
@@ -261,6 +270,20 @@ func (s *Summarizer) applyRound(p *pairState, round []*observation.Observation) 
 			observation.MergeTarget(&t, &o.Target)
 		}
 		p.target = t
+	}
+	for _, o := range round {
+		if m := o.PathMTU; m.Status != "" && ts.After(p.mtuLast) {
+			p.mtuLast = ts
+			if m.Status == contract.PathMTUBlackHole {
+				if p.mtuHoles == 0 {
+					p.mtuSince = ts
+				}
+				p.mtuHoles = min(p.mtuHoles+1, mtuHolesToReport)
+				p.mtuPasses = m.Bytes
+			} else {
+				p.mtuHoles, p.mtuPasses, p.mtuSince = 0, 0, time.Time{}
+			}
+		}
 	}
 	for _, o := range round {
 		l := &p.last[observation.ProbeIndex(o.ProbeType)]
@@ -522,6 +545,9 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 		LastObserved:         p.lastObserved,
 		ObservedFromNode:     p.source.Node,
 		Outages:              slices.Clone(p.outages),
+	}
+	if p.mtuHoles >= mtuHolesToReport {
+		out.MTUBlackHole, out.MTUPasses, out.MTUSince = true, p.mtuPasses, p.mtuSince
 	}
 	var agg [observation.NumProbeTypes]probeAgg
 	var observers []observer

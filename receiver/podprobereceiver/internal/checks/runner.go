@@ -58,7 +58,7 @@ func (c Config) Selector() labels.Selector {
 
 var (
 	networkCheckGVR = v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.NetworkCheckPlural)
-	pnccGVR         = ocv1alpha1.Resource
+	pnccGVR         = ocv1alpha1.GroupVersionResource
 )
 
 // Runner watches the checks placed on its vantage point and runs them.

@@ -12,6 +12,8 @@ import (
 	clientset "github.com/netpulse/netpulse/api/client/clientset/versioned"
 	netpulsev1alpha1 "github.com/netpulse/netpulse/api/client/clientset/versioned/typed/api/v1alpha1"
 	fakenetpulsev1alpha1 "github.com/netpulse/netpulse/api/client/clientset/versioned/typed/api/v1alpha1/fake"
+	controlplanev1alpha1 "github.com/netpulse/netpulse/api/client/clientset/versioned/typed/operatorcontrolplane/v1alpha1"
+	fakecontrolplanev1alpha1 "github.com/netpulse/netpulse/api/client/clientset/versioned/typed/operatorcontrolplane/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -88,4 +90,9 @@ var (
 // NetpulseV1alpha1 retrieves the NetpulseV1alpha1Client
 func (c *Clientset) NetpulseV1alpha1() netpulsev1alpha1.NetpulseV1alpha1Interface {
 	return &fakenetpulsev1alpha1.FakeNetpulseV1alpha1{Fake: &c.Fake}
+}
+
+// ControlplaneV1alpha1 retrieves the ControlplaneV1alpha1Client
+func (c *Clientset) ControlplaneV1alpha1() controlplanev1alpha1.ControlplaneV1alpha1Interface {
+	return &fakecontrolplanev1alpha1.FakeControlplaneV1alpha1{Fake: &c.Fake}
 }

@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package podnetworkhealthexporter
+package checks
 
 import (
 	"time"
@@ -13,8 +13,8 @@ import (
 	"github.com/netpulse/netpulse/internal/checkstatus"
 )
 
-// Conversions between the API's check statuses and checkstatus.Status, both ways: a new
-// leader resumes each check from what the API holds, so a takeover leaves no trace.
+// Conversions between the API's check statuses and checkstatus.Status, both ways (pure): a
+// new leader resumes each check from what the API holds, so a takeover leaves no trace.
 
 func entriesOfNC(in []v1alpha1.CheckLogEntry) []checkstatus.Entry {
 	out := make([]checkstatus.Entry, 0, len(in))
@@ -176,4 +176,35 @@ func ncStatus(cs *checkState) v1alpha1.NetworkCheckStatus {
 		out.Reachability = v1alpha1.ReachabilityUnknown
 	}
 	return out
+}
+
+func findCondition(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// recordedOfNC reads back the placement a previous writer recorded in a NetworkCheck's
+// status.
+func recordedOfNC(s *v1alpha1.NetworkCheckStatus) *recorded {
+	r := &recorded{}
+	p := &r.place
+	if a := findCondition(s.Conditions, v1alpha1.ConditionAccepted); a != nil {
+		p.accepted, p.reason, p.message = a.Status == metav1.ConditionTrue, a.Reason, a.Message
+		if p.accepted {
+			p.reason = ""
+		}
+		r.since, r.sinceKnown = a.LastTransitionTime.Time, true
+	}
+	if s.Vantage != nil {
+		p.mode, p.sourcePod, p.node = s.Vantage.Mode, s.Vantage.SourcePod, s.Vantage.Node
+		r.observerPod, r.sourceAddress = s.Vantage.ObserverPod, s.Vantage.SourceAddress
+	}
+	if s.Target != nil {
+		p.endpoint, p.targetKind = s.Target.Endpoint, s.Target.Kind
+	}
+	return r
 }

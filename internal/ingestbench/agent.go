@@ -1,0 +1,265 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package ingestbench
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lightstep/go-expohisto/structure"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/netpulse/netpulse/internal/contract"
+)
+
+// The shipped agent's probing (deploy/agent-gateway/config/agent.yaml over pod_probe's
+// defaults): k: 3 rotating peers and stable_peers: 1 (M) per round, ICMP only, icmp.count 3
+// echoes, no node_ips, one address family on a single-stack cluster.
+const (
+	ShippedK           = 3
+	ShippedStablePeers = 1
+	ShippedICMPCount   = 3
+	// shippedEchoInterval separates the echoes of one round (icmp.echo_interval).
+	shippedEchoInterval = 100 * time.Millisecond
+	// maxHistogramBuckets is pod_probe's bound on each exponential histogram (emit.go).
+	maxHistogramBuckets = 160
+	// AgentVersion is the scope version pod_probe stamps (the distribution's dist.version).
+	AgentVersion = "0.1.0"
+)
+
+// Metric descriptions and units as pod_probe's generated metadata sets them (the shape test
+// compares them with a real receiver's output).
+const (
+	descErrors   = "Failed probes by failure class, since the receiver started."
+	descJitter   = "ICMP jitter of the last round, seconds: the mean absolute difference between the round-trip times of consecutive answered echoes (RFC 3550's inter-arrival difference, unsmoothed). Emitted only for rounds with at least two answered echoes."
+	descLoss     = "Share of ICMP echoes of the last round that got no reply (0 to 1)."
+	descLost     = "ICMP echo requests to the target that got no reply within the timeout, since the receiver started."
+	descSent     = "ICMP echo requests sent to the target since the receiver started."
+	descStatus   = "1 when the target answered the last probe round of this type, 0 when it did not."
+	descDuration = "Probe duration: ICMP echo round-trip time of each reply, or the duration of a successful TCP connect, HTTP request or DNS lookup."
+)
+
+// Agent produces one agent's rounds as pod_probe emits them (receiver/podprobereceiver,
+// emit.go, with the shipped configuration): one ResourceMetrics with the source pod on the
+// Resource, one scope (pod_probe's), and per probed pod target the points of a healthy
+// ICMP round (status, loss ratio, jitter, cumulative packets sent and lost, the cumulative
+// exponential RTT histogram). What it reproduces, because the gateway's cost depends on it:
+//
+//   - the metric order of mdatagen's builder (errors, jitter, loss, lost, sent, status),
+//     then the histogram appended to the same scope;
+//   - the attribute sets and their order, netpulse.pair.stable: true on the stable pair's
+//     points only;
+//   - the timestamps: every point of a round carries the publish time; the gauges carry
+//     the receiver's start as StartTimestamp (mdatagen's builder start time); the sums and
+//     the histogram carry their series' own start: a stable pair's runs on from its first
+//     probe, a rotating pair's starts anew at each probe (that probe's start);
+//   - cumulative values: a stable pair's sent count and histogram grow by 3 echoes a
+//     round; a rotating pair's hold that round's echoes only;
+//   - the histogram: go-expohisto with pod_probe's 160-bucket bound, fed the round's RTTs.
+//
+// No errors metric: a healthy round has none (pod_probe emits it only once a series failed).
+type Agent struct {
+	PodName, PodUID, Namespace, NodeName, PodIP string
+	// Start is the receiver's start (mdatagen's start time).
+	Start  time.Time
+	stable map[string]*stableSeries
+	rng    *rand.Rand
+}
+
+type stableSeries struct {
+	start pcommon.Timestamp
+	sent  int64
+	hist  *structure.Histogram[float64]
+}
+
+// NewAgent returns an agent whose receiver started at start; seed makes its RTTs
+// reproducible.
+func NewAgent(podName, podUID, namespace, nodeName, podIP string, start time.Time, seed uint64) *Agent {
+	return &Agent{PodName: podName, PodUID: podUID, Namespace: namespace, NodeName: nodeName, PodIP: podIP,
+		Start: start, stable: map[string]*stableSeries{}, rng: rand.New(rand.NewPCG(seed, 0x6e6574))}
+}
+
+// rtts draws one round's echo round-trip times: log-normal around 250 µs, a pod network.
+func (a *Agent) rtts() []float64 {
+	out := make([]float64, ShippedICMPCount)
+	for i := range out {
+		out[i] = 250e-6 * math.Exp(0.35*a.rng.NormFloat64())
+	}
+	return out
+}
+
+func newHistogram() *structure.Histogram[float64] {
+	return structure.NewFloat64(structure.NewConfig(structure.WithMaxSize(maxHistogramBuckets)))
+}
+
+// Round returns the batch of one probe round published at now: the stable targets' points
+// (netpulse.pair.stable) and the rotating targets', in that order (targets are pod IPs).
+func (a *Agent) Round(now time.Time, stableTargets, rotatingTargets []string) pmetric.Metrics {
+	type obs struct {
+		addr   string
+		stable bool
+		rtts   []float64
+		// sent is the cumulative echo count; histStart the histogram's StartTimestamp.
+		sent      int64
+		histStart pcommon.Timestamp
+		hist      *structure.Histogram[float64]
+	}
+	ts := pcommon.NewTimestampFromTime(now)
+	// The probes ran in parallel and ended before the publish: their start is the round's
+	// echoes (count-1 intervals) plus the last reply before now.
+	probeStart := pcommon.NewTimestampFromTime(now.Add(-time.Duration(ShippedICMPCount-1)*shippedEchoInterval - time.Millisecond))
+	all := make([]obs, 0, len(stableTargets)+len(rotatingTargets))
+	for _, t := range stableTargets {
+		s := a.stable[t]
+		if s == nil {
+			s = &stableSeries{start: probeStart, hist: newHistogram()}
+			a.stable[t] = s
+		}
+		o := obs{addr: t, stable: true, rtts: a.rtts()}
+		s.sent += ShippedICMPCount
+		for _, r := range o.rtts {
+			s.hist.Update(r)
+		}
+		o.sent, o.histStart, o.hist = s.sent, s.start, s.hist
+		all = append(all, o)
+	}
+	for _, t := range rotatingTargets {
+		o := obs{addr: t, rtts: a.rtts(), sent: ShippedICMPCount, histStart: probeStart, hist: newHistogram()}
+		for _, r := range o.rtts {
+			o.hist.Update(r)
+		}
+		all = append(all, o)
+	}
+
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	res := rm.Resource().Attributes()
+	res.PutStr(contract.K8sPodName, a.PodName)
+	res.PutStr(contract.K8sPodUID, a.PodUID)
+	res.PutStr(contract.K8sNamespaceName, a.Namespace)
+	res.PutStr(contract.K8sNodeName, a.NodeName)
+	res.PutStr(contract.K8sPodIP, a.PodIP)
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(contract.ProbeScopeName)
+	sm.Scope().SetVersion(AgentVersion)
+	start := pcommon.NewTimestampFromTime(a.Start)
+	attrs := func(m pcommon.Map, o obs) {
+		m.PutStr(contract.DestinationAddress, o.addr)
+		m.PutStr(contract.NetworkType, "ipv4")
+		m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
+		m.PutStr(contract.TargetKind, "pod")
+		if o.stable {
+			m.PutBool(contract.PairStable, true)
+		}
+	}
+	gauge := func(name, desc, unit string, val func(o obs) float64) {
+		m := sm.Metrics().AppendEmpty()
+		m.SetName(name)
+		m.SetDescription(desc)
+		m.SetUnit(unit)
+		dps := m.SetEmptyGauge().DataPoints()
+		for _, o := range all {
+			dp := dps.AppendEmpty()
+			dp.SetStartTimestamp(start)
+			dp.SetTimestamp(ts)
+			dp.SetDoubleValue(val(o))
+			attrs(dp.Attributes(), o)
+		}
+	}
+	sum := func(name, desc string, val func(o obs) int64) {
+		m := sm.Metrics().AppendEmpty()
+		m.SetName(name)
+		m.SetDescription(desc)
+		m.SetUnit("{packet}")
+		s := m.SetEmptySum()
+		s.SetIsMonotonic(true)
+		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		for _, o := range all {
+			dp := s.DataPoints().AppendEmpty()
+			dp.SetStartTimestamp(o.histStart) // the series' own start, as the histogram's
+			dp.SetTimestamp(ts)
+			dp.SetIntValue(val(o))
+			attrs(dp.Attributes(), o)
+		}
+	}
+	gauge(contract.MetricJitter, descJitter, "s", func(o obs) float64 { return jitter(o.rtts) })
+	gauge(contract.MetricLossRatio, descLoss, "1", func(obs) float64 { return 0 })
+	sum(contract.MetricPacketsLost, descLost, func(obs) int64 { return 0 })
+	sum(contract.MetricPacketsSent, descSent, func(o obs) int64 { return o.sent })
+	status := sm.Metrics().AppendEmpty()
+	status.SetName(contract.MetricStatus)
+	status.SetDescription(descStatus)
+	status.SetUnit("1")
+	statusPoints := status.SetEmptyGauge().DataPoints()
+	for _, o := range all {
+		dp := statusPoints.AppendEmpty()
+		dp.SetStartTimestamp(start)
+		dp.SetTimestamp(ts)
+		dp.SetIntValue(1)
+		attrs(dp.Attributes(), o)
+	}
+
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(contract.MetricDuration)
+	m.SetUnit("s")
+	m.SetDescription(descDuration)
+	eh := m.SetEmptyExponentialHistogram()
+	eh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	for _, o := range all {
+		dp := eh.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(o.histStart)
+		dp.SetTimestamp(ts)
+		attrs(dp.Attributes(), o)
+		copyHistogram(o.hist, dp)
+	}
+	return md
+}
+
+// copyHistogram is pod_probe's (emit.go).
+func copyHistogram(h *structure.Histogram[float64], dp pmetric.ExponentialHistogramDataPoint) {
+	dp.SetCount(h.Count())
+	dp.SetScale(h.Scale())
+	dp.SetZeroCount(h.ZeroCount())
+	if h.Count() > 0 {
+		dp.SetSum(h.Sum())
+		dp.SetMin(h.Min())
+		dp.SetMax(h.Max())
+	}
+	pos := h.Positive()
+	dp.Positive().SetOffset(pos.Offset())
+	counts := dp.Positive().BucketCounts()
+	counts.EnsureCapacity(int(pos.Len()))
+	for i := uint32(0); i < pos.Len(); i++ {
+		counts.Append(pos.At(i))
+	}
+}
+
+// jitter is pod_probe's: the mean absolute difference of consecutive RTTs.
+func jitter(rtts []float64) float64 {
+	if len(rtts) < 2 {
+		return 0
+	}
+	var s float64
+	for i := 1; i < len(rtts); i++ {
+		s += math.Abs(rtts[i] - rtts[i-1])
+	}
+	return s / float64(len(rtts)-1)
+}
+
+// Plan is the shipped planner's shape for agent i of n in round r: its M stable peers (its
+// ring successors) and K rotating peers that change every round, all distinct and never
+// itself, so that every pod is probed by about K+M agents a round.
+func Plan(i, n, r int) (stable, rotating []int) {
+	for m := 1; m <= ShippedStablePeers; m++ {
+		stable = append(stable, (i+m)%n)
+	}
+	span := n - 1 - ShippedStablePeers
+	for j := range ShippedK {
+		off := 1 + ShippedStablePeers + (r*ShippedK+j)%span
+		rotating = append(rotating, (i+off)%n)
+	}
+	return stable, rotating
+}
