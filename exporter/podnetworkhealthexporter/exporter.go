@@ -65,7 +65,8 @@ type pnhExporter struct {
 	decoder *decode.Decoder
 	// binder is nil unless require_authenticated_observers.
 	binder *binder
-	// engine decides what to write (pure); everything below it is I/O.
+	// engine: the verdict stage with the objects' controller (plan.Engine; pure). The
+	// fields below are the I/O edge: clients, caches, the writer (apply).
 	engine *plan.Engine
 
 	mu   sync.Mutex      // guards gate and nodes
