@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/checks"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 	"github.com/netpulse/netpulse/internal/identity"
@@ -27,9 +28,9 @@ func newCheckController(e *pnhExporter, cfg ChecksConfig) *checks.Controller {
 		Logger:    e.logger,
 		Telemetry: e.tb,
 		Enqueue: func(key string, p writequeue.Priority, write func(context.Context) error, reason string) {
-			e.writer.enqueue(key, p, write, reason)
+			e.writer.Enqueue(key, p, write, reason)
 		},
-		Refused: rejected,
+		Refused: apply.Rejected,
 	}
 	if e.cfg.Events.Enabled {
 		d.Event = func(obj corev1.ObjectReference, typ, reason, msg string, at time.Time) {

@@ -25,8 +25,9 @@ import (
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/summary"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
@@ -85,7 +86,7 @@ func checkTestExporterWithTelemetry(t *testing.T, cfg *Config) (*pnhExporter, *c
 	})
 	e.kube = kube
 	e.initWriter(pnh)
-	t.Cleanup(func() { e.writer.stop() })
+	t.Cleanup(func() { e.writer.Stop() })
 	return e, tt, log
 }
 
@@ -151,13 +152,13 @@ func TestFlappingChecksLeavePairVerdictsAndEventsAlone(t *testing.T) {
 		// A pair turns unreachable: its verdict write and its Event.
 		obj := testPNH("pair-verdict", "node-b")
 		obj.Status.Reachability = v1alpha1.Unreachable
-		e.writer.set(&desired{obj: obj, reason: "verdict"})
-		e.emitEvents([]summary.Transition{{Key: summary.PairKey{SourceNamespace: "ns", SourcePod: "src"},
-			Old: summary.VerdictReachable, New: summary.VerdictUnreachable, At: now, Message: "pair down"}})
+		e.writer.Set(&apply.Desired{Obj: obj, Reason: "verdict"})
+		e.emitEvents([]observation.Transition{{Key: observation.PairKey{SourceNamespace: "ns", SourcePod: "src"},
+			Old: observation.VerdictReachable, New: observation.VerdictUnreachable, At: now, Message: "pair down"}})
 		log.start = time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
-		e.writer.run(ctx, 2)
+		e.writer.Run(ctx, 2)
 		require.Eventually(t, func() bool {
 			return len(log.get("pair_status")) > 0 && len(log.get("event_PodNetworkHealth")) > 0
 		}, 10*time.Second, 5*time.Millisecond, "the pair's verdict and Event must reach the API (flapping checks: %d)", flapping)
@@ -178,7 +179,7 @@ func TestFlappingChecksLeavePairVerdictsAndEventsAlone(t *testing.T) {
 	events := len(log.get("event_NetworkCheck"))
 	t.Logf("in ~2 s: %d check status and label writes, %d check Events", patches, events)
 	assert.Positive(t, patches+events, "the checks get their share")
-	assert.LessOrEqual(t, patches+events, int(2.5*qps*defaultCheckShare)+burst, "the checks take no more than their share")
+	assert.LessOrEqual(t, patches+events, int(2.5*qps*apply.DefaultCheckShare)+burst, "the checks take no more than their share")
 }
 
 // The pairs' Event limiter is the pairs' own: a burst of check Events (their own limiter)
@@ -188,7 +189,7 @@ func TestCheckEventsHaveTheirOwnLimiter(t *testing.T) {
 	cfg.Checks.Enabled = true
 	e, tt, _ := checkTestExporterWithTelemetry(t, cfg)
 	addFlappingChecks(t, e, 100, time.Now())
-	pending := e.writer.pendingByPriority()
+	pending := e.writer.PendingByPriority()
 	assert.Equal(t, cfg.Checks.EventsPerMinute, pending[writequeue.CheckEvent], "the checks' Events, bounded by checks.events_per_minute")
 	assert.Zero(t, pending[writequeue.Event], "no check Event at the pairs' priority")
 	assert.InDelta(t, float64(cfg.Events.PerMinute), e.eventsRL.Tokens(), 0.5, "the pairs' limiter is untouched")

@@ -87,8 +87,8 @@ func TestCheckResultsBindingIsWired(t *testing.T) {
 		}
 		e.checks.Reconcile(context.Background(), now.Add(2*time.Second))
 		ctx, cancel := context.WithCancel(context.Background())
-		e.writer.run(ctx, 1)
-		require.Eventually(t, func() bool { return e.writer.pendingCount() == 0 }, 5*time.Second, 5*time.Millisecond)
+		e.writer.Run(ctx, 1)
+		require.Eventually(t, func() bool { return e.writer.PendingCount() == 0 }, 5*time.Second, 5*time.Millisecond)
 		cancel()
 		assert.Len(t, written.Successes, 1)
 		if require_ {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
@@ -69,23 +70,23 @@ func TestRejectedCheckStatusIsNotRetried(t *testing.T) {
 	})
 	e.kube = kubefake.NewSimpleClientset(runningPod("shop", "web-0", "node-a", "10.0.0.1"))
 	e.initWriter(pnh)
-	defer e.writer.stop()
+	defer e.writer.Stop()
 	c := e.checks
 	startChecks(t, e, e.kube.(*kubefake.Clientset), placedCheck("shop", "web-to-db"))
 	now := time.Now()
 	require.NoError(t, e.consumeLogs(context.Background(), checkResult(v1alpha1.NetworkCheckKind, "shop", "web-to-db", "netpulse", "agent-a", "uid-a", "node-a", now, false)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e.writer.run(ctx, 1)
+	e.writer.Run(ctx, 1)
 	c.Reconcile(ctx, now)
-	require.Eventually(t, func() bool { return e.writer.pendingCount() == 0 && patches.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return e.writer.PendingCount() == 0 && patches.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
 	// Reconciles go on: the refused state is not queued again, nor retried by the writer.
 	for i := range 5 {
 		c.Reconcile(ctx, now.Add(time.Duration(i+1)*time.Second))
 	}
 	time.Sleep(300 * time.Millisecond) // longer than the writer's first back-off
 	assert.Equal(t, int32(1), patches.Load(), "a 4xx is never retried")
-	assert.Zero(t, e.writer.pendingCount())
+	assert.Zero(t, e.writer.PendingCount())
 	writes := map[string]int64{}
 	m, err := tt.GetMetric("otelcol_pod_network_health_api_writes")
 	require.NoError(t, err)
@@ -106,8 +107,8 @@ func TestRejectedCheckStatusIsNotRetried(t *testing.T) {
 // write.
 func TestWriterDoesNotRetryRejectedWrites(t *testing.T) {
 	var res results
-	w := newWriter(fake.NewSimpleClientset(), "", 1000, 10, zap.NewNop(), res.done)
-	defer w.stop()
+	w := apply.NewWriter(fake.NewSimpleClientset(), "", 1000, 10, zap.NewNop(), res.done)
+	defer w.Stop()
 	calls := map[string]*atomic.Int32{}
 	for name, err := range map[string]error{
 		"invalid":   apierrors.NewInvalid(schema.GroupKind{Kind: "Event"}, "x", nil),
@@ -119,7 +120,7 @@ func TestWriterDoesNotRetryRejectedWrites(t *testing.T) {
 	} {
 		n := &atomic.Int32{}
 		calls[name] = n
-		w.enqueue("event/"+name, writequeue.Event, func(context.Context) error {
+		w.Enqueue("event/"+name, writequeue.Event, func(context.Context) error {
 			if n.Add(1) > 1 {
 				return nil
 			}
@@ -128,7 +129,7 @@ func TestWriterDoesNotRetryRejectedWrites(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w.run(ctx, 2)
+	w.Run(ctx, 2)
 	require.Eventually(t, drained(w), 5*time.Second, 5*time.Millisecond)
 	for _, name := range []string{"invalid", "forbidden", "too-large", "bad"} {
 		assert.Equal(t, int32(1), calls[name].Load(), name)
@@ -138,7 +139,7 @@ func TestWriterDoesNotRetryRejectedWrites(t *testing.T) {
 	}
 	rejected := 0
 	for _, r := range res.get() {
-		if r.rejected {
+		if r.Rejected {
 			rejected++
 		}
 	}

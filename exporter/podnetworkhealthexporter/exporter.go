@@ -65,7 +65,8 @@ type pnhExporter struct {
 	decoder *decode.Decoder
 	// binder is nil unless require_authenticated_observers.
 	binder *binder
-	// engine decides what to write (pure); everything below it is I/O.
+	// engine: the verdict stage with the objects' controller (plan.Engine; pure). The
+	// fields below are the I/O edge: clients, caches, the writer (apply).
 	engine *plan.Engine
 
 	mu   sync.Mutex      // guards gate and nodes
@@ -73,7 +74,7 @@ type pnhExporter struct {
 
 	kube     kubernetes.Interface
 	pnh      versioned.Interface
-	writer   *writer
+	writer   *apply.Writer
 	eventsRL *rate.Limiter // nil unless events.enabled
 	hostname string        // the Events' reporting instance
 	nodes    *nodeCache    // nil unless node_conditions.enabled; guarded by mu (the node_problem gauge reads it)
@@ -291,7 +292,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 // the declared checks' own (checks.events_per_minute), so flapping checks never use up the
 // pairs' Events.
 func (e *pnhExporter) initWriter(client versioned.Interface) {
-	e.writer = &writer{apply.NewWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)}
+	e.writer = apply.NewWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)
 	if e.checks != nil {
 		e.writer.SetCheckShare(e.cfg.Checks.WriteShare)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/sharedcomponent"
@@ -86,7 +87,7 @@ func createDefaultConfig() component.Config {
 		ReadinessGate:  ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1},
 		Checks: ChecksConfig{
 			Heartbeat: 10 * time.Minute, PruneAfter: 48 * time.Hour, MaxChecks: 10000,
-			MaxChecksPerNamespace: defaultMaxChecksPerNamespace, WriteShare: defaultCheckShare, EventsPerMinute: 30,
+			MaxChecksPerNamespace: defaultMaxChecksPerNamespace, WriteShare: apply.DefaultCheckShare, EventsPerMinute: 30,
 		},
 	}
 }

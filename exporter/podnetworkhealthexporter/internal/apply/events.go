@@ -25,9 +25,9 @@ const EventComponent = "netpulse-pod-network-health"
 // writequeue.CheckEvent for declared checks' (behind the pairs', within the checks' share).
 // Events are not coalesced. instance is the reporting instance (the host name).
 //
-// Own Event building rather than client-go's record.EventRecorder: the recorder writes
-// from its own goroutine with its own rate limit and retries, outside this budget and its
-// priorities.
+// Built here, not through client-go's record.EventBroadcaster: that would need a sink that
+// hands each Event to this queue (its own goroutine, spam filter and retries otherwise
+// write outside the budget, the priorities and the shutdown flush); not done yet.
 func (w *Writer) Event(client kubernetes.Interface, instance string, obj corev1.ObjectReference, typ, reason, msg string, t time.Time, p writequeue.Priority) {
 	at := metav1.NewTime(t)
 	ev := &corev1.Event{

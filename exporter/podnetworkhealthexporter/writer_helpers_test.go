@@ -10,22 +10,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 )
 
 // results collects what the writer reports, in order (checks_trust_test.go's helper; the
 // writer's own tests are in internal/apply).
 type results struct {
 	mu  sync.Mutex
-	all []writeResult
+	all []apply.WriteResult
 }
 
-func (r *results) done(res writeResult) {
+func (r *results) done(res apply.WriteResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.all = append(r.all, res)
 }
 
-func (r *results) get() []writeResult {
+func (r *results) get() []apply.WriteResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.all)
@@ -47,6 +48,6 @@ func testPNH(name, node string) *v1alpha1.PodNetworkHealth {
 	}
 }
 
-func drained(w *writer) func() bool {
-	return func() bool { return w.pendingCount() == 0 }
+func drained(w *apply.Writer) func() bool {
+	return func() bool { return w.PendingCount() == 0 }
 }
