@@ -78,6 +78,11 @@ const (
 	// for failures_to_unreachable rounds, or is judged unreachable by the target's
 	// observers, while another answers; the message names it.
 	ReasonAddressFamilyUnreachable = "AddressFamilyUnreachable"
+	// ReasonMTUBlackHole (Degraded=True): the last two path-MTU probes (pod_probe's
+	// icmp.path_mtu) found full-size don't-fragment packets vanishing without an ICMP error
+	// while small ones pass: a hop with a smaller MTU drops them (a path-MTU black hole).
+	// The message names the size known to pass.
+	ReasonMTUBlackHole = "MTUBlackHole"
 	// ReasonWithinThresholds, ReasonPacketLoss, ReasonHighLatency: reserved for loss and
 	// latency thresholds, which this version does not judge (never written).
 	ReasonWithinThresholds = "WithinThresholds"

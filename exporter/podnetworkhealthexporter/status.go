@@ -4,6 +4,7 @@
 package podnetworkhealthexporter
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -207,6 +208,12 @@ func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, fam
 		if !since.IsZero() {
 			cond.LastTransitionTime = metav1.NewTime(since.Truncate(time.Second))
 		}
+	case s.MTUBlackHole:
+		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonMTUBlackHole
+		cond.Message = fmt.Sprintf("%d-byte packets pass; full-size don't-fragment packets vanish without an ICMP error (a path-MTU black hole: a hop with a smaller MTU drops them, and its fragmentation-needed/packet-too-big replies are lost)", s.MTUPasses)
+		if !s.MTUSince.IsZero() {
+			cond.LastTransitionTime = metav1.NewTime(s.MTUSince.Truncate(time.Second))
+		}
 	default:
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonAddressFamiliesReachable
 		cond.Message = "every probed address family answers"
@@ -298,7 +305,13 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
 				p.Verdict, p.SilentObserver = "", true
 			}
 		case v1alpha1.ConditionDegraded:
-			if c.Status == metav1.ConditionTrue {
+			switch {
+			case c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonMTUBlackHole:
+				if _, err := fmt.Sscanf(c.Message, "%d-byte", &p.MTUPasses); err != nil || p.MTUPasses <= 0 {
+					p.MTUPasses = 1 // a black hole of unknown size is still one
+				}
+				p.DegradedFamilies = plan.DegradedMTU
+			case c.Status == metav1.ConditionTrue:
 				p.DegradedFamilies = degradedFamiliesOf(c.Message)
 			}
 		}

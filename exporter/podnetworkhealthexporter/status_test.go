@@ -93,6 +93,22 @@ func TestDegradedCondition(t *testing.T) {
 	require.Equal(t, metav1.ConditionFalse, cond(st).Status)
 	require.Equal(t, v1alpha1.ReasonAddressFamiliesReachable, cond(st).Reason)
 
+	// A path-MTU black hole: Degraded with the size that passes (families come first).
+	st = v1alpha1.PodNetworkHealthStatus{}
+	m := s
+	m.MTUBlackHole, m.MTUPasses, m.MTUSince = true, 1280, at.Add(20*time.Second)
+	setDegraded(&st, m, nil, time.Time{})
+	require.Equal(t, metav1.ConditionTrue, cond(st).Status)
+	require.Equal(t, v1alpha1.ReasonMTUBlackHole, cond(st).Reason)
+	require.Contains(t, cond(st).Message, "1280-byte packets pass")
+	require.Equal(t, at.Add(20*time.Second), cond(st).LastTransitionTime.Time)
+	obj := &v1alpha1.PodNetworkHealth{Status: st}
+	p := persistedOf(obj)
+	require.Equal(t, 1280, p.MTUPasses, "a new writer resumes the black hole")
+	st = v1alpha1.PodNetworkHealthStatus{}
+	setDegraded(&st, m, []string{"ipv6"}, at)
+	require.Equal(t, v1alpha1.ReasonAddressFamilyUnreachable, cond(st).Reason)
+
 	st = v1alpha1.PodNetworkHealthStatus{}
 	s.Verdict = observation.VerdictUnreachable
 	setDegraded(&st, s, nil, time.Time{})

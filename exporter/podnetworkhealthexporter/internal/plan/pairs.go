@@ -25,6 +25,10 @@ const (
 	PriorityCleanup   = writequeue.Cleanup   // deletes
 )
 
+// DegradedMTU is the record of an object written Degraded for a path-MTU black hole
+// (families take precedence in the condition).
+const DegradedMTU = "mtu"
+
 // ObjectWrite is one PodNetworkHealth object to write (or delete).
 type ObjectWrite struct {
 	Key observation.PairKey
@@ -103,6 +107,9 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 		return ObjectWrite{}, false
 	}
 	degradedText := strings.Join(st.DegradedFamilies, ",")
+	if len(st.DegradedFamilies) == 0 && s.MTUBlackHole {
+		degradedText = DegradedMTU // what the object's Degraded condition says changes with it
+	}
 	write, reason := Decide(st.Last.Written, s, now, policy)
 	switch {
 	case write:

@@ -114,3 +114,13 @@ func (s *Summarizer) Seed(key observation.PairKey, src observation.Source, tgt o
 	s.pairs[key] = p
 	return true
 }
+
+// SeedMTU resumes a seeded pair's path-MTU black hole from what the API holds, so that a
+// takeover does not clear it before the next probes say so.
+func (s *Summarizer) SeedMTU(key observation.PairKey, passes int, since time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pairs[key]; p != nil {
+		p.mtuHoles, p.mtuPasses, p.mtuSince = mtuHolesToReport, passes, since
+	}
+}

@@ -28,6 +28,8 @@ type Persisted struct {
 	DegradedFamilies string
 	// SilentObserver: the object was written as Unknown / ObserverSilent.
 	SilentObserver bool
+	// MTUPasses: the object was written Degraded / MTUBlackHole with this size passing.
+	MTUPasses int
 }
 
 // Resume starts a leadership term from what the API already holds, level-triggered like a
@@ -78,6 +80,9 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 		}
 		if !e.summ.Seed(k, o.Source, o.Target, o.Verdict, o.Since, o.LastObserved, now, o.Outages) {
 			continue
+		}
+		if o.MTUPasses > 0 {
+			e.summ.SeedMTU(k, o.MTUPasses, o.Since)
 		}
 		// Kept as stable until TargetTTL passes without a stable observation; a failing
 		// pair is followed like any failing pair.
