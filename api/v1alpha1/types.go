@@ -389,6 +389,13 @@ type Outage struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Message string `json:"message,omitempty"`
+
+	// flaps counts how often the pair came back and failed again within the exporter's
+	// flap_window: a flapping period is one entry (from its first failure to its last
+	// recovery), not one entry per cycle. Absent when the outage did not flap.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Flaps int32 `json:"flaps,omitempty"`
 }
 
 // PodNetworkHealthList is a list of PodNetworkHealth objects.

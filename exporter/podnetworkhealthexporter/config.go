@@ -29,6 +29,11 @@ type Config struct {
 	SuccessesToReachable  int `mapstructure:"successes_to_reachable"`
 	// MaxOutages kept per object, newest first.
 	MaxOutages int `mapstructure:"max_outages"`
+	// FlapWindow (0, the default: off): a pair that fails again within this of recovering
+	// reopens its outage (counting a flap) instead of starting a new one, with one
+	// ConnectivityFlapping Event, and the outage ends only once the pair has answered for
+	// the window without a break.
+	FlapWindow time.Duration `mapstructure:"flap_window"`
 
 	// Heartbeat rewrites an unchanged status this often, so staleness is visible.
 	Heartbeat time.Duration `mapstructure:"heartbeat"`
@@ -203,6 +208,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SuccessesToReachable < 1 || c.SuccessesToReachable > 100 {
 		add("successes_to_reachable: %d out of range [1, 100]", c.SuccessesToReachable)
+	}
+	if c.FlapWindow < 0 || c.FlapWindow > time.Hour {
+		add("flap_window: %v out of range [0, 1h] (0: off)", c.FlapWindow)
 	}
 	if c.MaxOutages < 1 || c.MaxOutages > 20 {
 		add("max_outages: %d out of range [1, 20] (the CRD allows at most 20)", c.MaxOutages)

@@ -151,6 +151,7 @@ func engineConfig(cfg *Config) verdict.Config {
 			FailuresToUnreachable: cfg.FailuresToUnreachable,
 			SuccessesToReachable:  cfg.SuccessesToReachable,
 			MaxOutages:            cfg.MaxOutages,
+			FlapWindow:            cfg.FlapWindow,
 		},
 		Heartbeat:            cfg.Heartbeat,
 		TargetQuorum:         cfg.TargetQuorum,

@@ -166,6 +166,7 @@ func statusOf(s observation.Summary) v1alpha1.PodNetworkHealthStatus {
 			End:     timePtr(o.End),
 			Reason:  o.Reason,
 			Message: v1alpha1.TruncateMessage(o.Message, v1alpha1.MaxMessageLength),
+			Flaps:   clampInt32(uint64(o.Flaps)),
 		})
 	}
 	cond := metav1.Condition{
@@ -317,7 +318,7 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
 		}
 	}
 	for _, out := range st.Outages {
-		so := observation.Outage{Start: out.Start.Time, Reason: out.Reason, Message: out.Message}
+		so := observation.Outage{Start: out.Start.Time, Reason: out.Reason, Message: out.Message, Flaps: int(out.Flaps)}
 		if out.End != nil {
 			so.End = out.End.Time
 		}

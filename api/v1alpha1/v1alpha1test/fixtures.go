@@ -162,6 +162,7 @@ func WorstCase(namespace string, sourceUID types.UID) *v1alpha1.PodNetworkHealth
 		status.Outages = append(status.Outages, v1alpha1.Outage{
 			Start: At(start), End: AtPtr(start + 10*time.Minute),
 			Reason: reason(fmt.Sprintf("Outage%d", i)), Message: msg(fmt.Sprintf("outage %d", i)),
+			Flaps: math.MaxInt32,
 		})
 	}
 	for i := 0; i < v1alpha1.MaxConditions; i++ {

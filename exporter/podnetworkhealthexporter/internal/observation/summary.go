@@ -43,6 +43,9 @@ type Outage struct {
 	// Reason is the CamelCase failure reason of the first failed round.
 	Reason  string
 	Message string
+	// Flaps: how often the pair recovered and failed again within the flap window; the
+	// outage spans the whole flapping period.
+	Flaps int
 }
 
 // Ongoing reports whether the outage has not ended.
@@ -124,4 +127,7 @@ type Transition struct {
 	At       time.Time
 	Flips    int
 	Message  string
+	// Flapping: the change to Unreachable reopened the previous outage, the first time
+	// (the pair flaps; later flaps make no transition while recovery is damped).
+	Flapping bool
 }

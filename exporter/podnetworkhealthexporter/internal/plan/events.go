@@ -13,6 +13,11 @@ import (
 	"github.com/netpulse/netpulse/internal/checkstatus"
 )
 
+// EventFlapping is the Event of a pair that failed again within the flap window of
+// recovering: its outage reopens and is held open until the pair answers for the window
+// (one such Event per flapping period; the outage's flaps field counts the cycles).
+const EventFlapping = "ConnectivityFlapping"
+
 // Event is one Event to emit about a pair's object.
 type Event struct {
 	Key                   observation.PairKey
@@ -28,6 +33,8 @@ func PairEvents(ts []observation.Transition) []Event {
 	for _, t := range ts {
 		var typ, reason string
 		switch {
+		case t.New == observation.VerdictUnreachable && t.Old != observation.VerdictUnreachable && t.Flapping:
+			typ, reason = corev1.EventTypeWarning, EventFlapping
 		case t.New == observation.VerdictUnreachable && t.Old != observation.VerdictUnreachable:
 			typ, reason = corev1.EventTypeWarning, checkstatus.EventOutageDetected
 		case t.New == observation.VerdictReachable && t.Old == observation.VerdictUnreachable:

@@ -34,6 +34,11 @@ type SummaryConfig struct {
 	// MaxOutages is the length of the outage history, newest first (default 20, the API's
 	// bound).
 	MaxOutages int
+	// FlapWindow (0: off): a pair that fails again within it of recovering reopens its
+	// previous outage (counted in Outage.Flaps) instead of starting a new one, and a reopened
+	// outage ends only once the pair has answered for FlapWindow without a break (flap
+	// damping): a flapping link is one outage, a few writes and Events, not two per cycle.
+	FlapWindow time.Duration
 }
 
 // Defaults of SummaryConfig.
@@ -407,6 +412,7 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*observat
 	m := &p.m
 	old := m.verdict
 	msg := ""
+	flapping := false
 	if ok {
 		m.consecFail = 0
 		if m.consecSucc == 0 {
@@ -417,7 +423,7 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*observat
 		case m.verdict == observation.VerdictUnknown:
 			m.verdict = observation.VerdictReachable
 			msg = "reachable: first successful round"
-		case m.verdict == observation.VerdictUnreachable && m.consecSucc >= s.cfg.SuccessesToReachable:
+		case m.verdict == observation.VerdictUnreachable && m.consecSucc >= s.cfg.SuccessesToReachable && !s.damped(p, ts):
 			m.verdict = observation.VerdictReachable
 			msg = "reachable again"
 			if len(p.outages) > 0 && p.outages[0].Ongoing() {
@@ -431,6 +437,9 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*observat
 			}
 		}
 	} else {
+		if m.consecSucc > 0 && m.verdict == observation.VerdictUnreachable && len(p.outages) > 0 && p.outages[0].Flaps > 0 && p.outages[0].Ongoing() {
+			p.outages[0].Flaps++ // back and down again while the flapping outage is held open
+		}
 		m.consecSucc = 0
 		if m.consecFail == 0 {
 			m.failStart = ts
@@ -439,21 +448,33 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*observat
 		m.consecFail++
 		if m.verdict != observation.VerdictUnreachable && m.consecFail >= s.cfg.FailuresToUnreachable {
 			msg = truncate(fmt.Sprintf("unreachable after %d consecutive failed rounds: %s", m.consecFail, failureText(round)), maxMessage)
-			s.openOutage(p, msg)
+			if s.openOutage(p, msg) {
+				flapping = true
+			}
 		}
 	}
 	if m.verdict == old {
 		return ""
 	}
 	s.transition(p, old, ts, msg)
+	if flapping {
+		s.pending[p.key].Flapping = true
+	}
 	return msg
 }
 
 // openOutage makes the pair Unreachable and starts an outage at the first failed round of
 // the current run.
-func (s *Summarizer) openOutage(p *pairState, msg string) {
+func (s *Summarizer) openOutage(p *pairState, msg string) (flapped bool) {
 	m := &p.m
 	m.verdict = observation.VerdictUnreachable
+	if w := s.cfg.FlapWindow; w > 0 && len(p.outages) > 0 && !p.outages[0].End.IsZero() && m.failStart.Sub(p.outages[0].End) <= w {
+		o := &p.outages[0]
+		o.End = time.Time{}
+		o.Flaps++
+		o.Message = truncate(fmt.Sprintf("flapping: failed again %d time(s) within %v of recovering; %s", o.Flaps, w, msg), maxMessage)
+		return o.Flaps == 1
+	}
 	start := m.failStart
 	if len(p.outages) > 0 && start.Before(p.outages[0].End) {
 		start = p.outages[0].End // never overlap the previous outage
@@ -463,6 +484,16 @@ func (s *Summarizer) openOutage(p *pairState, msg string) {
 	if len(p.outages) > s.cfg.MaxOutages {
 		p.outages = p.outages[:s.cfg.MaxOutages]
 	}
+	return false
+}
+
+// damped reports whether a flapping outage must stay open at ts: it ends only once the
+// pair has answered for FlapWindow without a break.
+func (s *Summarizer) damped(p *pairState, ts time.Time) bool {
+	if s.cfg.FlapWindow <= 0 || len(p.outages) == 0 || p.outages[0].Flaps == 0 || !p.outages[0].Ongoing() {
+		return false
+	}
+	return ts.Sub(p.m.succStart) < s.cfg.FlapWindow
 }
 
 // transition records a verdict change made at ts for Transitions.
@@ -490,8 +521,11 @@ func (s *Summarizer) Escalate(key observation.PairKey, why string) bool {
 	}
 	old := p.m.verdict
 	msg := truncate(fmt.Sprintf("unreachable after %d failed round(s): %s", p.m.consecFail, why), maxMessage)
-	s.openOutage(p, msg)
+	flapped := s.openOutage(p, msg)
 	s.transition(p, old, p.lastRound, msg)
+	if flapped {
+		s.pending[key].Flapping = true
+	}
 	return true
 }
 
