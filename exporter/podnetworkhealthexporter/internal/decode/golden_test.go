@@ -23,7 +23,7 @@ import (
 )
 
 // updateGolden regenerates testdata/golden/observations.json instead of comparing with it
-// (NETPULSE_UPDATE_GOLDEN=1 go test ./exporter/podnetworkhealthexporter/internal/summary/ -run Golden;
+// (NETPULSE_UPDATE_GOLDEN=1 go test ./exporter/podnetworkhealthexporter/internal/decode/ -run Golden;
 // docs/development.md).
 var updateGolden = os.Getenv("NETPULSE_UPDATE_GOLDEN") != ""
 
