@@ -319,13 +319,19 @@ func TestDeclaredChecks(t *testing.T) {
 		p.Status.Failures[0].Reason != ocv1alpha1.LogEntryReasonTCPConnectError {
 		t.Errorf("pncc outage %+v failures %+v, want OpenShift's outage and TCPConnectError failures", o, p.Status.Failures)
 	}
-	for _, obj := range []string{"svc-from-sidecar", "url-from-agent", "client-1-to-web"} {
-		for _, reason := range []string{checkstatus.EventOutageDetected, checkstatus.EventRestored} {
-			if !e.api.hasEventIn(ctx, checksNamespace, obj, reason, start) {
-				t.Errorf("%s: no %s Event", obj, reason)
+	// The Events follow the status writes (they queue behind the checks' verdicts, within
+	// the checks' share of the budget): give them a few seconds.
+	took = await("outage Events", 20*time.Second, func() (bool, string) {
+		for _, obj := range []string{"svc-from-sidecar", "url-from-agent", "client-1-to-web"} {
+			for _, reason := range []string{checkstatus.EventOutageDetected, checkstatus.EventRestored} {
+				if !e.api.hasEventIn(ctx, checksNamespace, obj, reason, start) {
+					return false, obj + ": no " + reason + " Event"
+				}
 			}
 		}
-	}
+		return true, ""
+	})
+	t.Logf("E2E declared checks Events: %.1fs after the statuses", took.Seconds())
 	if t.Failed() {
 		if p := withSidecar.Sidecar(); p != nil {
 			t.Logf("sidecar log: %s", p.LogPath)
