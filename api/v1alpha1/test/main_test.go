@@ -108,8 +108,9 @@ func setup() error {
 	if err := waitEstablished(ctx, crd.Name); err != nil {
 		return err
 	}
-	// The NetworkCheck CRD and OpenShift's PodNetworkConnectivityCheck (networkcheck_test.go).
-	for _, path := range []string{networkCheckCRDPath, pnccCRDPath} {
+	// The NetworkCheck CRD and OpenShift's PodNetworkConnectivityCheck (networkcheck_test.go),
+	// ZoneNetworkHealth (zone_test.go).
+	for _, path := range []string{networkCheckCRDPath, pnccCRDPath, zoneCRDPath} {
 		extra, err := readCRDFile(path)
 		if err != nil {
 			return err

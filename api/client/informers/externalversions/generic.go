@@ -52,6 +52,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().NetworkChecks().Informer()}, nil
 	case apiv1alpha1.SchemeGroupVersion.WithResource("podnetworkhealths"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().PodNetworkHealths().Informer()}, nil
+	case apiv1alpha1.SchemeGroupVersion.WithResource("zonenetworkhealths"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().ZoneNetworkHealths().Informer()}, nil
 
 	}
 

@@ -23,3 +23,7 @@ type PodNetworkHealthListerExpansion interface{}
 // PodNetworkHealthNamespaceListerExpansion allows custom methods to be added to
 // PodNetworkHealthNamespaceLister.
 type PodNetworkHealthNamespaceListerExpansion interface{}
+
+// ZoneNetworkHealthListerExpansion allows custom methods to be added to
+// ZoneNetworkHealthLister.
+type ZoneNetworkHealthListerExpansion interface{}

@@ -18,6 +18,8 @@ type Interface interface {
 	NetworkChecks() NetworkCheckInformer
 	// PodNetworkHealths returns a PodNetworkHealthInformer.
 	PodNetworkHealths() PodNetworkHealthInformer
+	// ZoneNetworkHealths returns a ZoneNetworkHealthInformer.
+	ZoneNetworkHealths() ZoneNetworkHealthInformer
 }
 
 type version struct {
@@ -39,4 +41,9 @@ func (v *version) NetworkChecks() NetworkCheckInformer {
 // PodNetworkHealths returns a PodNetworkHealthInformer.
 func (v *version) PodNetworkHealths() PodNetworkHealthInformer {
 	return &podNetworkHealthInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// ZoneNetworkHealths returns a ZoneNetworkHealthInformer.
+func (v *version) ZoneNetworkHealths() ZoneNetworkHealthInformer {
+	return &zoneNetworkHealthInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

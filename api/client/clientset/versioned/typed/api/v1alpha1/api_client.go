@@ -20,6 +20,7 @@ type NetpulseV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	NetworkChecksGetter
 	PodNetworkHealthsGetter
+	ZoneNetworkHealthsGetter
 }
 
 // NetpulseV1alpha1Client is used to interact with features provided by the netpulse.io group.
@@ -33,6 +34,10 @@ func (c *NetpulseV1alpha1Client) NetworkChecks(namespace string) NetworkCheckInt
 
 func (c *NetpulseV1alpha1Client) PodNetworkHealths(namespace string) PodNetworkHealthInterface {
 	return newPodNetworkHealths(c, namespace)
+}
+
+func (c *NetpulseV1alpha1Client) ZoneNetworkHealths() ZoneNetworkHealthInterface {
+	return newZoneNetworkHealths(c)
 }
 
 // NewForConfig creates a new NetpulseV1alpha1Client for the given config.

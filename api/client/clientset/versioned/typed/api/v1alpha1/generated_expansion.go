@@ -11,3 +11,5 @@ package v1alpha1
 type NetworkCheckExpansion interface{}
 
 type PodNetworkHealthExpansion interface{}
+
+type ZoneNetworkHealthExpansion interface{}

@@ -26,6 +26,10 @@ func (c *FakeNetpulseV1alpha1) PodNetworkHealths(namespace string) v1alpha1.PodN
 	return newFakePodNetworkHealths(c, namespace)
 }
 
+func (c *FakeNetpulseV1alpha1) ZoneNetworkHealths() v1alpha1.ZoneNetworkHealthInterface {
+	return newFakeZoneNetworkHealths(c)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeNetpulseV1alpha1) RESTClient() rest.Interface {
