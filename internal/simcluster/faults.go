@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,6 +22,8 @@ type faultState struct {
 	muted       bool
 	lossPercent int
 	delay       time.Duration
+	// blocked: addresses the namespace neither hears from nor sends to (CutZones).
+	blocked []netip.Addr
 }
 
 // Faults describes what is injected on a node.
@@ -29,6 +33,8 @@ type Faults struct {
 	Muted       bool
 	LossPercent int
 	Delay       time.Duration
+	// Blocked: the addresses CutZones cut the node off from.
+	Blocked []netip.Addr
 }
 
 // Faults returns what is injected on node.
@@ -39,7 +45,8 @@ func (c *Cluster) Faults(node string) (Faults, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, Delay: n.faults.delay}, nil
+	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, Delay: n.faults.delay,
+		Blocked: slices.Clone(n.faults.blocked)}, nil
 }
 
 // Partition cuts node off from every other node: nft in the node's namespace drops all
@@ -52,6 +59,45 @@ func (c *Cluster) Partition(node string) error {
 		n.faults.partitioned = true
 		return applyNft(n)
 	})
+}
+
+// CutZones cuts zone a off from zone b, both ways, as a failed link between two zones
+// would: nft in each node's namespace drops traffic from and to every address a node of
+// the other zone or its pods can have (the node's own, and its pods' of every
+// generation). Each zone still reaches itself and the other zones, and every agent still
+// reaches the host side (API server, gateway). Heal or HealAll ends it.
+func (c *Cluster) CutZones(a, b string) error {
+	if a == b {
+		return fmt.Errorf("simcluster: CutZones(%q, %q): the zones must differ", a, b)
+	}
+	addrs := map[string][]netip.Addr{}
+	for _, n := range c.nodes {
+		addrs[n.Zone] = append(addrs[n.Zone], nodeAddrs(n.Index)...)
+	}
+	if len(addrs[a]) == 0 || len(addrs[b]) == 0 {
+		return fmt.Errorf("simcluster: CutZones(%q, %q): no node in one of the zones", a, b)
+	}
+	var errs []error
+	for _, n := range c.nodes {
+		other := map[string]string{a: b, b: a}[n.Zone]
+		if other == "" {
+			continue
+		}
+		errs = append(errs, c.withNode(n.Name, func(n *nodeState) error {
+			n.faults.blocked = append(n.faults.blocked, addrs[other]...)
+			return applyNft(n)
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+// nodeAddrs is every address node i or its pods can have (podIPv4/podIPv6 generations).
+func nodeAddrs(i int) []netip.Addr {
+	var out []netip.Addr
+	for gen := 0; gen <= 5; gen++ {
+		out = append(out, podIPv4(i, gen), podIPv6(i, gen))
+	}
+	return out
 }
 
 // GatewayOTLPPort is the port of the gateway slot's OTLP/gRPC receiver (gateway.yaml).
@@ -216,8 +262,24 @@ func nftRuleset(f faultState) string {
 	// Create-then-delete makes the delete succeed whether or not the table exists; the
 	// whole file is one transaction.
 	fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", nftTable, nftTable)
-	if !f.partitioned && !f.muted && f.lossPercent == 0 {
+	if !f.partitioned && !f.muted && f.lossPercent == 0 && len(f.blocked) == 0 {
 		return b.String()
+	}
+	var block4, block6 []string
+	for _, a := range f.blocked {
+		if a.Is4() {
+			block4 = append(block4, a.String())
+		} else {
+			block6 = append(block6, a.String())
+		}
+	}
+	blockRules := func(dir string) {
+		if len(block4) > 0 {
+			fmt.Fprintf(&b, "\t\tip %s { %s } counter drop\n", dir, strings.Join(block4, ", "))
+		}
+		if len(block6) > 0 {
+			fmt.Fprintf(&b, "\t\tip6 %s { %s } counter drop\n", dir, strings.Join(block6, ", "))
+		}
 	}
 	p4, p6 := Prefix4.String(), Prefix6.String()
 	fmt.Fprintf(&b, "table inet %s {\n", nftTable)
@@ -232,6 +294,7 @@ func nftRuleset(f faultState) string {
 	if f.partitioned {
 		fmt.Fprintf(&b, "\t\tip saddr %s counter drop\n\t\tip6 saddr %s counter drop\n", p4, p6)
 	}
+	blockRules("saddr")
 	switch {
 	case f.lossPercent >= 100:
 		fmt.Fprintf(&b, "\t\tip saddr %s counter drop\n\t\tip6 saddr %s counter drop\n", p4, p6)
@@ -240,7 +303,7 @@ func nftRuleset(f faultState) string {
 		fmt.Fprintf(&b, "\t\tip6 saddr %s numgen random mod 100 < %d counter drop\n", p6, f.lossPercent)
 	}
 	b.WriteString("\t}\n")
-	if f.partitioned || f.muted {
+	if f.partitioned || f.muted || len(f.blocked) > 0 {
 		b.WriteString("\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n")
 		if f.muted { // before the host-side exemption
 			fmt.Fprintf(&b, "\t\tip daddr %s tcp dport %d counter drop\n\t\tip6 daddr %s tcp dport %d counter drop\n",
@@ -250,6 +313,7 @@ func nftRuleset(f faultState) string {
 		if f.partitioned {
 			fmt.Fprintf(&b, "\t\tip daddr %s counter drop\n\t\tip6 daddr %s counter drop\n", p4, p6)
 		}
+		blockRules("daddr")
 		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n")

@@ -5,6 +5,7 @@ package simcluster
 
 import (
 	"net/netip"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,6 +83,20 @@ func TestNftRuleset(t *testing.T) {
 	require.NotContains(t, mute, "198.18.0.0/24", "the pod network is untouched")
 	// Dropped before the host side is accepted.
 	require.Less(t, strings.Index(mute, "tcp dport 4317"), strings.Index(mute, "ip daddr 198.18.0.1 accept"))
+
+	cut := nftRuleset(faultState{blocked: nodeAddrs(2)})
+	require.Contains(t, cut, "ip saddr { 198.18.0.12, 198.18.0.52, 198.18.0.92, 198.18.0.132, 198.18.0.172, 198.18.0.212 } counter drop")
+	require.Contains(t, cut, "ip6 daddr { fd00:6e70::12, fd00:6e70::1:12, fd00:6e70::2:12, fd00:6e70::3:12, fd00:6e70::4:12, fd00:6e70::5:12 } counter drop")
+	require.NotContains(t, cut, "198.18.0.0/24", "the rest of the pod network is untouched")
+	require.Less(t, strings.Index(cut, "ip daddr 198.18.0.1 accept"), strings.Index(cut, "ip daddr { 198.18.0.12"))
+	// nft itself accepts the rendering (parsed, not applied: -c).
+	if _, err := exec.LookPath("nft"); err == nil {
+		cmd := exec.Command("nft", "-c", "-f", "-")
+		cmd.Stdin = strings.NewReader(cut)
+		if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "Operation not permitted") {
+			t.Errorf("nft -c refuses the ruleset: %v\n%s\n%s", err, out, cut)
+		}
+	}
 }
 
 func TestSinkMergesRounds(t *testing.T) {
