@@ -85,6 +85,7 @@ type Config struct {
 	LeaderElection LeaderElectionConfig `mapstructure:"leader_election"`
 	Events         EventsConfig         `mapstructure:"events"`
 	NodeConditions NodeConditionsConfig `mapstructure:"node_conditions"`
+	Zones          ZonesConfig          `mapstructure:"zones"`
 	ReadinessGate  ReadinessGateConfig  `mapstructure:"readiness_gate"`
 	Checks         ChecksConfig         `mapstructure:"checks"`
 }
@@ -164,6 +165,56 @@ type NodeConditionsConfig struct {
 	// MinHold keeps a marked node marked until this long after the last evidence (flap
 	// damping); marking itself is immediate.
 	MinHold time.Duration `mapstructure:"min_hold"`
+}
+
+// ZonesConfig: localisation above the node (docs/summary.md, Zones). Failures that group
+// by (observer zone, target zone) while both zones work are judged as a cut zone pair:
+// a ZoneNetworkHealth object, Events and a gauge, and the node quorum does not count them
+// (no node condition floods a zone). Zones are the nodes' topology.kubernetes.io/zone
+// labels, as the gateway's k8s_net_attributes index reads them.
+type ZonesConfig struct {
+	// Enabled judges zone pairs. WriteObjects (default true) also writes ZoneNetworkHealth
+	// objects and their Events (RBAC: zonenetworkhealths, zonenetworkhealths/status);
+	// without it the judgement still keeps zone cuts out of the node quorum and sets the
+	// gauge.
+	Enabled      bool `mapstructure:"enabled"`
+	WriteObjects bool `mapstructure:"write_objects"`
+	// MinNodes distinct observer nodes of the source zone, and target nodes of the target
+	// zone, must fail (at least 2: one compromised agent never cuts a zone pair).
+	MinNodes int `mapstructure:"min_nodes"`
+	// MinFailingShare of the zone pair's (observer node, target node) pairs must fail.
+	MinFailingShare float64 `mapstructure:"min_failing_share"`
+	// MinHealthyShare of each zone's node pairs within itself must succeed.
+	MinHealthyShare float64 `mapstructure:"min_healthy_share"`
+	// MinHold keeps a cut pair Unreachable this long after the last judgement that found it
+	// cut; Retention deletes a recovered pair's object this long after it recovered.
+	MinHold   time.Duration `mapstructure:"min_hold"`
+	Retention time.Duration `mapstructure:"retention"`
+}
+
+// Validate checks the zone settings when they are enabled.
+func (z ZonesConfig) Validate() error {
+	if !z.Enabled {
+		return nil
+	}
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if z.MinNodes < 2 || z.MinNodes > 100 {
+		add("min_nodes: %d out of range [2, 100] (one node is a node problem)", z.MinNodes)
+	}
+	if z.MinFailingShare <= 0.5 || z.MinFailingShare > 1 {
+		add("min_failing_share: %v out of range (0.5, 1]", z.MinFailingShare)
+	}
+	if z.MinHealthyShare <= 0.5 || z.MinHealthyShare > 1 {
+		add("min_healthy_share: %v out of range (0.5, 1]", z.MinHealthyShare)
+	}
+	if z.MinHold < 0 || z.MinHold > time.Hour {
+		add("min_hold: %v out of range [0, 1h]", z.MinHold)
+	}
+	if z.Retention < time.Minute || z.Retention > 24*time.Hour {
+		add("retention: %v out of range [1m, 24h]", z.Retention)
+	}
+	return kubeclient.JoinErrors(errs...)
 }
 
 // ReadinessGateConfig: the opt-in pod network-readiness condition (alpha feature gate

@@ -41,6 +41,8 @@ func TestDefaultConfig(t *testing.T) {
 	require.False(t, cfg.ReadinessGate.Enabled, "the readiness gate is opt-in")
 	require.False(t, cfg.RequireAuthenticatedObservers, "binding is opt-in until the deploy configs authenticate agents")
 	require.Equal(t, 1, cfg.ReadinessGate.MinReachingNodes)
+	require.True(t, cfg.Zones.Enabled, "zone localisation is on: it only removes zone-shaped failures from the node quorum and reports them")
+	require.True(t, cfg.Zones.WriteObjects)
 }
 
 func TestFullConfig(t *testing.T) {
@@ -54,6 +56,7 @@ func TestFullConfig(t *testing.T) {
 	require.True(t, cfg.RequireAuthenticatedObservers)
 	require.Equal(t, 5*time.Second, cfg.MinProbeInterval)
 	require.Equal(t, 5, cfg.MaxEchoesPerRound)
+	require.Equal(t, ZonesConfig{Enabled: true, MinNodes: 3, MinFailingShare: 0.9, MinHealthyShare: 0.9, MinHold: 2 * time.Minute, Retention: time.Hour}, cfg.Zones)
 }
 
 // requireProblems asserts that each want begins one of the problems err reports, read with
@@ -84,6 +87,11 @@ func TestInvalidConfigNamesFields(t *testing.T) {
 		`node_conditions: type: "Ready" is owned by the kubelet`,
 		"node_conditions: quorum: 0 out of range",
 		"node_conditions: max_failing_share: 0 out of range",
+		"zones: min_nodes: 1 out of range [2, 100]",
+		"zones: min_failing_share: 0.5 out of range (0.5, 1]",
+		"zones: min_healthy_share: 1.5 out of range (0.5, 1]",
+		"zones: min_hold: 2h0m0s out of range [0, 1h]",
+		"zones: retention: 10s out of range [1m, 24h]",
 		"readiness_gate: enabled: requires the alpha feature gate: run with --feature-gates=exporter.podnetworkhealth.readinessGate",
 		"readiness_gate: max_flips_per_minute: 0 out of range",
 		"readiness_gate: min_reaching_nodes: 0 out of range [1, 4]",

@@ -35,6 +35,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/kubeclient"
@@ -81,6 +82,10 @@ type pnhExporter struct {
 	gated    *gatedPods
 	// checks is nil unless checks.enabled.
 	checks *checks.Controller
+	// zoneObjects is nil unless zones.write_objects (leader's state; reset each term);
+	// lastZones is the newest zone judgement (guarded by mu).
+	zoneObjects *plan.ZoneObjects
+	lastZones   zones.Result
 	// rejectedKeys: keys whose last write the API refused (logged once each); rejectLog
 	// paces the log beyond maxRejectedKeys. Guarded by mu.
 	rejectedKeys map[string]struct{}
@@ -132,6 +137,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	if cfg.Checks.Enabled {
 		e.checks = newCheckController(e, cfg.Checks)
 	}
+	e.zoneObjects = newZoneObjects(cfg)
 	return e, nil
 }
 
@@ -227,6 +233,9 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	}
 	e.initWriter(e.pnh)
 	e.writer.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(keyOfObject(o)) })
+	if e.zoneObjects != nil {
+		e.writer.WatchZones()
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -356,6 +365,9 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	}
 	e.engine.Resume(existing, time.Now())
 	defer e.engine.EndTerm() // a future leadership starts from the API's state again
+	if e.zoneObjects != nil {
+		defer e.zoneObjects.Forget()
+	}
 	if !e.cfg.NodeConditions.Enabled {
 		e.writer.CleanupNodeConditions(ctx, e.kube, e.cfg.NodeConditions.Type, e.logger)
 	}

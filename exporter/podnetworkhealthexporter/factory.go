@@ -15,6 +15,8 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/sharedcomponent"
 )
@@ -84,7 +86,9 @@ func createDefaultConfig() component.Config {
 		},
 		Events:         EventsConfig{Enabled: true, PerMinute: 30},
 		NodeConditions: NodeConditionsConfig{Type: "netpulse.io/PodNetworkProblem", Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute},
-		ReadinessGate:  ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1},
+		Zones: ZonesConfig{Enabled: true, WriteObjects: true, MinNodes: zones.DefaultMinNodes, MinFailingShare: zones.DefaultMinFailingShare,
+			MinHealthyShare: zones.DefaultMinHealthyShare, MinHold: plan.DefaultZoneMinHold, Retention: plan.DefaultZoneRetention},
+		ReadinessGate: ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1},
 		Checks: ChecksConfig{
 			Heartbeat: 10 * time.Minute, PruneAfter: 48 * time.Hour, MaxChecks: 10000,
 			MaxChecksPerNamespace: defaultMaxChecksPerNamespace, WriteShare: apply.DefaultCheckShare, EventsPerMinute: 30,

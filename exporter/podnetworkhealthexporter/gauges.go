@@ -69,6 +69,18 @@ func (e *pnhExporter) registerGauges() error {
 	}); err != nil {
 		return err
 	}
+	if err := tb.RegisterPodNetworkHealthZonePairReachableCallback(func(_ context.Context, o metric.Int64Observer) error {
+		for _, p := range e.zonePairs() {
+			v := int64(1)
+			if p.Cut {
+				v = 0
+			}
+			o.Observe(v, metric.WithAttributes(attribute.String("netpulse.source.zone", p.From), attribute.String("netpulse.target.zone", p.To)))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := tb.RegisterPodNetworkHealthNodeProblemCallback(func(_ context.Context, o metric.Int64Observer) error {
 		for node, status := range e.nodeConditionStatuses() {
 			v := int64(0)

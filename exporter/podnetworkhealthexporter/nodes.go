@@ -49,7 +49,8 @@ func (c *nodeCache) list() ([]*corev1.Node, bool) {
 func nodeControl(cfg *Config) plan.NodeConditions {
 	nc := cfg.NodeConditions
 	return plan.NodeConditions{Type: nc.Type,
-		Config: verdict.NodeConfig{Quorum: nc.Quorum, MaxFailingShare: nc.MaxFailingShare, Heartbeat: nc.Heartbeat, MinHold: nc.MinHold}}
+		Config: verdict.NodeConfig{Quorum: nc.Quorum, MaxFailingShare: nc.MaxFailingShare, Heartbeat: nc.Heartbeat, MinHold: nc.MinHold,
+			Zones: zoneConfig(cfg)}}
 }
 
 // reconcileNodes runs the node judgement (always: it decides which observers are
@@ -70,6 +71,7 @@ func (e *pnhExporter) reconcileNodes(now time.Time) {
 		e.logger.Warn("pod_network_health: node marking suppressed", zap.String("reason", d.SuppressedReason))
 	}
 	e.writer.NodeConditions(e.kube, control.Plan(d, nodes, now))
+	e.writeZones(d.Zones, now)
 }
 
 // nodeCache is the node cache (nil until start, and with node_conditions off).

@@ -113,6 +113,7 @@ type Writer struct {
 	factory  externalversions.SharedInformerFactory
 	informer cache.SharedIndexInformer
 	lister   pnhlisters.PodNetworkHealthLister
+	zones    *zoneCache // nil unless WatchZones
 	budget   *writequeue.Budget
 	// checkBudget is the declared checks' own share of budget: a check write takes a token
 	// from both, and is handed out only while this one has a token, so checks never take

@@ -43,6 +43,7 @@ type TelemetryBuilder struct {
 	PodNetworkHealthTargetReachable        metric.Int64ObservableGauge
 	PodNetworkHealthWritesDropped          metric.Int64Counter
 	PodNetworkHealthWritesPending          metric.Int64Gauge
+	PodNetworkHealthZonePairReachable      metric.Int64ObservableGauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -107,6 +108,21 @@ func (builder *TelemetryBuilder) RegisterPodNetworkHealthTargetReachableCallback
 		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthTargetReachable, obs: o})
 		return nil
 	}, builder.PodNetworkHealthTargetReachable)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterPodNetworkHealthZonePairReachableCallback sets callback for observable PodNetworkHealthZonePairReachable metric.
+func (builder *TelemetryBuilder) RegisterPodNetworkHealthZonePairReachableCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthZonePairReachable, obs: o})
+		return nil
+	}, builder.PodNetworkHealthZonePairReachable)
 	if err != nil {
 		return err
 	}
@@ -232,6 +248,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_pod_network_health_writes_pending",
 		metric.WithDescription("API writes waiting for the write budget, by priority (latest state per object, so bounded by the objects, nodes and pods). [Alpha]"),
 		metric.WithUnit("{write}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthZonePairReachable, err = builder.meter.Int64ObservableGauge(
+		"otelcol_pod_network_health_zone_pair_reachable",
+		metric.WithDescription("The zone judgement of each ordered zone pair with recent evidence (zones.enabled; at most Z x (Z-1) series for Z zones) - 1 when the observers of netpulse.source.zone reach netpulse.target.zone, 0 when the pair is cut while both zones work (most node pairs between them fail, from at least two observer nodes towards at least two target nodes). The leader reports it. [Alpha]"),
+		metric.WithUnit("1"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

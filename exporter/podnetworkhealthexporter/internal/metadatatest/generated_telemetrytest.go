@@ -238,3 +238,17 @@ func AssertEqualPodNetworkHealthWritesPending(t *testing.T, tt *componenttest.Te
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualPodNetworkHealthZonePairReachable(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_zone_pair_reachable",
+		Description: "The zone judgement of each ordered zone pair with recent evidence (zones.enabled; at most Z x (Z-1) series for Z zones) - 1 when the observers of netpulse.source.zone reach netpulse.target.zone, 0 when the pair is cut while both zones work (most node pairs between them fail, from at least two observer nodes towards at least two target nodes). The leader reports it. [Alpha]",
+		Unit:        "1",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_zone_pair_reachable")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}

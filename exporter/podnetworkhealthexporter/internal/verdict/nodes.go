@@ -11,6 +11,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/quorum"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
 )
 
 // Node condition statuses (the values of corev1.ConditionStatus).
@@ -53,6 +54,9 @@ type NodeConfig struct {
 	MinHold time.Duration
 	// EdgeMaxAge: observations older than this say nothing about now (default 2m).
 	EdgeMaxAge time.Duration
+	// Zones, when set, localises failures above the node first (package zones): the
+	// edges of a cut zone pair are explained by it and the node quorum does not see them.
+	Zones *zones.Config
 }
 
 // Defaults of NodeConfig.
@@ -105,6 +109,8 @@ type NodeDecision struct {
 	// API).
 	Suppressed       bool
 	SuppressedReason string
+	// Zones is the zone judgement (empty unless NodeConfig.Zones is set).
+	Zones zones.Result
 }
 
 type nodeState struct {
@@ -159,6 +165,53 @@ func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
 	return out
 }
 
+// localiseZones judges the zone pairs and returns the edges that no cut zone pair
+// explains (caller holds mu). Its evidence is the votes of each reporting observer's
+// newest round, failures included whatever the target's verdict: a zone cut fails a third
+// of a target's observers in a three-zone cluster, which never makes the target
+// Unreachable and so never shows in the quorum's edges. The newest round only, so that
+// the judgement sees a cut in the same round as the node quorum (older successes would
+// dilute it for several rounds, while the quorum marks nodes at once); plan.ZoneObjects
+// confirms a cut over time before it writes it. At most targetVotes votes per target:
+// O(N) edges.
+//
+// A node's zone is the one the gateway's index gave its pods as targets (destination
+// cloud.availability_zone, from the Node's label, never from a sender): a node that is no
+// target yet has no zone, and its edges count for no zone.
+func (e *Engine) localiseZones(now time.Time, maxAge time.Duration, edges []quorum.Edge, cfg zones.Config) ([]quorum.Edge, zones.Result) {
+	zoneOf := make(map[string]string, len(e.targets))
+	for _, t := range e.targets {
+		if t.target.Node != "" && t.target.Zone != "" {
+			zoneOf[t.target.Node] = t.target.Zone
+		}
+	}
+	var ze []zones.Edge
+	for _, t := range e.targets {
+		tz := zoneOf[t.target.Node]
+		if t.key.Kind == observation.TargetExternal || tz == "" {
+			continue
+		}
+		for i := 0; i < t.n; i++ {
+			v := &t.votes[i]
+			oz := zoneOf[v.node]
+			if oz == "" || now.Sub(v.at) > maxAge {
+				continue
+			}
+			if ob := e.observers[v.observer]; ob == nil || ob.silent || v.at.Before(ob.lastSeen) {
+				continue // not its newest round
+			}
+			ze = append(ze, zones.Edge{ObserverNode: v.node, ObserverZone: oz, TargetNode: t.target.Node, TargetZone: tz, Reachable: v.ok, At: v.at})
+		}
+	}
+	zr := zones.Evaluate(ze, cfg)
+	if len(zr.CutPairs()) == 0 {
+		return edges, zr
+	}
+	return slices.DeleteFunc(edges, func(ed quorum.Edge) bool {
+		return zr.Cut(zoneOf[ed.ObserverNode], zoneOf[ed.TargetNode])
+	}), zr
+}
+
 // settleTime is how long a new writer's view of the observers stays partial: until every
 // live agent has delivered whole rounds and every other one reads silent, the longest
 // silentAfter of the observers it knows (at least 10 s).
@@ -185,8 +238,13 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 	for n := range current {
 		nodes = append(nodes, n)
 	}
-	res := quorum.Evaluate(nodes, e.edges(now, cfg.EdgeMaxAge), quorum.Config{Quorum: cfg.Quorum, MaxFailingShare: cfg.MaxFailingShare})
-	out := NodeDecision{Suppressed: res.Suppressed, SuppressedReason: res.SuppressedReason}
+	edges := e.edges(now, cfg.EdgeMaxAge)
+	var zr zones.Result
+	if cfg.Zones != nil {
+		edges, zr = e.localiseZones(now, cfg.EdgeMaxAge, edges, *cfg.Zones)
+	}
+	res := quorum.Evaluate(nodes, edges, quorum.Config{Quorum: cfg.Quorum, MaxFailingShare: cfg.MaxFailingShare})
+	out := NodeDecision{Suppressed: res.Suppressed, SuppressedReason: res.SuppressedReason, Zones: zr}
 	bad := map[string]bool{}
 	if !res.Suppressed {
 		for _, n := range res.Marked() {

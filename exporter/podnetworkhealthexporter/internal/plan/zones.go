@@ -1,0 +1,238 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package plan
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
+)
+
+// Events of zone pairs.
+const (
+	EventZonePairUnreachable = "ZoneConnectivityLost"
+	EventZonePairRestored    = "ZoneConnectivityRestored"
+)
+
+// ZoneWrite is one ZoneNetworkHealth write for the apply stage: Object (spec and status
+// as they should be) created or its status updated, or, with Delete, the object deleted.
+type ZoneWrite struct {
+	Object   *v1alpha1.ZoneNetworkHealth
+	Delete   bool
+	Priority Priority
+	// Event, when set, is emitted about the object (after a transition).
+	Event *ZoneEvent
+}
+
+// ZoneEvent is one Event about a ZoneNetworkHealth.
+type ZoneEvent struct {
+	Type, Reason, Message string
+}
+
+// ZoneObjects is the ZoneNetworkHealth controller: an object for each zone pair the zone
+// judgement finds cut, written on a change and at the heartbeat, Reachable once the pair is
+// no longer cut for MinHold, deleted Retention later. At most one object per ordered zone
+// pair, and none on a healthy cluster. Pure, with the state of the decisions it made (the
+// API's objects seed it after a change of writer).
+type ZoneObjects struct {
+	// MinHold keeps a pair Unreachable this long after the last judgement that found it
+	// cut (default 1m, the node conditions' hold).
+	MinHold time.Duration
+	// Retention: a Reachable object is deleted this long after its transition (default
+	// 30m, the failing pairs' retention).
+	Retention time.Duration
+	// Heartbeat rewrites an unchanged Unreachable object this often (default 10m).
+	Heartbeat time.Duration
+	// ConfirmFor: a pair is written Unreachable only once judged cut this long without a
+	// break (default 10s): the judgement reads each observer's newest round only, so that
+	// it keeps a fresh cut out of the node quorum at once, and one round can be a blip.
+	ConfirmFor time.Duration
+
+	state map[zonePairKey]*zoneState
+}
+
+type zonePairKey struct{ from, to string }
+
+type zoneState struct {
+	reach       v1alpha1.Reachability
+	since       time.Time // the current reachability's start
+	lastFailure time.Time
+	written     time.Time // last write decided
+	// cutSince: the start of the current unbroken run of cut judgements (zero: not cut).
+	cutSince time.Time
+}
+
+// Defaults of ZoneObjects.
+const (
+	DefaultZoneMinHold   = time.Minute
+	DefaultZoneRetention = 30 * time.Minute
+	DefaultZoneHeartbeat = 10 * time.Minute
+	DefaultZoneConfirm   = 10 * time.Second
+	// zoneWriteInFlight: an object written this recently and not yet in the cache is not
+	// created again.
+	zoneWriteInFlight = 30 * time.Second
+)
+
+// NewZoneObjects returns the controller; zero durations take the defaults.
+func NewZoneObjects(minHold, retention, heartbeat time.Duration) *ZoneObjects {
+	return &ZoneObjects{MinHold: cmp.Or(minHold, DefaultZoneMinHold), Retention: cmp.Or(retention, DefaultZoneRetention),
+		Heartbeat: cmp.Or(heartbeat, DefaultZoneHeartbeat), ConfirmFor: DefaultZoneConfirm, state: map[zonePairKey]*zoneState{}}
+}
+
+// ZoneObjectName is the object name of a zone pair: "<from>.<to>" lowercased when that is
+// a valid name, else a digest (zone label values allow characters names do not).
+func ZoneObjectName(from, to string) string {
+	n := strings.ToLower(from) + "." + strings.ToLower(to)
+	if n == from+"."+to && len(validation.IsDNS1123Subdomain(n)) == 0 && !strings.Contains(from, ".") && !strings.Contains(to, ".") {
+		return n
+	}
+	sum := sha256.Sum256([]byte(from + "\x00" + to))
+	return "zones-" + hex.EncodeToString(sum[:10])
+}
+
+// Plan returns the writes of one zone judgement. existing is what the API holds (the
+// cache); it seeds the state of pairs this controller has not decided yet.
+func (c *ZoneObjects) Plan(r zones.Result, existing []*v1alpha1.ZoneNetworkHealth, now time.Time) []ZoneWrite {
+	cached := map[zonePairKey]*v1alpha1.ZoneNetworkHealth{}
+	for _, o := range existing {
+		k := zonePairKey{o.Spec.SourceZone, o.Spec.TargetZone}
+		cached[k] = o
+		if c.state[k] == nil {
+			st := &zoneState{reach: o.Status.Reachability, written: now}
+			if cond := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReachable); cond != nil {
+				st.since = cond.LastTransitionTime.Time
+			}
+			if o.Status.LastFailureTime != nil {
+				st.lastFailure = o.Status.LastFailureTime.Time
+			}
+			if o.Status.LastObservedTime != nil {
+				st.written = o.Status.LastObservedTime.Time
+			}
+			c.state[k] = st
+		}
+	}
+	judged := map[zonePairKey]zones.Pair{}
+	for _, p := range r.Pairs {
+		judged[zonePairKey{p.From, p.To}] = p
+	}
+	keys := make([]zonePairKey, 0, len(c.state)+len(judged))
+	for k := range c.state {
+		keys = append(keys, k)
+	}
+	for k, p := range judged {
+		if p.Cut && c.state[k] == nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b zonePairKey) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to)) })
+
+	var out []ZoneWrite
+	for _, k := range keys {
+		p, seen := judged[k]
+		st := c.state[k]
+		obj := cached[k]
+		if p.Cut {
+			if st == nil {
+				st = &zoneState{}
+				c.state[k] = st
+			}
+			if st.cutSince.IsZero() {
+				st.cutSince = now
+			}
+			if st.reach != v1alpha1.Unreachable && now.Sub(st.cutSince) < c.ConfirmFor {
+				continue // not confirmed yet
+			}
+			st.lastFailure = now
+			if st.reach == v1alpha1.Unreachable && (obj != nil || now.Sub(st.written) < zoneWriteInFlight) && now.Sub(st.written) < c.Heartbeat {
+				continue
+			}
+			w := ZoneWrite{Priority: writequeue.Heartbeat}
+			if st.reach != v1alpha1.Unreachable {
+				st.reach, st.since = v1alpha1.Unreachable, now
+				w.Priority = writequeue.Verdict
+				w.Event = &ZoneEvent{Type: corev1.EventTypeWarning, Reason: EventZonePairUnreachable, Message: p.Message}
+			}
+			st.written = now
+			w.Object = zoneObject(k, p, st, now)
+			out = append(out, w)
+			continue
+		}
+		if st == nil {
+			continue
+		}
+		st.cutSince = time.Time{}
+		switch {
+		case st.reach == "":
+			delete(c.state, k) // a cut that was never confirmed
+		case st.reach == v1alpha1.Unreachable && now.Sub(st.lastFailure) < c.MinHold:
+			// Held: conditions others act on do not follow a flapping uplink round by round.
+		case st.reach == v1alpha1.Unreachable:
+			st.reach, st.since, st.written = v1alpha1.Reachable, now, now
+			if !seen {
+				st.reach = v1alpha1.ReachabilityUnknown
+				p = zones.Pair{From: k.from, To: k.to, Message: "no recent observation between the zones"}
+			}
+			out = append(out, ZoneWrite{Priority: writequeue.Verdict, Object: zoneObject(k, p, st, now),
+				Event: &ZoneEvent{Type: corev1.EventTypeNormal, Reason: EventZonePairRestored,
+					Message: fmt.Sprintf("zone %s reaches zone %s again (%s)", k.from, k.to, p.Message)}})
+		case now.Sub(st.since) >= c.Retention:
+			delete(c.state, k)
+			if obj != nil {
+				out = append(out, ZoneWrite{Priority: writequeue.Cleanup, Delete: true, Object: zoneObject(k, p, st, now)})
+			}
+		}
+	}
+	return out
+}
+
+// Forget drops the controller's state (a lost leadership: the next term seeds from the API).
+func (c *ZoneObjects) Forget() { clear(c.state) }
+
+func zoneObject(k zonePairKey, p zones.Pair, st *zoneState, now time.Time) *v1alpha1.ZoneNetworkHealth {
+	o := &v1alpha1.ZoneNetworkHealth{
+		ObjectMeta: metav1.ObjectMeta{Name: ZoneObjectName(k.from, k.to)},
+		Spec:       v1alpha1.ZoneNetworkHealthSpec{SourceZone: k.from, TargetZone: k.to},
+		Status: v1alpha1.ZoneNetworkHealthStatus{
+			Reachability: st.reach, NodePairs: int32(p.NodePairs), FailingNodePairs: int32(p.FailingNodePairs),
+			FailingObserverNodes: firstN(p.FailingObservers), FailingObserverNodeCount: int32(len(p.FailingObservers)),
+			FailingTargetNodes: firstN(p.FailingTargets), FailingTargetNodeCount: int32(len(p.FailingTargets)),
+			LastObservedTime: ptrTime(now),
+		},
+	}
+	if !st.lastFailure.IsZero() {
+		o.Status.LastFailureTime = ptrTime(st.lastFailure)
+	}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonZonePairReachable,
+		Message: v1alpha1.TruncateMessage(p.Message, 256), LastTransitionTime: metav1.NewTime(st.since)}
+	switch st.reach {
+	case v1alpha1.Unreachable:
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonZonePairUnreachable
+	case v1alpha1.ReachabilityUnknown:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, v1alpha1.ReasonNoRecentObservations
+	}
+	o.Status.Conditions = []metav1.Condition{cond}
+	return o
+}
+
+func firstN(s []string) []string {
+	if len(s) > v1alpha1.MaxZoneNodesListed {
+		return s[:v1alpha1.MaxZoneNodesListed]
+	}
+	return s
+}
+
+func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }

@@ -1,0 +1,234 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package plan
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
+)
+
+// zoneOfRing: member i of a ring lives in zone-a, zone-b, ... (i mod zones).
+func zoneOfRing(i, zones int) string { return fmt.Sprintf("zone-%c", 'a'+i%zones) }
+
+// zonedRound is the ring's round with each target's zone (as the gateway's index sets it).
+func zonedRound(r *ring, zones, round int, ok func(src, dst int) bool) []observation.Observation {
+	obs := r.round(round, ok)
+	for i := range obs {
+		var n int
+		_, _ = fmt.Sscanf(obs[i].Target.Node, "node-%d", &n)
+		obs[i].Target.Zone = zoneOfRing(n, zones)
+	}
+	return obs
+}
+
+// A cut between two zones (both ways) of a 30-node ring in 2 or 3 zones. With zone
+// localisation the zone pairs are cut, no node is marked, nothing is suppressed, and the
+// objects follow: Unreachable with an Event, held, Reachable with an Event, deleted after
+// the retention. Without it, nothing reports the cut: in 3 zones the node quorum sees each
+// target reached by most of its observers; in 2 it suppresses itself or marks nodes.
+func TestZoneCutMarksNoNode(t *testing.T) {
+	for _, tc := range []struct {
+		zones     int
+		withZones bool
+	}{{2, false}, {3, false}, {2, true}, {3, true}} {
+		nz, withZones := tc.zones, tc.withZones
+		t.Run(fmt.Sprintf("zones=%d,localised=%v", nz, withZones), func(t *testing.T) {
+			r := newRing(30, 6)
+			e := New(verdict.Config{})
+			cur := map[string]*verdict.NodeCondition{}
+			for i := 0; i < r.n; i++ {
+				cur[fmt.Sprintf("node-%d", i)] = nil
+			}
+			cfg := verdict.NodeConfig{MinHold: 30 * time.Second}
+			if withZones {
+				cfg.Zones = &zones.Config{}
+			}
+			objs := NewZoneObjects(30*time.Second, 5*time.Minute, 10*time.Minute)
+			var existing []*v1alpha1.ZoneNetworkHealth
+			var events []string
+			round := 0
+			step := func(ok func(int, int) bool) verdict.NodeDecision {
+				e.Observe(zonedRound(r, nz, round, ok), r.at(round))
+				now := r.at(round).Add(time.Second)
+				e.Reconcile(now)
+				d := e.ReconcileNodes(now, cur, cfg)
+				for _, w := range d.Writes {
+					c := w.Condition
+					cur[w.Node] = &c
+				}
+				for _, w := range objs.Plan(d.Zones, existing, now) {
+					existing = applyZoneWrite(existing, w)
+					if w.Event != nil {
+						events = append(events, w.Object.Name+" "+w.Event.Reason)
+					}
+				}
+				round++
+				return d
+			}
+			cut := func(s, d int) bool {
+				zs, zd := zoneOfRing(s, nz), zoneOfRing(d, nz)
+				return !(zs == "zone-a" && zd == "zone-b" || zs == "zone-b" && zd == "zone-a")
+			}
+			for range 6 {
+				step(healthy)
+			}
+			var d verdict.NodeDecision
+			suppressed, marked := 0, map[string]bool{}
+			for range 12 {
+				d = step(cut)
+				if d.Suppressed {
+					suppressed++
+				}
+				for _, n := range d.Marked {
+					marked[n] = true
+				}
+			}
+			if !withZones {
+				t.Logf("without zones: suppressed in %d of 12 rounds, %d nodes marked", suppressed, len(marked))
+				if nz == 2 {
+					assert.True(t, suppressed > 0 || len(marked) > 0, "in 2 zones a cut looks like a wide outage, or node problems, to the node quorum")
+				}
+				assert.Empty(t, d.Zones.Pairs)
+				assert.Empty(t, existing)
+				return
+			}
+			assert.Zero(t, suppressed, d.SuppressedReason)
+			assert.Empty(t, marked)
+			for n, c := range cur {
+				require.NotNil(t, c, n)
+				assert.Equal(t, verdict.StatusFalse, c.Status, "%s: %+v", n, c)
+			}
+			got := map[string]v1alpha1.Reachability{}
+			for _, o := range existing {
+				got[o.Name] = o.Status.Reachability
+			}
+			assert.Equal(t, map[string]v1alpha1.Reachability{"zone-a.zone-b": v1alpha1.Unreachable, "zone-b.zone-a": v1alpha1.Unreachable}, got)
+			perZone := int32(r.n / nz)
+			assert.Equal(t, []string{"zone-a.zone-b ZoneConnectivityLost", "zone-b.zone-a ZoneConnectivityLost"}, events)
+			for _, o := range existing {
+				assert.Equal(t, perZone, o.Status.FailingObserverNodeCount)
+				assert.Equal(t, perZone, o.Status.FailingTargetNodeCount)
+				assert.Len(t, o.Status.FailingObserverNodes, 10)
+			}
+			// Heal: held for 30 s (3 rounds), then Reachable, once each.
+			events = nil
+			for i := 0; i < 6; i++ {
+				step(healthy)
+				if i < 2 {
+					assert.Empty(t, events, "held for MinHold")
+				}
+			}
+			assert.Equal(t, []string{"zone-a.zone-b ZoneConnectivityRestored", "zone-b.zone-a ZoneConnectivityRestored"}, events)
+			for _, o := range existing {
+				assert.Equal(t, v1alpha1.Reachable, o.Status.Reachability)
+			}
+			// Retention: deleted 5 minutes later (30 rounds).
+			for range 31 {
+				step(healthy)
+			}
+			assert.Empty(t, existing)
+		})
+	}
+}
+
+// applyZoneWrite is what the API holds after w.
+func applyZoneWrite(existing []*v1alpha1.ZoneNetworkHealth, w ZoneWrite) []*v1alpha1.ZoneNetworkHealth {
+	out := existing[:0:0]
+	for _, o := range existing {
+		if o.Name != w.Object.Name {
+			out = append(out, o)
+		}
+	}
+	if !w.Delete {
+		out = append(out, w.Object)
+	}
+	return out
+}
+
+// A new writer resumes from the objects: a held pair stays Unreachable (no second Event)
+// and clears when its hold from lastFailureTime ends.
+func TestZoneObjectsResumeFromTheAPI(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	a := NewZoneObjects(time.Minute, 30*time.Minute, 10*time.Minute)
+	cutRes := zones.Result{Pairs: []zones.Pair{{From: "a", To: "b", Cut: true, Reason: zones.ReasonCut, Message: "cut", NodePairs: 4, FailingNodePairs: 4}}}
+	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(-10*time.Second)), "not confirmed yet")
+	assert.Empty(t, a.Plan(zones.Result{}, nil, t0.Add(-9*time.Second)), "a blip: the run breaks")
+	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(-5*time.Second)))
+	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(-time.Second)), "4 s of 10")
+	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(2*time.Second)), "7 s of 10")
+	ws := a.Plan(cutRes, nil, t0.Add(5*time.Second))
+	require.Len(t, ws, 1)
+	t0 = t0.Add(5 * time.Second)
+	require.NotNil(t, ws[0].Event)
+	assert.Equal(t, "a.b", ws[0].Object.Name)
+	existing := []*v1alpha1.ZoneNetworkHealth{ws[0].Object}
+	assert.Empty(t, a.Plan(cutRes, existing, t0.Add(time.Second)), "unchanged: no write before the heartbeat")
+	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(2*time.Second)), "written, not yet in the cache: not created twice")
+
+	b := NewZoneObjects(time.Minute, 30*time.Minute, 10*time.Minute)
+	healthyRes := zones.Result{Pairs: []zones.Pair{{From: "a", To: "b", Reason: zones.ReasonReachable, NodePairs: 4}}}
+	assert.Empty(t, b.Plan(healthyRes, existing, t0.Add(30*time.Second)), "held from lastFailureTime across the takeover")
+	ws = b.Plan(healthyRes, existing, t0.Add(61*time.Second))
+	require.Len(t, ws, 1)
+	assert.Equal(t, v1alpha1.Reachable, ws[0].Object.Status.Reachability)
+	require.NotNil(t, ws[0].Event)
+	assert.Equal(t, EventZonePairRestored, ws[0].Event.Reason)
+}
+
+func TestZoneObjectName(t *testing.T) {
+	assert.Equal(t, "eu-west-1a.eu-west-1b", ZoneObjectName("eu-west-1a", "eu-west-1b"))
+	for _, zs := range [][2]string{{"Zone_A", "b"}, {"a.b", "c"}, {"a", "b.c"}} {
+		n := ZoneObjectName(zs[0], zs[1])
+		assert.Regexp(t, `^zones-[0-9a-f]{20}$`, n, zs)
+	}
+	assert.NotEqual(t, ZoneObjectName("a.b", "c"), ZoneObjectName("a", "b.c"))
+}
+
+// A partitioned node is a node problem whether or not zones are judged: it is marked, and
+// no zone pair is cut (one target node is never a zone pair); two partitioned nodes of one
+// zone neither.
+func TestNodePartitionIsNoZoneCut(t *testing.T) {
+	for _, dead := range [][]int{{5}, {5, 8}} {
+		t.Run(fmt.Sprint(dead), func(t *testing.T) {
+			r := newRing(30, 6)
+			e := New(verdict.Config{})
+			cur := map[string]*verdict.NodeCondition{}
+			for i := 0; i < r.n; i++ {
+				cur[fmt.Sprintf("node-%d", i)] = nil
+			}
+			cfg := verdict.NodeConfig{Zones: &zones.Config{}}
+			isDead := func(i int) bool { return i == dead[0] || i == dead[len(dead)-1] }
+			partition := func(s, d int) bool { return !isDead(s) && !isDead(d) }
+			marked := map[string]bool{}
+			for round := 0; round < 16; round++ {
+				ok := healthy
+				if round >= 4 {
+					ok = partition
+				}
+				e.Observe(zonedRound(r, 3, round, ok), r.at(round))
+				now := r.at(round).Add(time.Second)
+				e.Reconcile(now)
+				d := e.ReconcileNodes(now, cur, cfg)
+				assert.Empty(t, d.Zones.CutPairs(), "round %d", round)
+				for _, n := range d.Marked {
+					marked[n] = true
+				}
+			}
+			want := map[string]bool{}
+			for _, n := range dead {
+				want[fmt.Sprintf("node-%d", n)] = true
+			}
+			assert.Equal(t, want, marked)
+		})
+	}
+}
