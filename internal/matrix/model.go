@@ -124,6 +124,8 @@ type Input struct {
 	Pods []Pod
 	// Now is the time "since" and ages are computed against.
 	Now time.Time
+	// ZonePairs (optional) are the exporter's zone pair verdicts (ZoneNetworkHealth).
+	ZonePairs []*v1alpha1.ZoneNetworkHealth
 }
 
 // Pair is one PodNetworkHealth object, flattened: the observed (source pod -> target)
@@ -214,6 +216,8 @@ type Model struct {
 	// Unplaced pairs miss their observer or target node (External targets excluded);
 	// External pairs target addresses outside the cluster. Neither is in any cell.
 	Unplaced, External int
+	// ZonePairs are the zone pair verdicts, ordered by (from, to).
+	ZonePairs []ZonePair
 
 	nodeIndex map[string]int
 	cellIndex map[int]int // row*len(Nodes)+col -> index in Cells
@@ -221,7 +225,7 @@ type Model struct {
 
 // Build makes the model. It is O(objects + nodes) apart from sorting.
 func Build(in Input) *Model {
-	m := &Model{Now: in.Now, Counts: make(map[Verdict]int, len(Verdicts))}
+	m := &Model{Now: in.Now, Counts: make(map[Verdict]int, len(Verdicts)), ZonePairs: zonePairsOf(in.ZonePairs)}
 
 	podNode := make(map[string]Pod, len(in.Pods))
 	for _, p := range in.Pods {

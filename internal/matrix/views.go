@@ -50,7 +50,11 @@ type ZoneCell struct {
 	NodePairs int     `json:"nodePairs"`
 	P50       string  `json:"p50,omitempty"`
 	Loss      float64 `json:"loss"`
-	p50       time.Duration
+	// ZonePair is the exporter's verdict on the zone pair, when it wrote one (a cut pair,
+	// or one that recovered recently): the cell's verdict is the worse of it and the
+	// objects'.
+	ZonePair *ZonePair `json:"zonePair,omitempty"`
+	p50      time.Duration
 }
 
 // ProblemNode is a node whose condition is True or Unknown.
@@ -94,6 +98,25 @@ func (m *Model) Summary() Summary {
 		if c.HasLoss && c.Loss > zc.Loss {
 			zc.Loss = c.Loss
 		}
+	}
+	zoneIndex := make(map[string]int, nz)
+	for zi, z := range m.Zones {
+		zoneIndex[z.Name] = zi
+	}
+	for i := range m.ZonePairs {
+		zp := &m.ZonePairs[i]
+		fz, ok1 := zoneIndex[zp.From]
+		tz, ok2 := zoneIndex[zp.To]
+		if !ok1 || !ok2 {
+			continue // a zone without nodes any more
+		}
+		zc := cells[fz*nz+tz]
+		if zc == nil {
+			zc = &ZoneCell{From: zp.From, To: zp.To, Counts: Counts{}}
+			cells[fz*nz+tz] = zc
+		}
+		zc.ZonePair = zp
+		zc.Verdict = zc.Verdict.Worse(zp.Verdict)
 	}
 	for _, zc := range cells {
 		if zc != nil {

@@ -45,6 +45,8 @@ type Explanation struct {
 	// AsObserver counts, for a node, the pairs observed from it by verdict (a node whose
 	// own probes fail everywhere is an unhealthy observer, not a bad target).
 	AsObserver Counts `json:"asObserver,omitempty"`
+	// ZonePairs, for a zone, are the exporter's verdicts on the zone pairs in and out of it.
+	ZonePairs []ZonePair `json:"zonePairs,omitempty"`
 	// Lines is the explanation in a few lines of text.
 	Lines []string `json:"lines"`
 }

@@ -62,13 +62,16 @@ type Snapshotter interface {
 
 // Source keeps informers on PodNetworkHealth objects, nodes and agent pods.
 type Source struct {
-	opts    SourceOptions
-	pnhF    externalversions.SharedInformerFactory
-	nodeF   kinformers.SharedInformerFactory
-	podF    kinformers.SharedInformerFactory
-	pnhs    pnhlisters.PodNetworkHealthLister
-	nodes   corelisters.NodeLister
-	pods    corelisters.PodLister
+	opts  SourceOptions
+	pnhF  externalversions.SharedInformerFactory
+	nodeF kinformers.SharedInformerFactory
+	podF  kinformers.SharedInformerFactory
+	pnhs  pnhlisters.PodNetworkHealthLister
+	nodes corelisters.NodeLister
+	pods  corelisters.PodLister
+	// zones: the ZoneNetworkHealth objects (cluster-scoped, few). Not awaited: a reader
+	// without the right to list them sees everything else.
+	zones   pnhlisters.ZoneNetworkHealthLister
 	synced  []cache.InformerSynced
 	version atomic.Uint64
 
@@ -113,6 +116,8 @@ func NewSource(cfg *rest.Config, opts SourceOptions) (*Source, error) {
 	ni := s.nodeF.Core().V1().Nodes()
 	s.nodes = ni.Lister()
 	handlers := []cache.SharedIndexInformer{pi.Informer(), ni.Informer()}
+	zi := s.pnhF.Netpulse().V1alpha1().ZoneNetworkHealths()
+	s.zones = zi.Lister()
 	if opts.PodSelector != "-" {
 		s.podF = kinformers.NewSharedInformerFactoryWithOptions(kc, 0, kinformers.WithNamespace(opts.Namespace),
 			kinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opts.PodSelector }),
@@ -121,7 +126,7 @@ func NewSource(cfg *rest.Config, opts SourceOptions) (*Source, error) {
 		s.pods = podi.Lister()
 		handlers = append(handlers, podi.Informer())
 	}
-	for _, inf := range handlers {
+	for _, inf := range append(handlers, zi.Informer()) {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { s.version.Add(1) },
 			UpdateFunc: func(o, n any) {
@@ -133,6 +138,8 @@ func NewSource(cfg *rest.Config, opts SourceOptions) (*Source, error) {
 		}); err != nil {
 			return nil, err
 		}
+	}
+	for _, inf := range handlers {
 		s.synced = append(s.synced, inf.HasSynced)
 	}
 	return s, nil
@@ -198,6 +205,7 @@ func (s *Source) Snapshot() (*matrix.Model, uint64, bool) {
 	for _, n := range nodes {
 		in.Nodes = append(in.Nodes, matrix.NodeFrom(n, s.opts.ConditionType))
 	}
+	in.ZonePairs, _ = s.zones.List(labels.Everything())
 	if s.pods != nil {
 		pods, _ := s.pods.List(labels.Everything())
 		for _, p := range pods {
@@ -222,6 +230,9 @@ func changed(o, n any) bool {
 		return !ok || on.UID != nn.UID || on.Spec.NodeName != nn.Spec.NodeName
 	case *v1alpha1.PodNetworkHealth:
 		nn, ok := n.(*v1alpha1.PodNetworkHealth)
+		return !ok || on.ResourceVersion != nn.ResourceVersion
+	case *v1alpha1.ZoneNetworkHealth:
+		nn, ok := n.(*v1alpha1.ZoneNetworkHealth)
 		return !ok || on.ResourceVersion != nn.ResourceVersion
 	}
 	return true

@@ -71,10 +71,11 @@ func (o *options) matrixCommand() *cobra.Command {
 
 func (o *options) whyCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "why <node|pod>",
-		Short: "explain why a node or a pod target is judged as it is: observers, failing probes, since when, the quorum decision",
+		Use:   "why <node|pod|zone>",
+		Short: "explain why a node, a pod target or a zone is judged as it is: observers, failing probes, since when, the quorum or zone decision",
 		Example: `  kubectl netpulse why node-2
   kubectl netpulse why node/node-2
+  kubectl netpulse why zone/eu-west-1a
   kubectl netpulse why pod/netpulse-agent-7xk2p -n netpulse
   kubectl netpulse why netpulse/netpulse-agent-7xk2p`,
 		Args: cobra.ExactArgs(1),
@@ -106,6 +107,11 @@ func (o *options) resolve(m *matrix.Model, arg string) (matrix.Explanation, erro
 		kind, name = "", arg
 	}
 	switch kind {
+	case "zone", "zones":
+		if e, ok := m.WhyZone(name); ok {
+			return e, nil
+		}
+		return matrix.Explanation{}, fmt.Errorf("zone %q: no node is in it, and no ZoneNetworkHealth names it", name)
 	case "node", "nodes", "no":
 		if e, ok := m.WhyNode(name); ok {
 			return e, nil

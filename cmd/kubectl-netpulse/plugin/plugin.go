@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -171,6 +172,15 @@ func (o *options) load(ctx context.Context) (*matrix.Model, error) {
 		if opts.Continue = l.Continue; opts.Continue == "" {
 			break
 		}
+	}
+	// Zone pairs are few (one per cut zone pair) and cluster-scoped: a reader without the
+	// right to list them still gets everything else.
+	if l, err := pc.NetpulseV1alpha1().ZoneNetworkHealths().List(ctx, metav1.ListOptions{Limit: page}); err == nil {
+		for i := range l.Items {
+			in.ZonePairs = append(in.ZonePairs, &l.Items[i])
+		}
+	} else if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("list zonenetworkhealths: %w", err)
 	}
 	if o.podSelector != "-" && o.podSelector != "" {
 		opts = metav1.ListOptions{Limit: page, LabelSelector: o.podSelector}

@@ -216,11 +216,17 @@ function renderZones(z) {
       }
       const total = Object.values(c.counts).reduce((a, b) => a + b, 0);
       const bad = (c.counts.Unreachable || 0);
-      const title = name(f.name) + " → " + name(t.name) + "\n" + countsText(c.counts) + "\n" + c.nodePairs +
+      let title = name(f.name) + " → " + name(t.name) + "\n" + countsText(c.counts) + "\n" + c.nodePairs +
         " node pairs · worst p50 " + (c.p50 || "–") + " · worst loss " + pct(c.loss);
+      // The exporter's zone pair verdict (a ZoneNetworkHealth), when it wrote one.
+      const zp = c.zonePair;
+      if (zp) title += "\nzone pair " + zp.verdict + " (" + (zp.reason || "") + "): " + zp.failingNodePairs + " of " +
+        zp.nodePairs + " node pairs fail" + (zp.message ? "\n" + zp.message : "");
       const route = f.name === t.name ? "matrix=" + f.name : "cross=" + f.name + "," + t.name;
-      tr.append(el("td", { class: cellClass(c.verdict, c.loss), "data-from": f.name, "data-to": t.name, "data-v": c.verdict,
-        title, onclick: () => go(route) }, el("span", { class: "n", text: total }), bad ? " ✕" + bad : ""));
+      tr.append(el("td", { class: cellClass(c.verdict, c.loss) + (zp && zp.verdict === "Unreachable" ? " zone-cut" : ""),
+        "data-from": f.name, "data-to": t.name, "data-v": c.verdict, "data-zone-pair": zp ? zp.verdict : "",
+        title, onclick: () => go(route) }, el("span", { class: "n", text: total }), bad ? " ✕" + bad : "",
+        zp && zp.verdict === "Unreachable" ? el("span", { class: "zcut", text: " ⛓" }) : ""));
     }
     body.append(tr);
   }

@@ -1,0 +1,138 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package matrix
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/netpulse/netpulse/api/v1alpha1"
+)
+
+// ZonePair is one ZoneNetworkHealth: the exporter's verdict on the pod network from one
+// zone to another (written only for a pair it found cut, until a retention after it
+// recovered).
+type ZonePair struct {
+	Name         string  `json:"name"`
+	From         string  `json:"from"`
+	To           string  `json:"to"`
+	Verdict      Verdict `json:"verdict"`
+	Reason       string  `json:"reason,omitempty"`
+	Message      string  `json:"message,omitempty"`
+	NodePairs    int32   `json:"nodePairs"`
+	FailingPairs int32   `json:"failingNodePairs"`
+	// FailingObservers and FailingTargets: distinct nodes of each side (at most 10 named;
+	// the counts are complete).
+	FailingObservers     []string  `json:"failingObservers,omitempty"`
+	FailingObserverCount int32     `json:"failingObserverCount"`
+	FailingTargets       []string  `json:"failingTargets,omitempty"`
+	FailingTargetCount   int32     `json:"failingTargetCount"`
+	Since                time.Time `json:"since,omitzero"`
+	LastFailure          time.Time `json:"lastFailure,omitzero"`
+}
+
+// ZonePairFrom flattens a ZoneNetworkHealth.
+func ZonePairFrom(o *v1alpha1.ZoneNetworkHealth) ZonePair {
+	z := ZonePair{Name: o.Name, From: o.Spec.SourceZone, To: o.Spec.TargetZone, Verdict: Verdict(o.Status.Reachability),
+		NodePairs: o.Status.NodePairs, FailingPairs: o.Status.FailingNodePairs,
+		FailingObservers: o.Status.FailingObserverNodes, FailingObserverCount: o.Status.FailingObserverNodeCount,
+		FailingTargets: o.Status.FailingTargetNodes, FailingTargetCount: o.Status.FailingTargetNodeCount}
+	if z.Verdict == None {
+		z.Verdict = Unknown
+	}
+	if c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReachable); c != nil {
+		z.Reason, z.Message, z.Since = c.Reason, c.Message, c.LastTransitionTime.Time
+	}
+	if o.Status.LastFailureTime != nil {
+		z.LastFailure = o.Status.LastFailureTime.Time
+	}
+	return z
+}
+
+func zonePairsOf(objs []*v1alpha1.ZoneNetworkHealth) []ZonePair {
+	out := make([]ZonePair, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, ZonePairFrom(o))
+	}
+	slices.SortFunc(out, func(a, b ZonePair) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
+	return out
+}
+
+// WhyZone explains a zone: the zone pairs in and out of it the exporter judged, its nodes
+// and those of them with a problem, and the pairs' objects between it and the other zones.
+// False when neither a node nor a zone pair names the zone.
+func (m *Model) WhyZone(name string) (Explanation, bool) {
+	e := Explanation{Kind: "Zone", Name: name, Zone: name, Counts: Counts{}, AsObserver: Counts{}}
+	known := false
+	for _, z := range m.ZonePairs {
+		if z.From == name || z.To == name {
+			e.ZonePairs = append(e.ZonePairs, z)
+			known = true
+		}
+	}
+	var nodes []string
+	var problems []string
+	var members []int
+	for i, n := range m.Nodes {
+		if n.Zone != name {
+			continue
+		}
+		known = true
+		nodes = append(nodes, n.Name)
+		members = append(members, i)
+		if n.Condition.Problem() {
+			problems = append(problems, n.Name)
+		}
+	}
+	if !known {
+		return Explanation{}, false
+	}
+	in := make(map[int]bool, len(members))
+	for _, i := range members {
+		in[i] = true
+	}
+	// The objects between the zone and the others, each way.
+	for _, c := range m.Cells {
+		switch {
+		case in[c.Col] && !in[c.Row]:
+			for _, pi := range c.Pairs {
+				e.Counts[m.Pairs[pi].Verdict]++
+			}
+		case in[c.Row] && !in[c.Col]:
+			for _, pi := range c.Pairs {
+				e.AsObserver[m.Pairs[pi].Verdict]++
+			}
+		}
+	}
+	e.Verdict = Reachable
+	for _, z := range e.ZonePairs {
+		e.Verdict = e.Verdict.Worse(z.Verdict)
+	}
+	e.Lines = append(e.Lines, fmt.Sprintf("zone %s: %d nodes, %d with a netpulse node condition True%s", name, len(nodes), len(problems), suffixList(problems)))
+	if len(e.ZonePairs) == 0 {
+		e.Lines = append(e.Lines, "no zone pair in or out of it was found cut (the exporter writes a ZoneNetworkHealth only for a cut pair, and keeps it a while after it recovers)")
+	}
+	for _, z := range e.ZonePairs {
+		line := fmt.Sprintf("%s → %s: %s", z.From, z.To, z.Verdict)
+		if !z.Since.IsZero() {
+			line += " since " + m.when(z.Since)
+		}
+		line += fmt.Sprintf(" (%s): %d of %d node pairs fail, from %d observer nodes%s towards %d target nodes%s",
+			z.Reason, z.FailingPairs, z.NodePairs, z.FailingObserverCount, suffixList(z.FailingObservers), z.FailingTargetCount, suffixList(z.FailingTargets))
+		e.Lines = append(e.Lines, line)
+	}
+	e.Lines = append(e.Lines, "objects from other zones towards it: "+countsText(e.Counts), "objects from it towards other zones: "+countsText(e.AsObserver))
+	return e, true
+}
+
+func suffixList(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return list(names)
+}
