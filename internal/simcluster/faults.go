@@ -70,25 +70,44 @@ func (c *Cluster) CutZones(a, b string) error {
 	if a == b {
 		return fmt.Errorf("simcluster: CutZones(%q, %q): the zones must differ", a, b)
 	}
-	addrs := map[string][]netip.Addr{}
+	nodes := make([]Node, 0, len(c.nodes))
 	for _, n := range c.nodes {
-		addrs[n.Zone] = append(addrs[n.Zone], nodeAddrs(n.Index)...)
+		nodes = append(nodes, n.Node)
 	}
-	if len(addrs[a]) == 0 || len(addrs[b]) == 0 {
-		return fmt.Errorf("simcluster: CutZones(%q, %q): no node in one of the zones", a, b)
+	blocks, err := zoneCutBlocks(nodes, a, b)
+	if err != nil {
+		return err
 	}
 	var errs []error
-	for _, n := range c.nodes {
-		other := map[string]string{a: b, b: a}[n.Zone]
-		if other == "" {
-			continue
-		}
-		errs = append(errs, c.withNode(n.Name, func(n *nodeState) error {
-			n.faults.blocked = append(n.faults.blocked, addrs[other]...)
+	for name, addrs := range blocks {
+		errs = append(errs, c.withNode(name, func(n *nodeState) error {
+			n.faults.blocked = append(n.faults.blocked, addrs...)
 			return applyNft(n)
 		}))
 	}
 	return errors.Join(errs...)
+}
+
+// zoneCutBlocks is, for each node of zone a or b, the addresses CutZones blocks on it:
+// every address of the other zone's nodes and their pods.
+func zoneCutBlocks(nodes []Node, a, b string) (map[string][]netip.Addr, error) {
+	addrs := map[string][]netip.Addr{}
+	for _, n := range nodes {
+		addrs[n.Zone] = append(addrs[n.Zone], nodeAddrs(n.Index)...)
+	}
+	if len(addrs[a]) == 0 || len(addrs[b]) == 0 {
+		return nil, fmt.Errorf("simcluster: CutZones(%q, %q): no node in one of the zones", a, b)
+	}
+	out := map[string][]netip.Addr{}
+	for _, n := range nodes {
+		switch n.Zone {
+		case a:
+			out[n.Name] = slices.Clone(addrs[b])
+		case b:
+			out[n.Name] = slices.Clone(addrs[a])
+		}
+	}
+	return out, nil
 }
 
 // nodeAddrs is every address node i or its pods can have (podIPv4/podIPv6 generations).

@@ -4,9 +4,11 @@
 package simcluster
 
 import (
+	"fmt"
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,4 +244,23 @@ func TestPodFromDaemonSet(t *testing.T) {
 
 	merged := mergeEnv([]string{"A=1", "B=2"}, map[string]string{"B": "3", "C": "4"})
 	require.Equal(t, []string{"A=1", "B=3", "C=4"}, merged)
+}
+
+func TestZoneCutBlocks(t *testing.T) {
+	var nodes []Node
+	for i := 1; i <= 16; i++ {
+		nodes = append(nodes, Node{Index: i, Name: fmt.Sprintf("node-%d", i), Zone: fmt.Sprintf("zone-%c", 'a'+(i-1)%3), IPv4: nodeIPv4(i)})
+	}
+	blocks, err := zoneCutBlocks(nodes, "zone-a", "zone-b")
+	require.NoError(t, err)
+	require.Len(t, blocks, 11, "zone-a and zone-b nodes only")
+	for _, n := range nodes {
+		for _, m := range nodes {
+			cut := n.Zone != m.Zone && (n.Zone == "zone-a" && m.Zone == "zone-b" || n.Zone == "zone-b" && m.Zone == "zone-a")
+			require.Equal(t, cut, slices.Contains(blocks[n.Name], m.IPv4), "%s (%s) blocks %s (%s)", n.Name, n.Zone, m.Name, m.Zone)
+			require.Equal(t, cut, slices.Contains(blocks[n.Name], podIPv6(m.Index, 3)))
+		}
+	}
+	_, err = zoneCutBlocks(nodes, "zone-a", "zone-x")
+	require.Error(t, err)
 }
