@@ -5,7 +5,11 @@ package zones
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/quorum"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,14 +182,45 @@ func TestNodePairsAndIgnoredEdges(t *testing.T) {
 	assert.True(t, Evaluate(es, Config{MinFailingShare: 0.75}).Cut("a", "b"))
 }
 
+// BenchmarkEvaluate: the zone judgement over what the engine hands it at N nodes in 10
+// zones - each observer's newest round, K+M = 4 targets x 2 families = 8 edges - one zone
+// pair cut. It runs with every node judgement (each target verdict change, at least every
+// 5 s). The reference, measured in the same run, is the node quorum over the same edges
+// (quorum.Evaluate), which the node judgement already pays.
 func BenchmarkEvaluate(b *testing.B) {
-	for _, n := range []int{10, 100} {
-		c := cluster{zones: []string{"a", "b", "c", "d", "e"}, perZone: n / 5 * 2, cutZone: map[[2]string]bool{{"a", "b"}: true}}
-		es := c.edges()
-		b.Run(fmt.Sprintf("edges=%d", len(es)), func(b *testing.B) {
+	for _, n := range []int{1000, 5000} {
+		rng := rand.New(rand.NewPCG(1, uint64(n)))
+		zoneOf := func(i int) string { return fmt.Sprintf("zone-%d", i%10) }
+		var es []Edge
+		var qs []quorum.Edge
+		for o := range n {
+			for range 4 {
+				t := rng.IntN(n)
+				if t == o {
+					continue
+				}
+				ok := !(zoneOf(o) == "zone-0" && zoneOf(t) == "zone-1")
+				for range 2 {
+					es = append(es, Edge{ObserverNode: fmt.Sprint(o), ObserverZone: zoneOf(o), TargetNode: fmt.Sprint(t), TargetZone: zoneOf(t), Reachable: ok})
+					v := observation.VerdictReachable
+					if !ok {
+						v = observation.VerdictUnreachable
+					}
+					qs = append(qs, quorum.Edge{ObserverPod: fmt.Sprint(o), ObserverNode: fmt.Sprint(o), TargetNode: fmt.Sprint(t), TargetKind: observation.TargetPod, Verdict: v})
+				}
+			}
+		}
+		require.True(b, Evaluate(es, Config{}).Cut("zone-0", "zone-1"))
+		b.Run(fmt.Sprintf("nodes=%d/zones", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				Evaluate(es, Config{})
+			}
+		})
+		b.Run(fmt.Sprintf("nodes=%d/reference=quorum", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				quorum.Evaluate(nil, qs, quorum.Config{})
 			}
 		})
 	}
