@@ -6,6 +6,7 @@ package livematrix
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Hub hands the store from the views that read it to the exporter that fills it, within
@@ -79,6 +80,9 @@ const (
 	StateStandby State = "standby"
 	// StateNoExporter: no pod_network_health exporter runs in this process.
 	StateNoExporter State = "no-exporter"
+	// StateUnavailable: the server cannot read a gateway's memory (kubectl netpulse
+	// serve on a workstation): objects only.
+	StateUnavailable State = "unavailable"
 )
 
 // Status is what a view says about its live cells.
@@ -106,4 +110,25 @@ func (h *Hub) Status(s *Store) Status {
 		st.Message = "no live data: no pod_network_health exporter runs in this collector"
 	}
 	return st
+}
+
+// Reader is a view's access to the live cells: the store it attached, shown only while an
+// exporter here holds the writer Lease (a standby's cells are not the cluster's).
+type Reader struct {
+	hub   *Hub
+	store *Store
+}
+
+// Reader returns the reader of s (attached from h).
+func (h *Hub) Reader(s *Store) Reader { return Reader{hub: h, store: s} }
+
+// Status is the hub's state and the store's size.
+func (r Reader) Status() Status { return r.hub.Status(r.store) }
+
+// Row is observer's live cells at now; none unless the state is StateLive.
+func (r Reader) Row(observer string, now time.Time) []Result {
+	if r.store == nil || r.hub.leading.Load() == 0 {
+		return nil
+	}
+	return r.store.Row(observer, now)
 }
