@@ -60,7 +60,7 @@ func TestLiveMatrixFromAcceptedObservations(t *testing.T) {
 	// recorded either.
 	bad := []observation.Observation{
 		{Source: observation.Source{Namespace: "netpulse", Name: "agent-x", UID: "uid-x", Node: "node-x"},
-			Target: observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-b", UID: "uid-b", Node: "node-b"},
+			Target:    observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-b", UID: "uid-b", Node: "node-b"},
 			Timestamp: now.Add(time.Hour), ProbeType: "icmp", Success: true},
 		{Source: observation.Source{Node: "node-y"},
 			Target:    observation.Target{Kind: observation.TargetPod, Node: "node-b"},
