@@ -129,6 +129,7 @@ func TestLiveMatrix(t *testing.T) {
 	require.Len(t, mx.Nodes, liveNodes)
 	assert.Len(t, mx.Cells, liveNodes*(liveNodes-1), "dense: every off-diagonal cell is filled")
 	assert.Equal(t, liveNodes*(liveNodes-1)-objectCells, mx.LiveCells, "the cells without an object are the live ones")
+	t.Logf("after one rotation: %d cells, %d with objects, %d live only", len(mx.Cells), objectCells, mx.LiveCells)
 	for _, c := range mx.Cells {
 		o, tg := mx.Nodes[c.O].Name, mx.Nodes[c.T].Name
 		require.NotNil(t, c.Live, "%s -> %s", o, tg)
