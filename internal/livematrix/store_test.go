@@ -191,3 +191,24 @@ func TestHub(t *testing.T) {
 	detach2()
 	assert.Nil(t, h.Store())
 }
+
+// TestConcurrentUse: the exporter records while views read (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	s := New(Config{MaxCells: 500, MaxAge: time.Minute})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 5000 {
+			at := t0.Add(time.Duration(i) * time.Millisecond)
+			s.Record(at, Sample{Observer: node(i % 30), Target: node(i % 50), At: at, Probe: "icmp", OK: i%3 != 0, RTT: time.Millisecond})
+		}
+	}()
+	for range 200 {
+		for o := range 30 {
+			_ = s.Row(node(o), t0.Add(time.Second))
+		}
+		_ = s.Stats()
+	}
+	<-done
+	check(t, s)
+}
