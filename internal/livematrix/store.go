@@ -20,6 +20,7 @@ package livematrix // import "github.com/netpulse/netpulse/internal/livematrix"
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -198,7 +199,7 @@ func (s *Store) record(sm *Sample, at int64) {
 	}
 	// A new cell: make room first.
 	if r == nil {
-		r = &row{name: sm.Observer, index: len(s.rows), cells: map[uint32]cell{}}
+		r = &row{name: strings.Clone(sm.Observer), index: len(s.rows), cells: map[uint32]cell{}}
 		s.rows = append(s.rows, r)
 		s.rowIndex[r.name] = r
 	}
@@ -402,7 +403,7 @@ func (n *interner) ref(s string) uint32 {
 		n.refs[id]++
 		return id
 	}
-	s = string([]byte(s)) // own copy: not the decoder's buffer
+	s = strings.Clone(s) // not a substring of a larger decoded buffer
 	var id uint32
 	if k := len(n.free); k > 0 {
 		id, n.free = n.free[k-1], n.free[:k-1]
