@@ -39,6 +39,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/internal/livematrix"
 )
 
 // Event reasons on verdict transitions.
@@ -92,6 +93,10 @@ type pnhExporter struct {
 	rejectLog    *rate.Limiter
 	// droppedSeen: the writer's drop counts already added to the telemetry.
 	droppedSeen [writequeue.NumPriorities]uint64
+	// live hands accepted observations to the connectivity view in this process (live.go);
+	// unproduce ends this exporter's mark on it.
+	live      *livematrix.Hub
+	unproduce func()
 
 	cancel       context.CancelFunc
 	done         []<-chan struct{}
@@ -119,6 +124,7 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		engine:    plan.New(engineConfig(cfg)).WithPolicy(writePolicy(cfg)),
 		stopNodes: make(chan struct{}),
 		rejectLog: rate.NewLimiter(rate.Every(30*time.Second), 1),
+		live:      livematrix.Default,
 	}
 	if err := e.registerGauges(); err != nil {
 		return nil, err
@@ -189,6 +195,7 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 	}
 	res := e.decoder.Decode(md, now)
 	ignored := e.engine.Observe(res.Observations, now)
+	e.recordLive(res.Observations, now)
 	if e.gate != nil {
 		e.mu.Lock()
 		e.gate.Observe(res.Observations...)
@@ -232,6 +239,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 		return err
 	}
 	e.initWriter(e.pnh)
+	e.unproduce = e.live.Produce()
 	e.writer.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(keyOfObject(o)) })
 	if e.zoneObjects != nil {
 		e.writer.WatchZones()
@@ -338,6 +346,7 @@ var errLeaseLost = errors.New("pod_network_health: lost the writer lease while r
 func (e *pnhExporter) lead(ctx context.Context) {
 	e.tb.PodNetworkHealthIsLeader.Record(ctx, 1)
 	defer e.tb.PodNetworkHealthIsLeader.Record(context.Background(), 0)
+	defer e.live.Lead()() // every agent sends here now: the live matrix is the cluster's
 	if le := e.cfg.LeaderElection; le.Enabled && le.LeaderLabel != "" {
 		if err := apply.LabelOwnPod(ctx, e.kube, leaseOf(le), "true"); err != nil {
 			e.logger.Error("pod_network_health: cannot label this pod as the leader; agents behind a leader-selecting Service will not reach it", zap.Error(err))
@@ -558,6 +567,9 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 		}
 		if e.checks != nil {
 			e.checks.Shutdown()
+		}
+		if e.unproduce != nil {
+			e.unproduce()
 		}
 		e.tb.Shutdown()
 	})

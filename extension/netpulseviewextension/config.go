@@ -50,6 +50,23 @@ type Config struct {
 	// page answers to besides IP literals and localhost: a request naming another Host gets
 	// 421 (the DNS-rebinding defence). Add the name a proxy or an Ingress forwards with.
 	AllowedHosts []string `mapstructure:"allowed_hosts"`
+	// Live: the cells without an object show the newest probe result the gateway received
+	// (rotating probes included), from the pod_network_health exporter in the same
+	// collector while it holds the writer Lease (internal/livematrix).
+	Live LiveConfig `mapstructure:"live"`
+}
+
+// LiveConfig bounds the live matrix: the view owns it (no view, no memory spent).
+type LiveConfig struct {
+	// Enabled (default true) keeps the live matrix.
+	Enabled bool `mapstructure:"enabled"`
+	// MaxCells bounds the (observer node, target node) cells held (default 1,000,000:
+	// about 55 MB; a full 1,000-node matrix). Each observer's share is max_cells over the
+	// observers.
+	MaxCells int `mapstructure:"max_cells"`
+	// MaxAge drops a cell whose newest round is older (default 10m, the exporter's
+	// default target_ttl).
+	MaxAge time.Duration `mapstructure:"max_age"`
 }
 
 // Validate names every offending field.
@@ -82,6 +99,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxMatrixNodes < 10 || c.MaxMatrixNodes > 1000 {
 		add("max_matrix_nodes: %d out of range [10, 1000]", c.MaxMatrixNodes)
+	}
+	if c.Live.Enabled {
+		if c.Live.MaxCells < 1000 || c.Live.MaxCells > 50_000_000 {
+			add("live::max_cells: %d out of range [1000, 50000000]", c.Live.MaxCells)
+		}
+		if c.Live.MaxAge < time.Minute || c.Live.MaxAge > 24*time.Hour {
+			add("live::max_age: %v out of range [1m, 24h]", c.Live.MaxAge)
+		}
 	}
 	if err := viewserver.ValidateAllowedHosts(c.AllowedHosts); err != nil {
 		add("allowed_hosts::%v", err)

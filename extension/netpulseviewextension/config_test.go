@@ -40,6 +40,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 150, cfg.MaxMatrixNodes)
 	assert.Empty(t, cfg.Namespace)
 	assert.Empty(t, cfg.AllowedHosts, "IP literals and localhost only")
+	assert.Equal(t, LiveConfig{Enabled: true, MaxCells: 1_000_000, MaxAge: 10 * time.Minute}, cfg.Live)
 }
 
 func TestEverySetting(t *testing.T) {
@@ -56,6 +57,7 @@ func TestEverySetting(t *testing.T) {
 	assert.Equal(t, 5*time.Second, cfg.RefreshInterval)
 	assert.Equal(t, 300, cfg.MaxMatrixNodes)
 	assert.Equal(t, []string{"netpulse.example.com", "*.view.example.org"}, cfg.AllowedHosts)
+	assert.Equal(t, LiveConfig{Enabled: true, MaxCells: 25_000_000, MaxAge: 5 * time.Minute}, cfg.Live)
 }
 
 func TestInvalidNamesEveryField(t *testing.T) {
@@ -70,10 +72,15 @@ func TestInvalidNamesEveryField(t *testing.T) {
 		"refresh_interval: 10ms out of range",
 		"max_matrix_nodes: 5 out of range",
 		`allowed_hosts::0: "netpulse.example.com:8089"`,
+		"live::max_cells: 10 out of range",
+		"live::max_age: 1s out of range",
 	} {
 		assert.ErrorContains(t, err, want)
 	}
 	cfg := load(t, "")
 	cfg.PodSelector = "-"
 	assert.NoError(t, cfg.Validate(), "- turns the pod informer off")
+	cfg = load(t, "invalid")
+	cfg.Live.Enabled = false
+	assert.NotContains(t, cfg.Validate().Error(), "live::", "the bounds of a disabled live matrix do not matter")
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
 
+	"github.com/netpulse/netpulse/internal/livematrix"
 	"github.com/netpulse/netpulse/internal/ratelog"
 	"github.com/netpulse/netpulse/internal/viewserver"
 )
@@ -22,6 +23,7 @@ import (
 type view struct {
 	cfg *Config
 	set extension.Settings
+	hub *livematrix.Hub
 
 	mu      sync.Mutex
 	src     *viewserver.Source
@@ -29,9 +31,12 @@ type view struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped bool
+	detach  func() // lets the live matrix go
 }
 
-func newView(cfg *Config, set extension.Settings) *view { return &view{cfg: cfg, set: set} }
+func newView(cfg *Config, set extension.Settings, hub *livematrix.Hub) *view {
+	return &view{cfg: cfg, set: set, hub: hub}
+}
 
 // Start listens, starts the informers and returns at once: the API answers 503 until
 // their first LIST completed.
@@ -52,26 +57,43 @@ func (v *view) Start(ctx context.Context, host component.Host) error {
 		return err
 	}
 	misdirected := ratelog.New(v.set.Logger, time.Minute, 1)
-	h, err := viewserver.NewHandler(src, viewserver.HandlerOptions{
+	opts := viewserver.HandlerOptions{
 		RefreshInterval: v.cfg.RefreshInterval, MaxMatrixNodes: v.cfg.MaxMatrixNodes,
 		AllowedHosts: v.cfg.AllowedHosts,
 		OnMisdirected: func(host string) {
 			misdirected.Log(zap.WarnLevel, "netpulse_view: request for a Host name not in allowed_hosts answered 421 (a DNS-rebinding page, or a proxy's name to add to allowed_hosts)",
 				zap.String("host", host))
 		},
-	})
+		NoLive: "no live data: live.enabled is false in this view's configuration",
+	}
+	var detach func()
+	if v.cfg.Live.Enabled {
+		var store *livematrix.Store
+		store, detach = v.hub.Attach(livematrix.Config{MaxCells: v.cfg.Live.MaxCells, MaxAge: v.cfg.Live.MaxAge})
+		opts.Live = v.hub.Reader(store)
+	}
+	h, err := viewserver.NewHandler(src, opts)
 	if err != nil {
+		if detach != nil {
+			detach()
+		}
 		return err
 	}
 	srv, err := v.cfg.ToServer(ctx, host.GetExtensions(), v.set.TelemetrySettings, h)
 	if err != nil {
+		if detach != nil {
+			detach()
+		}
 		return err
 	}
 	ln, err := v.cfg.ToListener(ctx)
 	if err != nil {
+		if detach != nil {
+			detach()
+		}
 		return err
 	}
-	v.src, v.server = src, srv
+	v.src, v.server, v.detach = src, srv, detach
 	runCtx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
 	logger := v.set.Logger
@@ -112,5 +134,9 @@ func (v *view) Shutdown(ctx context.Context) error {
 		v.src = nil
 	}
 	v.wg.Wait()
+	if v.detach != nil {
+		v.detach()
+		v.detach = nil
+	}
 	return err
 }

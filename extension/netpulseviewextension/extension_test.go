@@ -18,6 +18,7 @@ import (
 
 	"github.com/netpulse/netpulse/extension/netpulseviewextension/internal/metadata"
 	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/internal/livematrix"
 )
 
 func freeAddr(t *testing.T) string {
@@ -38,6 +39,8 @@ func TestStartsQuicklyWithoutAPIServer(t *testing.T) {
 	t0 := time.Now()
 	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
 	assert.Less(t, time.Since(t0), time.Second)
+	require.NotNil(t, livematrix.Default.Store(), "the view holds the live matrix the exporter fills")
+	assert.Equal(t, 1_000_000, livematrix.Default.Store().Config().MaxCells)
 
 	resp, err := http.Get("http://" + cfg.NetAddr.Endpoint + "/")
 	require.NoError(t, err)
@@ -51,6 +54,7 @@ func TestStartsQuicklyWithoutAPIServer(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 
 	require.NoError(t, ext.Shutdown(context.Background()))
+	assert.Nil(t, livematrix.Default.Store(), "let go at shutdown")
 	require.NoError(t, ext.Shutdown(context.Background()), "twice")
 	assert.Error(t, ext.Start(context.Background(), componenttest.NewNopHost()), "no restart after shutdown")
 }
@@ -102,5 +106,18 @@ func TestPortInUse(t *testing.T) {
 	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)
 	require.Error(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	assert.Nil(t, livematrix.Default.Store(), "a failed start holds no live matrix")
+	require.NoError(t, ext.Shutdown(context.Background()))
+}
+
+func TestLiveDisabled(t *testing.T) {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint = freeAddr(t)
+	cfg.AuthType, cfg.Kubeconfig = kubeclient.AuthKubeConfig, "testdata/unreachable.kubeconfig"
+	cfg.Live.Enabled = false
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	assert.Nil(t, livematrix.Default.Store(), "nothing for the exporter to fill")
 	require.NoError(t, ext.Shutdown(context.Background()))
 }

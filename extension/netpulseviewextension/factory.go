@@ -12,6 +12,7 @@ import (
 
 	"github.com/netpulse/netpulse/extension/netpulseviewextension/internal/metadata"
 	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/internal/livematrix"
 	"github.com/netpulse/netpulse/internal/matrix"
 	"github.com/netpulse/netpulse/internal/viewserver"
 )
@@ -34,9 +35,10 @@ func createDefaultConfig() component.Config {
 		PodSelector:       viewserver.DefaultPodSelector,
 		RefreshInterval:   viewserver.DefaultRefreshInterval,
 		MaxMatrixNodes:    viewserver.DefaultMaxMatrixNodes,
+		Live:              LiveConfig{Enabled: true, MaxCells: livematrix.DefaultMaxCells, MaxAge: livematrix.DefaultMaxAge},
 	}
 }
 
 func createExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
-	return newView(cfg.(*Config), set), nil
+	return newView(cfg.(*Config), set, livematrix.Default), nil
 }

@@ -13,14 +13,20 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
+	"github.com/netpulse/netpulse/internal/livematrix"
 	"github.com/netpulse/netpulse/internal/simcluster"
+	"github.com/netpulse/netpulse/internal/viewserver"
 )
 
 // stablePeers is M, the pod_probe receiver's stable_peers default (agent.yaml keeps it).
@@ -269,6 +275,70 @@ func TestSampledHealthy(t *testing.T) {
 	if _, w, err := e.readRing(e.agentsStarted, nil); err != nil || w != "" {
 		t.Errorf("the object set moved in steady state: %v %s", err, w)
 	}
+}
+
+// TestSampledLiveMatrix: the gateway's connectivity view fills the matrix from every
+// observation, not only from the N stable-pair objects: within a few rotations (k=3 of 15
+// peers a round: 5 rounds, 5 s) every one of the N·(N-1) cells has an object or the
+// newest probe result the leader received, and in a healthy cluster every such result
+// answered and is recent.
+func TestSampledLiveMatrix(t *testing.T) {
+	e := requireSampled(t)
+	e.sampledHealthy(t, "live-baseline", time.Now(), convergeTimeout)
+	n := len(e.cl.Agents())
+	url := "http://" + net.JoinHostPort(simcluster.HostIPv4.String(), "8089") + "/api/v1/matrix"
+	var mx viewserver.MatrixResponse
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mx = viewserver.MatrixResponse{}
+		err := getViewJSON(url, &mx)
+		if err == nil && mx.Live.State == livematrix.StateLive && len(mx.Cells) == n*(n-1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the view's matrix is not dense 30 s after a healthy baseline: %d of %d cells, %d live only, live state %q (%s), err %v",
+				len(mx.Cells), n*(n-1), mx.LiveCells, mx.Live.State, mx.Live.Message, err)
+		}
+		time.Sleep(time.Second)
+	}
+	objects := 0
+	for _, c := range mx.Cells {
+		o, tg := mx.Nodes[c.O].Name, mx.Nodes[c.T].Name
+		if c.Pairs > 0 {
+			objects++
+		}
+		if c.Live == nil {
+			if c.Pairs == 0 {
+				t.Errorf("%s -> %s: a cell without an object nor a live result", o, tg)
+			}
+			continue
+		}
+		if !c.Live.Reachable || c.Live.AgeSeconds > 60 {
+			t.Errorf("%s -> %s: live result %+v in a healthy cluster", o, tg, *c.Live)
+		}
+	}
+	if mx.LiveCells < n*(n-1)-(stablePeers+1)*n {
+		t.Errorf("%d cells filled by live results only, want at least %d", mx.LiveCells, n*(n-1)-(stablePeers+1)*n)
+	}
+	t.Logf("E2E sampled live matrix: %d of %d cells filled (%d with objects, %d by live results only; the store holds %d cells of %d observers)",
+		len(mx.Cells), n*(n-1), objects, mx.LiveCells, mx.Live.Cells, mx.Live.Rows)
+}
+
+// getViewJSON GETs url and decodes its JSON answer (an error for any status but 200).
+func getViewJSON(url string, into any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %.200s", url, resp.Status, body)
+	}
+	return json.Unmarshal(body, into)
 }
 
 // TestSampledPartition: one node of 16 is cut off. Its target verdict turns Unreachable at

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/internal/livematrix"
 )
 
 // The views below are what the web view serves as JSON (and what the plugin prints):
@@ -168,8 +169,12 @@ type MatrixCell struct {
 	P50     string  `json:"p50,omitempty"`
 	Loss    float64 `json:"loss"`
 	HasLoss bool    `json:"hasLoss,omitempty"`
-	// Pairs is the number of objects in the cell.
+	// Pairs is the number of objects in the cell (0 in a cell only a live result fills:
+	// Verdict is then None).
 	Pairs int `json:"n"`
+	// Live is the observer node's newest probe result towards the target node, as the
+	// gateway holding the writer Lease received it (AddLive; nil when none or not known).
+	Live *livematrix.Result `json:"live,omitempty"`
 }
 
 // ErrTooLarge is returned by Matrix when the selection has more nodes than allowed.

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netpulse/netpulse/internal/livematrix"
 	"github.com/netpulse/netpulse/internal/matrix"
 )
 
@@ -40,7 +41,22 @@ type HandlerOptions struct {
 	// OnMisdirected, when set, is called with the Host header of each request refused
 	// for it (to count or log it).
 	OnMisdirected func(host string)
+	// Live (optional) fills the matrix cells without an object with the gateway's newest
+	// probe result (the netpulse_view extension passes its livematrix.Reader). Without
+	// it every answer says NoLive.
+	Live LiveCells
+	// NoLive is why there are no live cells when Live is nil (default NoLiveDefault).
+	NoLive string
 }
+
+// LiveCells is the gateway's newest result per observer and target node.
+type LiveCells interface {
+	Status() livematrix.Status
+	Row(observer string, now time.Time) []livematrix.Result
+}
+
+// NoLiveDefault is HandlerOptions.NoLive's default.
+const NoLiveDefault = "no live data: this server reads the API only (objects), not the gateway's memory"
 
 // Defaults of HandlerOptions.
 const (
@@ -85,6 +101,9 @@ func NewHandler(src Snapshotter, opts HandlerOptions) (http.Handler, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.NoLive == "" {
+		opts.NoLive = NoLiveDefault
 	}
 	if err := ValidateAllowedHosts(opts.AllowedHosts); err != nil {
 		return nil, fmt.Errorf("allowed hosts: %w", err)
@@ -183,32 +202,61 @@ func (h *handler) at(m *matrix.Model) *matrix.Model {
 	return &mm
 }
 
+// liveStatus says whether and why the answers carry live cells.
+func (h *handler) liveStatus() livematrix.Status {
+	if h.opts.Live == nil {
+		return livematrix.Status{State: livematrix.StateUnavailable, Message: h.opts.NoLive}
+	}
+	return h.opts.Live.Status()
+}
+
+// liveTag tells apart the states of the live cells in an ETag.
+func liveTag(st livematrix.Status) string { return fmt.Sprintf("/live-%s-%d", st.State, st.Version) }
+
+// liveRow is the live cells of an observer, none unless they are the cluster's.
+func (h *handler) liveRow(st livematrix.Status, now time.Time) func(string) []livematrix.Result {
+	return func(observer string) []livematrix.Result {
+		if st.State != livematrix.StateLive {
+			return nil
+		}
+		return h.opts.Live.Row(observer, now)
+	}
+}
+
 // ZonesResponse is /api/v1/zones.
 type ZonesResponse struct {
 	matrix.Summary
 	Version        uint64  `json:"version"`
 	RefreshSeconds float64 `json:"refreshSeconds"`
 	MaxMatrixNodes int     `json:"maxMatrixNodes"`
+	// Live says whether the node matrices carry live cells, and why not.
+	Live livematrix.Status `json:"live"`
 }
 
 func (h *handler) zones(w http.ResponseWriter, r *http.Request) {
 	m, v, ok := h.snapshot(w)
-	if !ok || notModified(w, r, v, "zones") {
+	live := h.liveStatus()
+	if !ok || notModified(w, r, v, "zones"+liveTag(live)) {
 		return
 	}
 	writeJSON(w, http.StatusOK, ZonesResponse{Summary: m.Summary(), Version: v,
-		RefreshSeconds: h.opts.RefreshInterval.Seconds(), MaxMatrixNodes: h.opts.MaxMatrixNodes})
+		RefreshSeconds: h.opts.RefreshInterval.Seconds(), MaxMatrixNodes: h.opts.MaxMatrixNodes, Live: live})
 }
 
 // MatrixResponse is /api/v1/matrix.
 type MatrixResponse struct {
 	matrix.Matrix
 	Version uint64 `json:"version"`
+	// Live says whether the cells carry live results; LiveCells counts the cells only a
+	// live result fills (no object).
+	Live      livematrix.Status `json:"live"`
+	LiveCells int               `json:"liveCells"`
 }
 
 func (h *handler) matrix(w http.ResponseWriter, r *http.Request) {
 	m, v, ok := h.snapshot(w)
-	if !ok || notModified(w, r, v, "matrix?"+r.URL.RawQuery) {
+	live := h.liveStatus()
+	if !ok || notModified(w, r, v, "matrix?"+r.URL.RawQuery+liveTag(live)) {
 		return
 	}
 	q := r.URL.Query()
@@ -227,7 +275,8 @@ func (h *handler) matrix(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, MatrixResponse{Matrix: mx, Version: v})
+	added := mx.AddLive(h.liveRow(live, h.opts.Clock()))
+	writeJSON(w, http.StatusOK, MatrixResponse{Matrix: mx, Version: v, Live: live, LiveCells: added})
 }
 
 // PairResponse is /api/v1/pair.
@@ -236,6 +285,10 @@ type PairResponse struct {
 	Target   string              `json:"target"`
 	Pairs    []matrix.PairDetail `json:"pairs"`
 	Version  uint64              `json:"version"`
+	// Live is the observer node's newest probe result towards the target node (nil when
+	// none, or LiveStatus says there are no live cells here).
+	Live       *livematrix.Result `json:"live,omitempty"`
+	LiveStatus livematrix.Status  `json:"liveStatus"`
 }
 
 func (h *handler) pair(w http.ResponseWriter, r *http.Request) {
@@ -249,7 +302,14 @@ func (h *handler) pair(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "observer and target (node names) are required")
 		return
 	}
-	writeJSON(w, http.StatusOK, PairResponse{Observer: o, Target: t, Pairs: m.PairsBetween(o, t), Version: v})
+	resp := PairResponse{Observer: o, Target: t, Pairs: m.PairsBetween(o, t), Version: v, LiveStatus: h.liveStatus()}
+	for _, res := range h.liveRow(resp.LiveStatus, h.opts.Clock())(o) {
+		if res.Target == t {
+			resp.Live = &res
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // WhyResponse is /api/v1/node/<name> and /api/v1/target/<namespace>/<name>.

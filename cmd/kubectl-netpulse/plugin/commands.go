@@ -176,6 +176,9 @@ func (o *options) topCommand() *cobra.Command {
 	return cmd
 }
 
+// ServeNoLive is what `serve`'s page and API say of the live cells.
+const ServeNoLive = "objects only: kubectl netpulse serve reads the API, not the leader gateway's memory, so cells without an object stay empty; the gateway's netpulse_view (kubectl -n netpulse port-forward to the leader) shows the live results"
+
 func (o *options) serveCommand() *cobra.Command {
 	var addr string
 	var refresh time.Duration
@@ -189,7 +192,11 @@ this machine, with your own credentials: informers (one LIST, then WATCH) on Pod
 objects, nodes and the agent pods. It binds loopback by default; it has no authentication of
 its own, so do not bind it to a public address. It answers only to requests that name it by
 IP address, localhost or an --allowed-host name (others get 421): a web page that re-points
-its own name at this address (DNS rebinding) cannot read it.`,
+its own name at this address (DNS rebinding) cannot read it.
+
+It shows objects only: the live cells (the newest result of every probe, rotating ones
+included) are in the leader gateway's memory, which this machine cannot read; open the
+gateway's netpulse_view through kubectl port-forward for them (docs/view.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := o.restConfig()
@@ -202,7 +209,7 @@ its own name at this address (DNS rebinding) cannot read it.`,
 				return err
 			}
 			h, err := viewserver.NewHandler(src, viewserver.HandlerOptions{RefreshInterval: refresh, MaxMatrixNodes: maxNodes,
-				AllowedHosts: allowedHosts})
+				AllowedHosts: allowedHosts, NoLive: ServeNoLive})
 			if err != nil {
 				return err
 			}

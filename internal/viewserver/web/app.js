@@ -81,6 +81,25 @@ function cellClass(v, loss) {
   return c;
 }
 
+// ---- live cells: the leader gateway's newest probe result, an observation, not a verdict --
+
+function secs(n) { return span(Math.max(0, Math.round(n || 0))); }
+
+function liveWord(l) { return l.reachable ? "answered" : "no answer"; }
+
+function liveText(l) {
+  const probes = (l.ok || []).map((p) => p + " ✓").concat((l.failed || []).map((p) => p + " ✕")).join(" ");
+  return "newest probe observed " + secs(l.ageSeconds) + " ago (" + (l.stable ? "stable" : "rotating") + " pair): " +
+    liveWord(l) + (probes ? " · " + probes : "") + (l.p50 ? " · RTT p50 " + l.p50 : "");
+}
+
+function liveNote(z) {
+  const l = z && z.live;
+  if (!l) return "";
+  if (l.state === "live") return "Pale cells have no object: they show the newest probe result (· answered, × no answer) and its age, an observation, not a verdict.";
+  return l.message;
+}
+
 function pill(v) { return el("span", { class: "pill " + cellClass(v, 0), text: v || "none" }); }
 
 function condText(c) {
@@ -142,6 +161,7 @@ function setStatus() {
   let s = z.nodes + " nodes · " + z.pairs + " pairs: " + countsText(z.counts);
   if (z.unplaced) s += " · " + z.unplaced + " unplaced";
   if (z.external) s += " · " + z.external + " external";
+  if (z.live) s += z.live.state === "live" ? " · live: " + z.live.cells + " cells from " + z.live.observers + " observers" : " · no live cells";
   $("status").textContent = s + " · updated " + t;
 }
 
@@ -250,7 +270,8 @@ async function renderMatrix(arg, cross) {
   const cols = m.targets || m.nodes;
   const colZones = m.targetZones || m.zones;
   $("view-title").textContent = "Nodes: observer (rows) → target (columns)" + title;
-  $("view-note").textContent = "Hover a cell for RTT p50 and loss; click it for the probes and outages, a node for why it reads as it does.";
+  $("view-note").textContent = "Hover a cell for RTT p50 and loss; click it for the probes and outages, a node for why it reads as it does. " + liveNote(state.zones);
+  document.body.dataset.live = m.live ? m.live.state : "";
   const n = m.nodes.length;
   const nc = cols.length;
   const grid = new Array(n);
@@ -291,13 +312,25 @@ async function renderMatrix(arg, cross) {
       if (target === node.name) { tr.append(el("td", { class: "self" + zs })); continue; }
       const cell = row && row.get(c);
       if (!cell) {
-        tr.append(el("td", { class: "none" + zs, title: node.name + " → " + target + ": no object (not probed as a stable pair)" }));
+        tr.append(el("td", { class: "none" + zs, title: node.name + " → " + target + ": no object (not probed as a stable pair)" +
+          (m.live && m.live.state === "live" ? ", and no probe result within the live window" : "\n" + (m.live ? m.live.message : "")) }));
+        continue;
+      }
+      if (!cell.n && cell.live) {
+        const l = cell.live;
+        tr.append(el("td", {
+          class: "live " + (l.reachable ? "live-ok" : "live-fail") + zs, "data-o": node.name, "data-t": target,
+          "data-live": l.reachable ? "reachable" : "unreachable", "data-age": Math.round(l.ageSeconds),
+          title: node.name + " → " + target + "\nno object: " + liveText(l) + "\n(an observation, not a verdict)",
+          onclick: () => go("pair=" + node.name + "," + target),
+        }, l.reachable ? "·" : "×"));
         continue;
       }
       tr.append(el("td", {
         class: cellClass(cell.v, cell.loss) + zs, "data-o": node.name, "data-t": target, "data-v": cell.v,
         title: node.name + " → " + target + "\n" + cell.v + "\nRTT p50 " + (cell.p50 || "–") + " · loss " +
-          (cell.hasLoss ? pct(cell.loss) : "–") + "\n" + cell.n + (cell.n === 1 ? " object" : " objects"),
+          (cell.hasLoss ? pct(cell.loss) : "–") + "\n" + cell.n + (cell.n === 1 ? " object" : " objects") +
+          (cell.live ? "\n" + liveText(cell.live) : ""),
         onclick: () => go("pair=" + node.name + "," + target),
       }, GLYPH[cell.v] || ""));
     }
@@ -370,6 +403,17 @@ function explanation(e) {
 function pairDetail(r) {
   const out = [el("h2", { text: r.observer + " → " + r.target })];
   if (!r.pairs.length) out.push(el("p", { text: "No object: this pair is not probed as a stable pair and is not failing." }));
+  if (r.live) {
+    const l = r.live;
+    out.push(el("div", { class: "object live-detail", id: "live-detail", "data-live": l.reachable ? "reachable" : "unreachable" },
+      el("h3", {}, "Newest probe ", el("span", { class: "pill " + (l.reachable ? "live-ok" : "live-fail"), text: liveWord(l) })),
+      el("p", {}, "observed " + secs(l.ageSeconds) + " ago (at " + l.at.replace("T", " ").replace(/\.\d+/, "") + ") as a " + (l.stable ? "stable" : "rotating") + " pair",
+        el("br"), "answered: " + ((l.ok || []).join(", ") || "none") + " · no answer: " + ((l.failed || []).join(", ") || "none") +
+          " · RTT p50 " + (l.p50 || "–"),
+        el("br"), el("span", { class: "muted", text: "The leader gateway's newest result of one probe round: an observation, not a verdict (verdicts need a quorum of observers and several rounds)." }))));
+  } else if (r.liveStatus && r.liveStatus.state !== "live") {
+    out.push(el("p", { class: "muted", text: r.liveStatus.message }));
+  }
   for (const p of r.pairs) {
     const st = p.status || {};
     const box = el("div", { class: "object" },

@@ -132,7 +132,7 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 	for i := range obs {
 		o := &obs[i]
 		key := observation.KeyOf(o)
-		if !key.Valid() || o.Timestamp.IsZero() || o.Timestamp.After(future) {
+		if !usable(o, future) {
 			ignored++
 			continue
 		}
