@@ -131,8 +131,14 @@ type nodeStates map[string]*nodeState
 // finds it unhealthy anyway).
 func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
 	var out []quorum.Edge
+	// A target nobody has probed for this long is gone or no longer probed (a deleted
+	// pod: its peers stop probing it at once): its last successes say nothing about its
+	// node now, and would hide a fault of the node's new pod from the quorum ("an observer
+	// that reaches a pod on the node"). Found end to end: a pod deleted and replaced, then
+	// its node partitioned, read as a wide outage until the old pod's target expired.
+	gone := e.settleTime()
 	for _, t := range e.targets {
-		if t.key.Kind == observation.TargetExternal || t.target.Node == "" {
+		if t.key.Kind == observation.TargetExternal || t.target.Node == "" || now.Sub(t.lastSeen) > gone {
 			continue
 		}
 		if ob := e.observers[t.key.UID]; t.key.UID != "" && ob != nil && ob.silent && t.leaving {
