@@ -24,6 +24,9 @@ type faultState struct {
 	delay       time.Duration
 	// blocked: addresses the namespace neither hears from nor sends to (CutZones).
 	blocked []netip.Addr
+	// dropAbove: packets from the other nodes longer than this many bytes are dropped on
+	// input, without an ICMP error (DropAbove; 0: none).
+	dropAbove int
 }
 
 // Faults describes what is injected on a node.
@@ -35,6 +38,8 @@ type Faults struct {
 	Delay       time.Duration
 	// Blocked: the addresses CutZones cut the node off from.
 	Blocked []netip.Addr
+	// DropAbove: see DropAbove (0: none).
+	DropAbove int
 }
 
 // Faults returns what is injected on node.
@@ -46,7 +51,7 @@ func (c *Cluster) Faults(node string) (Faults, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, Delay: n.faults.delay,
-		Blocked: slices.Clone(n.faults.blocked)}, nil
+		Blocked: slices.Clone(n.faults.blocked), DropAbove: n.faults.dropAbove}, nil
 }
 
 // Partition cuts node off from every other node: nft in the node's namespace drops all
@@ -57,6 +62,19 @@ func (c *Cluster) Faults(node string) (Faults, error) {
 func (c *Cluster) Partition(node string) error {
 	return c.withNode(node, func(n *nodeState) error {
 		n.faults.partitioned = true
+		return applyNft(n)
+	})
+}
+
+// DropAbove makes node a path-MTU black hole: nft drops, on input, every packet from the
+// other nodes (and pods) longer than bytes, as a hop with a smaller MTU whose ICMP errors
+// are filtered would; nothing is sent back. Smaller packets pass. 0 removes it.
+func (c *Cluster) DropAbove(node string, bytes int) error {
+	if bytes < 0 || bytes > 65535 {
+		return fmt.Errorf("simcluster: DropAbove %d out of range [0, 65535]", bytes)
+	}
+	return c.withNode(node, func(n *nodeState) error {
+		n.faults.dropAbove = bytes
 		return applyNft(n)
 	})
 }
@@ -281,7 +299,7 @@ func nftRuleset(f faultState) string {
 	// Create-then-delete makes the delete succeed whether or not the table exists; the
 	// whole file is one transaction.
 	fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", nftTable, nftTable)
-	if !f.partitioned && !f.muted && f.lossPercent == 0 && len(f.blocked) == 0 {
+	if !f.partitioned && !f.muted && f.lossPercent == 0 && len(f.blocked) == 0 && f.dropAbove == 0 {
 		return b.String()
 	}
 	var block4, block6 []string
@@ -314,6 +332,9 @@ func nftRuleset(f faultState) string {
 		fmt.Fprintf(&b, "\t\tip saddr %s counter drop\n\t\tip6 saddr %s counter drop\n", p4, p6)
 	}
 	blockRules("saddr")
+	if f.dropAbove > 0 {
+		fmt.Fprintf(&b, "\t\tip saddr %s meta length > %d counter drop\n\t\tip6 saddr %s meta length > %d counter drop\n", p4, f.dropAbove, p6, f.dropAbove)
+	}
 	switch {
 	case f.lossPercent >= 100:
 		fmt.Fprintf(&b, "\t\tip saddr %s counter drop\n\t\tip6 saddr %s counter drop\n", p4, p6)

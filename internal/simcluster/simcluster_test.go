@@ -86,6 +86,18 @@ func TestNftRuleset(t *testing.T) {
 	// Dropped before the host side is accepted.
 	require.Less(t, strings.Index(mute, "tcp dport 4317"), strings.Index(mute, "ip daddr 198.18.0.1 accept"))
 
+	big := nftRuleset(faultState{dropAbove: 1400})
+	require.Contains(t, big, "ip saddr 198.18.0.0/24 meta length > 1400 counter drop")
+	require.Contains(t, big, "ip6 saddr fd00:6e70::/64 meta length > 1400 counter drop")
+	require.NotContains(t, big, "chain output")
+	if _, err := exec.LookPath("nft"); err == nil {
+		cmd := exec.Command("nft", "-c", "-f", "-")
+		cmd.Stdin = strings.NewReader(big)
+		if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "Operation not permitted") {
+			t.Errorf("nft -c refuses the ruleset: %v\n%s\n%s", err, out, big)
+		}
+	}
+
 	cut := nftRuleset(faultState{blocked: nodeAddrs(2)})
 	require.Contains(t, cut, "ip saddr { 198.18.0.12, 198.18.0.52, 198.18.0.92, 198.18.0.132, 198.18.0.172, 198.18.0.212 } counter drop")
 	require.Contains(t, cut, "ip6 daddr { fd00:6e70::12, fd00:6e70::1:12, fd00:6e70::2:12, fd00:6e70::3:12, fd00:6e70::4:12, fd00:6e70::5:12 } counter drop")
