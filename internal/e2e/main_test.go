@@ -258,7 +258,9 @@ func startEnv() (*env, error) {
 		ProbeInterval:   probeInterval,
 		ProbeTimeout:    probeTimeout,
 		PeerGrace:       0,
-		Env:             map[string]string{"NETPULSE_OPENSHIFT_CHECKS": "true"},
+		// Path-MTU probes on: TestPathMTUBlackHole needs them, and every other scenario
+		// then runs with them too (no false MTUBlackHole on a healthy cluster).
+		Env: map[string]string{"NETPULSE_OPENSHIFT_CHECKS": "true", "NETPULSE_PATH_MTU": "true"},
 	})
 	return e, err
 }
