@@ -46,6 +46,8 @@ import (
 const (
 	EventOutageDetected = checkstatus.EventOutageDetected // "ConnectivityOutageDetected", as declared checks'
 	EventRestored       = checkstatus.EventRestored       // "ConnectivityRestored"
+	// EventFlapping: a pair failed again within flap_window of recovering.
+	EventFlapping = plan.EventFlapping // "ConnectivityFlapping"
 )
 
 // reconcileEvery is how often the leader turns summaries into writes. Verdict changes
