@@ -147,7 +147,9 @@ type Pair struct {
 	// ObserverUnhealthy, ObserverSilent).
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
-	// DegradedMessage is the Degraded condition's message when it is True.
+	// DegradedReason and DegradedMessage are the Degraded condition's when it is True
+	// (AddressFamilyUnreachable, MTUBlackHole).
+	DegradedReason  string `json:"degradedReason,omitempty"`
 	DegradedMessage string `json:"degradedMessage,omitempty"`
 	P50             string `json:"p50,omitempty"`
 	P99             string `json:"p99,omitempty"`
@@ -390,7 +392,7 @@ func pairOf(o *v1alpha1.PodNetworkHealth, now time.Time) Pair {
 		p.Reason = "NotObservedYet"
 	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded); c != nil && c.Status == "True" {
-		p.DegradedMessage = c.Message
+		p.DegradedReason, p.DegradedMessage = c.Reason, c.Message
 		if p.Verdict == Reachable {
 			p.Verdict = Degraded
 		}

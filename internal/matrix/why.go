@@ -270,6 +270,18 @@ func (m *Model) lines(e *Explanation) []string {
 	if len(reasons) > 0 {
 		l = append(l, "unknown pairs by reason: "+mapText(reasons))
 	}
+	degraded := map[string]int{}
+	for _, p := range e.Pairs {
+		if p.DegradedReason != "" {
+			degraded[p.DegradedReason]++
+		}
+	}
+	if len(degraded) > 0 {
+		l = append(l, "degraded pairs by reason: "+mapText(degraded))
+	}
+	if n := degraded[v1alpha1.ReasonMTUBlackHole]; n > 0 {
+		l = append(l, fmt.Sprintf("path-MTU black hole on %d pairs: full-size don't-fragment packets vanish while small ones pass (a hop with a smaller MTU whose ICMP errors are dropped); the pairs' Degraded message gives the size that passes", n))
+	}
 	if e.Verdict == Reachable || e.Verdict == Degraded {
 		var last time.Time
 		for _, p := range e.Pairs {
@@ -325,7 +337,7 @@ func verdictText(v Verdict) string {
 	case None:
 		return "no object (not probed as a stable pair, not failing)"
 	case Degraded:
-		return "Degraded (reachable, but some observers or an address family fail)"
+		return "Degraded (reachable, but some observers, an address family or full-size packets fail)"
 	case Unreachable:
 		return "Unreachable (every observer that judged it fails)"
 	case Unknown:

@@ -65,3 +65,21 @@ func TestZonePairsInSummaryAndWhy(t *testing.T) {
 	assert.Equal(t, matrix.Reachable, e.Verdict)
 	assert.Contains(t, strings.Join(e.Lines, "\n"), "no zone pair in or out of it was found cut")
 }
+
+// why names a path-MTU black hole on the pairs towards a target.
+func TestWhyNamesAnMTUBlackHole(t *testing.T) {
+	f := matrixtest.Cluster(matrixtest.Options{Nodes: 4, Zones: 1, Stable: 3, Now: now})
+	for _, o := range f.Objects {
+		if o.Spec.TargetPodRef != nil && o.Spec.TargetPodRef.Name == matrixtest.AgentName(2) {
+			o.Status.Conditions = append(o.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
+				Reason: v1alpha1.ReasonMTUBlackHole, Message: "1500-byte packets vanish; 1280 pass", LastTransitionTime: metav1.NewTime(now)})
+		}
+	}
+	m := build(f, true)
+	e, ok := m.WhyNode("node-2")
+	require.True(t, ok)
+	assert.Equal(t, matrix.Degraded, e.Verdict)
+	text := strings.Join(e.Lines, "\n")
+	assert.Contains(t, text, "degraded pairs by reason: MTUBlackHole 3")
+	assert.Contains(t, text, "path-MTU black hole on 3 pairs")
+}
