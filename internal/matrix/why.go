@@ -308,6 +308,10 @@ func (m *Model) lines(e *Explanation) []string {
 }
 
 // when formats t as a UTC clock time and its age against the model's now.
+// When is t as the explanations write it: the time and how long ago, against the model's
+// Now.
+func (m *Model) When(t time.Time) string { return m.when(t) }
+
 func (m *Model) when(t time.Time) string {
 	s := t.UTC().Format("2006-01-02T15:04:05Z")
 	if !m.Now.IsZero() && !m.Now.Before(t) {

@@ -97,6 +97,7 @@ func TestView(t *testing.T) {
 	t.Run("plugin", func(t *testing.T) { testPlugin(t, cp.Kubeconfig) })
 	t.Run("chromium", func(t *testing.T) { testChromium(t, base) })
 	t.Run("live", func(t *testing.T) { testLive(t, base, cp) })
+	t.Run("zone pairs", func(t *testing.T) { testZonePairs(t, base, cp) })
 }
 
 // getJSON polls url until it answers 200 (the informers list first), then decodes it.
@@ -328,4 +329,59 @@ func testLive(t *testing.T, base string, cp *kubetest.ControlPlane) {
 		}
 	}
 	assert.True(t, found, fmt.Sprint(mx.Cells))
+}
+
+// testZonePairs: the gateway's zone pair verdicts (ZoneNetworkHealth objects, written here
+// as the exporter would) reach the zone x zone summary's cell, `kubectl netpulse matrix
+// --zones` (CUT) and `kubectl netpulse why zone/<zone>`.
+func testZonePairs(t *testing.T, base string, cp *kubetest.ControlPlane) {
+	ctx := context.Background()
+	pc, err := versioned.NewForConfig(cp.Config)
+	require.NoError(t, err)
+	since := metav1.NewTime(time.Now().Add(-3 * time.Minute).UTC().Truncate(time.Second))
+	o, err := pc.NetpulseV1alpha1().ZoneNetworkHealths().Create(ctx, &v1alpha1.ZoneNetworkHealth{
+		ObjectMeta: metav1.ObjectMeta{Name: "zone-a.zone-c"},
+		Spec:       v1alpha1.ZoneNetworkHealthSpec{SourceZone: "zone-a", TargetZone: "zone-c"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	o.Status = v1alpha1.ZoneNetworkHealthStatus{Reachability: v1alpha1.Unreachable, NodePairs: 12, FailingNodePairs: 12,
+		FailingObserverNodes: []string{"node-1", "node-4"}, FailingObserverNodeCount: 4, FailingTargetNodes: []string{"node-3", "node-6"}, FailingTargetNodeCount: 4,
+		LastFailureTime: &since, Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonZonePairUnreachable, Message: "zone zone-a cannot reach zone zone-c", LastTransitionTime: since}}}
+	_, err = pc.NetpulseV1alpha1().ZoneNetworkHealths().UpdateStatus(ctx, o, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	// The extension's informer delivers it to the summary.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var z viewserver.ZonesResponse
+		getJSON(t, base+"/api/v1/zones", &z)
+		found := false
+		for _, c := range z.Summary.Cells {
+			if c.From == "zone-a" && c.To == "zone-c" && c.ZonePair != nil {
+				assert.Equal(t, matrix.Unreachable, c.ZonePair.Verdict)
+				assert.Equal(t, matrix.Unreachable, c.Verdict)
+				found = true
+			}
+		}
+		if found {
+			break
+		}
+		require.False(t, time.Now().After(deadline), "the zone pair never reached /api/v1/zones")
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	out, err := run(t, cp.Kubeconfig, "matrix", "--zones")
+	require.NoError(t, err)
+	t.Log("\n" + out)
+	assert.Regexp(t, `zone-a \(4\).*CUT`, out)
+	assert.Contains(t, out, "zone-a -> zone-c: Unreachable (ZonePairUnreachable), 12 of 12 node pairs fail since ")
+
+	out, err = run(t, cp.Kubeconfig, "why", "zone/zone-c")
+	require.NoError(t, err)
+	t.Log("\n" + out)
+	assert.Contains(t, out, "zone zone-c: 4 nodes")
+	assert.Contains(t, out, "zone-a → zone-c: Unreachable since ")
+	assert.Contains(t, out, "12 of 12 node pairs fail, from 4 observer nodes (node-1, node-4) towards 4 target nodes (node-3, node-6)")
+	_, err = run(t, cp.Kubeconfig, "why", "zone/zone-x")
+	assert.ErrorContains(t, err, `zone "zone-x": no node is in it, and no ZoneNetworkHealth names it`)
 }

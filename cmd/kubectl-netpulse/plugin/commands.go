@@ -431,6 +431,9 @@ func writeZones(w writer, p painter, m *matrix.Model, maxNodes int) {
 			if u := c.Counts[matrix.Unreachable]; u > 0 {
 				txt += fmt.Sprintf(" (%d X)", u)
 			}
+			if c.ZonePair != nil && c.ZonePair.Verdict == matrix.Unreachable {
+				txt += " CUT" // the gateway's zone pair verdict (ZoneNetworkHealth)
+			}
 			// Plain text: tabwriter would count colour codes as width.
 			row.WriteString("\t" + txt)
 		}
@@ -438,7 +441,24 @@ func writeZones(w writer, p painter, m *matrix.Model, maxNodes int) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", legend)
+	writeZonePairs(w, p, m)
 	writeProblems(w, p, m)
+}
+
+// writeZonePairs lists the zone pairs the gateway judged (ZoneNetworkHealth objects):
+// CUT in the table is one of them.
+func writeZonePairs(w writer, p painter, m *matrix.Model) {
+	if len(m.ZonePairs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nzone pairs judged by the gateway (kubectl netpulse why zone/NAME):")
+	for _, z := range m.ZonePairs {
+		line := fmt.Sprintf("  %s -> %s: %s (%s), %d of %d node pairs fail", z.From, z.To, z.Verdict, z.Reason, z.FailingPairs, z.NodePairs)
+		if !z.Since.IsZero() {
+			line += " since " + m.When(z.Since)
+		}
+		fmt.Fprintln(w, p.verdict(z.Verdict, 0, line))
+	}
 }
 
 func writeProblems(w writer, p painter, m *matrix.Model) {
