@@ -241,7 +241,9 @@ func TestSilentObserversObjectsKeptUntilPodDeleted(t *testing.T) {
 	require.Eventually(t, func() bool { return len(list()) == 2 }, 20*time.Second, 200*time.Millisecond)
 	m.close() // nothing is observed any more
 	gone := time.Now()
-	require.Eventually(t, func() bool { objs := list(); return len(objs) == 2 && silent(objs) }, 30*time.Second, 200*time.Millisecond,
+	// A new writer declares no agent silent in its first verdict.TakeoverGrace (30 s), and
+	// this writer started seconds ago: the objects read silent ~30 s after its start.
+	require.Eventually(t, func() bool { objs := list(); return len(objs) == 2 && silent(objs) }, 60*time.Second, 200*time.Millisecond,
 		"the objects of silent observers never read ObserverSilent")
 	t.Logf("FIGURE objects read ObserverSilent %v after the last observation", time.Since(gone).Round(time.Second))
 	time.Sleep(time.Until(gone.Add(cfg.TargetTTL + 15*time.Second)))
