@@ -135,7 +135,7 @@ func createWorkloadPod(ctx context.Context, cs kubernetes.Interface, i, j int) e
 			Name: name, Image: image, Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 			Env: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "APP", Value: app}, {Name: "REGION", Value: "region-1"},
 				{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+			Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
 			ReadinessProbe: probe, LivenessProbe: probe,
 			VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/app"}},
 		}
