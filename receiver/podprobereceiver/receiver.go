@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
+	k8smetadata "k8s.io/client-go/metadata"
 
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/planner"
@@ -217,7 +218,15 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 			r.closeEngine()
 			return err
 		}
-		opts := discovery.Options{Nodes: r.cfg.Peers.Enabled && (r.cfg.Peers.ZoneFromNodes || r.cfg.Peers.NodeIPs)}
+		metaClient, err := k8smetadata.NewForConfig(restCfg)
+		if err != nil {
+			r.closeEngine()
+			return err
+		}
+		opts := discovery.Options{
+			Nodes:         r.cfg.Peers.Enabled && (r.cfg.Peers.ZoneFromNodes || r.cfg.Peers.NodeIPs),
+			NodeAddresses: r.cfg.Peers.Enabled && r.cfg.Peers.NodeIPs,
+		}
 		if r.cfg.Peers.Enabled {
 			ns := r.cfg.Peers.Namespace
 			if ns == "" {
@@ -228,7 +237,7 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 		for _, s := range r.cfg.Selectors {
 			opts.Selectors = append(opts.Selectors, discovery.Selector{Namespace: s.Namespace, LabelSelector: s.LabelSelector})
 		}
-		r.watcher = discovery.New(client, opts)
+		r.watcher = discovery.New(client, metaClient, opts)
 		r.watcher.Start()
 	}
 
