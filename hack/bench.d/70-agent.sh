@@ -5,7 +5,7 @@
 # OTLP sink, probing its peers, on a local kube-apiserver with 30 and then 1,000 nodes (each
 # with an agent pod and 3 other pods), against the same binary with only an idle OTLP
 # receiver into the same exporter: RSS (anonymous, file-backed), cgroup working set and
-# peak, the Go runtime's live heap and total; the heap profiles' tops in the log. ~4 min.
+# peak, the Go runtime's live heap and total, after 150 s of probing; the heap profiles' tops in the log. ~8 min.
 # NETPULSE_AGENTBENCH_NODES, _PODS_PER_NODE, _WARM, _WINDOW, _INTERVAL, _PROFILE_DIR tune it
 # (internal/agentbench).
 set -euo pipefail

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,13 @@ type collector struct {
 	ip         string
 	cgroup     string // its memory cgroup's directory
 	proc       *childproc.Process
+
+	// peakAnon is the largest anonymous memory (/proc RssAnon) seen since the start,
+	// sampled every 50 ms: the start-up LISTs' transient, which the cgroup's peak
+	// (memory.max_usage_in_bytes) hides under the binary's file pages.
+	peakAnon    atomic.Int64
+	stopSampler chan struct{}
+	samplerDone chan struct{}
 }
 
 // startCollector creates a fresh cgroup (limit bytes, 0: none) and starts argv in it: a shell
@@ -65,12 +73,39 @@ func startCollector(t *testing.T, name, file, ip string, limit int64, argv, env 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &collector{name: name, file: file, ip: ip, cgroup: cg, proc: p}
-	t.Cleanup(func() { _ = c.proc.Stop(10 * time.Second) })
+	c := &collector{name: name, file: file, ip: ip, cgroup: cg, proc: p, stopSampler: make(chan struct{}), samplerDone: make(chan struct{})}
+	go c.sampleAnon()
+	t.Cleanup(c.stop)
 	return c
 }
 
-func (c *collector) stop() { _ = c.proc.Stop(10 * time.Second) }
+func (c *collector) sampleAnon() {
+	defer close(c.samplerDone)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if s, err := readProcStatus(c.proc.Pid()); err == nil && int64(s.anon) > c.peakAnon.Load() {
+			c.peakAnon.Store(int64(s.anon))
+		}
+		select {
+		case <-c.stopSampler:
+			return
+		case <-c.proc.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *collector) stop() {
+	select {
+	case <-c.stopSampler:
+	default:
+		close(c.stopSampler)
+	}
+	<-c.samplerDone
+	_ = c.proc.Stop(10 * time.Second)
+}
 
 // waitReady polls url until it answers 2xx.
 func (c *collector) waitReady(t *testing.T, url string, timeout time.Duration) {
