@@ -95,3 +95,23 @@ the gate pods declare is the condition the exporter writes.
 {{- $cfg := include "netpulse.gatewayConfig" . | fromYaml -}}
 {{- dig "exporters" "pod_network_health" "readiness_gate" "condition_type" "netpulse.io/network-ready" $cfg -}}
 {{- end }}
+
+{{/*
+netpulse.goMemLimit is a collector's GOMEMLIMIT: its goMemLimit when set, else 80 % of its
+resources.limits.memory (a quantity in Mi or Gi; the rest is for what the Go runtime does
+not count: the binary's pages, kernel buffers), nothing without a memory limit.
+*/}}
+{{- define "netpulse.goMemLimit" -}}
+{{- if .goMemLimit -}}
+{{- .goMemLimit -}}
+{{- else -}}
+{{- $limit := dig "limits" "memory" "" (.resources | default dict) | toString -}}
+{{- if hasSuffix "Mi" $limit -}}
+{{- printf "%dMiB" (div (mul (trimSuffix "Mi" $limit | atoi) 4) 5) -}}
+{{- else if hasSuffix "Gi" $limit -}}
+{{- printf "%dMiB" (div (mul (trimSuffix "Gi" $limit | atoi) 4096) 5) -}}
+{{- else if $limit -}}
+{{- fail (printf "agent.goMemLimit: set it, or give the memory limit in Mi or Gi (not %q)" $limit) -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
