@@ -20,9 +20,18 @@
 // Each collector runs in a memory cgroup (v1) of its own with the DaemonSet's memory
 // limit, so that the figures include what the kubelet reports for a container (working
 // set: usage less inactive file pages, and the peak), next to the process's own view
-// (/proc/<pid>/status VmRSS, split into anonymous and file-backed pages) and the Go
-// runtime's (live heap after a forced GC and the runtime's total, from the pprof
-// extension's heap profile, which is also saved and summarised with `go tool pprof -top`).
+// (/proc/<pid>/status VmRSS, split into anonymous and file-backed pages, and the largest
+// anonymous memory since the start, sampled every 50 ms) and the Go runtime's (live heap
+// after a forced GC and the runtime's total, from the pprof extension's heap profile,
+// which is also saved and summarised with `go tool pprof -top`).
+//
+// Each collector runs its own copy of the binary, dropped from the page cache, so that the
+// pages it reads are charged to its cgroup, as on a node whose cache no longer holds the
+// image: under the limit the kernel then keeps the binary's hot pages only (and fills the
+// rest of the limit with its file cache, which the working set counts as active).
+// NETPULSE_AGENTBENCH_CACHED=1 runs the built binary, cached and charged elsewhere instead:
+// the first start after the image was unpacked, where the working set is the anonymous
+// memory and VmRSS counts every cached page of the binary the process maps.
 //
 // The agent probes its peers for real: their Pod IPs are loopback addresses, so the
 // harness adds allow_loopback: true and, since this host's net.ipv4.ping_group_range lets
