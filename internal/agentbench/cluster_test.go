@@ -130,9 +130,9 @@ func createAgentPod(ctx context.Context, cs kubernetes.Interface, ds *appsv1.Dae
 func createWorkloadPod(ctx context.Context, cs kubernetes.Interface, i, j int) error {
 	app := fmt.Sprintf("app-%02d", (i+j)%50)
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 10}
-	container := func(name, image string) corev1.Container {
+	container := func(name, image string, port int32) corev1.Container {
 		return corev1.Container{
-			Name: name, Image: image, Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+			Name: name, Image: image, Ports: []corev1.ContainerPort{{Name: name, ContainerPort: port}},
 			Env: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "APP", Value: app}, {Name: "REGION", Value: "region-1"},
 				{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
 			Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
@@ -148,7 +148,7 @@ func createWorkloadPod(ctx context.Context, cs kubernetes.Interface, i, j int) e
 		},
 		Spec: corev1.PodSpec{
 			NodeName:   nodeName(i),
-			Containers: []corev1.Container{container("app", "registry.example.com/team-01/"+app+":v1.4.2"), container("proxy", "registry.example.com/mesh/proxy:v1.22.0")},
+			Containers: []corev1.Container{container("app", "registry.example.com/team-01/"+app+":v1.4.2", 8080), container("proxy", "registry.example.com/mesh/proxy:v1.22.0", 15001)},
 			Volumes:    []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: app}}}}},
 		},
 	}
