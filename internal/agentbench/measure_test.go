@@ -115,7 +115,7 @@ func (c *collector) waitReady(t *testing.T, url string, timeout time.Duration) {
 		if c.proc.Exited() {
 			t.Fatalf("%s exited: %v\n%s", c.name, c.proc.Err(), c.proc.LogTail(40))
 		}
-		if resp, err := http.Get(url); err == nil {
+		if resp, err := httpClient.Get(url); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode < 300 {
 				return
@@ -295,7 +295,7 @@ func (c *collector) goMemory(t *testing.T) goMem {
 
 func (c *collector) get(t *testing.T, path string) []byte {
 	t.Helper()
-	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, "1777") + path)
+	resp, err := httpClient.Get("http://" + net.JoinHostPort(c.ip, "1777") + path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,3 +326,7 @@ func (c *collector) saveHeapProfile(t *testing.T, dir string) string {
 	}
 	return file
 }
+
+// httpClient bounds every read of a collector's endpoints: a collector that thrashes
+// against its memory limit must fail the run, not hang it.
+var httpClient = &http.Client{Timeout: time.Minute}
