@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -273,6 +274,19 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 		defer r.wg.Done()
 		r.run(ctx)
 	}()
+	if r.watcher != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			// The informers' first LISTs hold every peer pod whole before the transform
+			// strips it (where the API server cannot stream lists): at 1,000 nodes tens of
+			// MiB of garbage that the runtime would keep for minutes, in a container whose
+			// limit is sized for the steady state. Return it to the OS once, when filled.
+			if r.watcher.WaitForSync(ctx) {
+				debug.FreeOSMemory()
+			}
+		}()
+	}
 	return nil
 }
 
