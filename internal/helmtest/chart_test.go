@@ -368,8 +368,9 @@ func TestTemplateReadinessGateInjection(t *testing.T) {
 		"Helm merges the given labels with the default's")
 }
 
-// The agent's GOMEMLIMIT follows its memory limit (80 %) unless agent.goMemLimit is set,
-// and is not set without a limit; a limit the chart cannot divide is refused.
+// The agent's GOMEMLIMIT follows its memory limit (less 24 MiB, at least half of it)
+// unless agent.goMemLimit is set, and is not set without a limit; a limit the chart cannot
+// read is refused.
 func TestAgentGoMemLimitFollowsTheMemoryLimit(t *testing.T) {
 	goMemLimit := func(values map[string]any) (string, bool) {
 		t.Helper()
@@ -390,9 +391,10 @@ func TestAgentGoMemLimitFollowsTheMemoryLimit(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{nil, "51MiB"}, // the default limit, 64Mi
-		{limit("128Mi"), "102MiB"},
-		{limit("1Gi"), "819MiB"},
+		{nil, "40MiB"}, // the default limit, 64Mi
+		{limit("128Mi"), "104MiB"},
+		{limit("1Gi"), "1000MiB"},
+		{limit("32Mi"), "16MiB"},
 		{agent(map[string]any{"goMemLimit": "40MiB"}), "40MiB"},
 	} {
 		got, ok := goMemLimit(c.values)
