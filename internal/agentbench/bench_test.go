@@ -343,7 +343,10 @@ func TestAgentBench(t *testing.T) {
 			agent.read(t) // fails if it exited
 			time.Sleep(500 * time.Millisecond)
 		}
-		time.Sleep(warm)
+		for end := time.Now().Add(warm); time.Now().Before(end); time.Sleep(time.Second) {
+			agent.read(t) // fails if it exited
+			ref.read(t)
+		}
 		var agentS, refS sample
 		for end := time.Now().Add(window); time.Now().Before(end); time.Sleep(time.Second) {
 			agentS.add(agent.read(t))
