@@ -391,7 +391,7 @@ func TestAgentGoMemLimitFollowsTheMemoryLimit(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{nil, "40MiB"}, // the default limit, 64Mi
+		{nil, "72MiB"}, // the default limit, 96Mi
 		{limit("128Mi"), "104MiB"},
 		{limit("1Gi"), "1000MiB"},
 		{limit("32Mi"), "16MiB"},
