@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/netpulse/netpulse/extension/k8stokenauthextension/k8stokenauthtest"
 	"github.com/netpulse/netpulse/internal/disttest"
 	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/internal/testpki"
 )
 
 func envInt(t *testing.T, name string, def int) int {
@@ -171,7 +171,6 @@ func referenceConfig(t *testing.T) []byte {
 // figures is one collector's measurement at one cluster size.
 type figures struct {
 	window sample // largest over the window
-	final  procStatus
 	gomem  goMem
 }
 
@@ -249,7 +248,7 @@ func TestAgentBench(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "tls"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	tlsFiles, err := k8stokenauthtest.WriteTLS(filepath.Join(dir, "tls"), sinkIP)
+	tlsFiles, err := testpki.WriteServing(filepath.Join(dir, "tls"), "agentbench-sink", sinkIP)
 	if err != nil {
 		t.Fatal(err)
 	}
