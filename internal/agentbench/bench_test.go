@@ -337,7 +337,9 @@ func TestAgentBench(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("n=%d: the agent exported no probe results within 3 minutes\n%s", n, agent.proc.LogTail(40))
+				ps, cg := agent.read(t)
+				t.Fatalf("n=%d: the agent exported no probe results within 3 minutes (anonymous %.1f MiB, peak %.1f; cgroup usage %.1f MiB, limit hit %d times, %d major faults)\n%s",
+					n, ps.anon/mib, float64(agent.peakAnon.Load())/mib, cg.workingSet/mib, cg.failcnt, cg.majorFaults, agent.proc.LogTail(40))
 			}
 			agent.read(t) // fails if it exited
 			time.Sleep(500 * time.Millisecond)
@@ -388,10 +390,10 @@ func TestAgentBench(t *testing.T) {
 			peakAnon int64
 		}{{"agent", agentF, agent.peakAnon.Load()}, {"reference", refF, ref.peakAnon.Load()}} {
 			f := c.f
-			t.Logf("n=%d %s: VmRSS %.1f MiB (anon %.1f, peak since the start %.1f, file %.1f, VmHWM %.1f); cgroup working set %.1f MiB (anon %.1f, peak %.1f, limit %d); "+
+			t.Logf("n=%d %s: VmRSS %.1f MiB (anon %.1f, peak since the start %.1f, file %.1f, VmHWM %.1f); cgroup working set %.1f MiB (anon %.1f, peak %.1f, limit %d, hit %d times, %d major faults); "+
 				"Go: live heap %.1f MiB, heap in use %.1f, heap from the OS %.1f (released %.1f), stacks %.1f, runtime total %.1f",
 				n, c.name, f.window.proc.rss/mib, f.window.proc.anon/mib, float64(c.peakAnon)/mib, f.window.proc.file/mib, f.window.proc.hwm/mib,
-				f.window.cgroup.workingSet/mib, f.window.cgroup.anon/mib, f.window.cgroup.peak/mib, shipped.memoryLimit/mib,
+				f.window.cgroup.workingSet/mib, f.window.cgroup.anon/mib, f.window.cgroup.peak/mib, shipped.memoryLimit/mib, f.window.cgroup.failcnt, f.window.cgroup.majorFaults,
 				f.gomem.heapAlloc/mib, f.gomem.heapInuse/mib, f.gomem.heapSys/mib, f.gomem.heapReleased/mib, f.gomem.stackInuse/mib, f.gomem.sys/mib)
 		}
 		// The request is the agent's steady state: its anonymous memory. (The cgroup also

@@ -187,7 +187,12 @@ func readProcStatus(pid int) (procStatus, error) {
 
 // cgroupMemory is what the kubelet reports for a container: the working set (usage less
 // inactive file pages), the anonymous memory (total_rss), and the peak usage.
-type cgroupMemory struct{ workingSet, anon, peak float64 }
+type cgroupMemory struct {
+	workingSet, anon, peak float64
+	// failcnt: how often usage hit the limit (and the kernel reclaimed); majorFaults: page
+	// faults that read from disk (the binary's pages read again after reclaim).
+	failcnt, majorFaults int64
+}
 
 func readCgroup(dir string) (cgroupMemory, error) {
 	readInt := func(name string) (float64, error) {
@@ -205,6 +210,11 @@ func readCgroup(dir string) (cgroupMemory, error) {
 	if m.peak, err = readInt("memory.max_usage_in_bytes"); err != nil {
 		return m, err
 	}
+	failcnt, err := readInt("memory.failcnt")
+	if err != nil {
+		return m, err
+	}
+	m.failcnt = int64(failcnt)
 	stat, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
 	if err != nil {
 		return m, err
@@ -226,6 +236,8 @@ func readCgroup(dir string) (cgroupMemory, error) {
 			}
 		case "total_rss":
 			m.anon = n
+		case "total_pgmajfault":
+			m.majorFaults = int64(n)
 		}
 	}
 	return m, nil
@@ -240,6 +252,7 @@ type sample struct {
 func (s *sample) add(p procStatus, c cgroupMemory) {
 	s.proc.rss, s.proc.anon, s.proc.file, s.proc.hwm = max(s.proc.rss, p.rss), max(s.proc.anon, p.anon), max(s.proc.file, p.file), max(s.proc.hwm, p.hwm)
 	s.cgroup.workingSet, s.cgroup.anon, s.cgroup.peak = max(s.cgroup.workingSet, c.workingSet), max(s.cgroup.anon, c.anon), max(s.cgroup.peak, c.peak)
+	s.cgroup.failcnt, s.cgroup.majorFaults = max(s.cgroup.failcnt, c.failcnt), max(s.cgroup.majorFaults, c.majorFaults)
 }
 
 func (c *collector) read(t *testing.T) (procStatus, cgroupMemory) {
