@@ -363,6 +363,22 @@ func (s *suite) footprint(t *testing.T) {
 			if lim := spec.Resources.Limits.Memory(); !lim.IsZero() {
 				require.Less(t, usage, lim.Value(), "%s/%s above its memory limit", p.Name, cst.Name)
 			}
+			peak, failcnt, oomKills, err := n.ContainerMemoryEvents(string(p.UID), string(p.Status.QOSClass), id)
+			require.NoError(t, err)
+			s.figure("%s/%s on %s: memory peak %.1f MiB (file pages included), limit reached %d times, OOM kills %d, restarts %d",
+				p.Name, cst.Name, p.Spec.NodeName, float64(peak)/(1<<20), failcnt, oomKills, cst.RestartCount)
+			// A container the OOM killer ended restarts: its limit is too small for it.
+			require.LessOrEqual(t, oomKills, int64(0), "%s/%s: OOM kills in its cgroup", p.Name, cst.Name)
+			if term := cst.LastTerminationState.Terminated; term != nil {
+				require.NotEqual(t, "OOMKilled", term.Reason, "%s/%s was OOM-killed", p.Name, cst.Name)
+			}
+			// The agent's request is its measured steady state, anonymous memory
+			// (docs/figures.md, "Agent memory"): every node pays it, so more means the figure
+			// is stale. (The working set can also hold the binary's pages when the node's
+			// page cache charged them to the container; the kernel reclaims those.)
+			if req := spec.Resources.Requests.Memory(); p.Labels["app.kubernetes.io/name"] == "netpulse-agent" && !req.IsZero() {
+				require.Less(t, rss, req.Value(), "%s/%s: anonymous memory above its memory request", p.Name, cst.Name)
+			}
 		}
 	}
 }

@@ -367,3 +367,45 @@ func TestTemplateReadinessGateInjection(t *testing.T) {
 	require.Equal(t, map[string]any{"example.com/net": "gated", "netpulse.io/readiness-gate": "enabled"}, nested(b, "spec", "matchResources", "namespaceSelector", "matchLabels"),
 		"Helm merges the given labels with the default's")
 }
+
+// The agent's GOMEMLIMIT follows its memory limit (less 24 MiB, at least half of it)
+// unless agent.goMemLimit is set, and is not set without a limit; a limit the chart cannot
+// read is refused.
+func TestAgentGoMemLimitFollowsTheMemoryLimit(t *testing.T) {
+	goMemLimit := func(values map[string]any) (string, bool) {
+		t.Helper()
+		ds := mustFind(t, render(t, values), "DaemonSet", "netpulse-agent")
+		env, _ := container(t, ds)["env"].([]any)
+		for _, e := range env {
+			if m := e.(map[string]any); m["name"] == "GOMEMLIMIT" {
+				return m["value"].(string), true
+			}
+		}
+		return "", false
+	}
+	agent := func(a map[string]any) map[string]any { return map[string]any{"agent": a} }
+	limit := func(l string) map[string]any {
+		return agent(map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": l}}})
+	}
+	for _, c := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{nil, "72MiB"}, // the default limit, 96Mi
+		{limit("128Mi"), "104MiB"},
+		{limit("1Gi"), "1000MiB"},
+		{limit("32Mi"), "16MiB"},
+		{agent(map[string]any{"goMemLimit": "40MiB"}), "40MiB"},
+	} {
+		got, ok := goMemLimit(c.values)
+		require.True(t, ok, "%v: no GOMEMLIMIT", c.values)
+		require.Equal(t, c.want, got, "%v", c.values)
+	}
+	_, ok := goMemLimit(agent(map[string]any{"resources": map[string]any{"limits": nil}})) // null removes the default
+	require.False(t, ok, "GOMEMLIMIT without a memory limit")
+
+	_, chart := helm(t)
+	out, err := runHelm(t, "template", "netpulse", chart, "--set", "agent.resources.limits.memory=67108864")
+	require.Error(t, err)
+	require.Contains(t, out, "agent.goMemLimit")
+}

@@ -443,10 +443,45 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 	}
 }
 
-// ContainerUsage reads a container's memory working set (usage less inactive file pages,
-// as the kubelet reports it and the OOM killer counts against the limit), its anonymous
-// memory (total_rss), and its CPU time from its cgroup v1 hierarchy on this node.
-func (n *Node) ContainerUsage(podUID, qosClass, containerID string) (workingSet, rss int64, cpu time.Duration, err error) {
+// ContainerMemoryEvents reads what a container's memory cgroup (v1) remembers of its life:
+// the peak usage (memory.max_usage_in_bytes, file pages included), how often usage hit
+// the limit and the kernel reclaimed to stay under it (memory.failcnt), and how many of
+// its processes the OOM killer ended (memory.oom_control's oom_kill, on kernels that count
+// it; -1 otherwise).
+func (n *Node) ContainerMemoryEvents(podUID, qosClass, containerID string) (peak, failcnt, oomKills int64, err error) {
+	dir := filepath.Join("/sys/fs/cgroup/memory", n.containerCgroup(podUID, qosClass, containerID))
+	readInt := func(name string) (int64, error) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return 0, fmt.Errorf("realcluster: %s: %w", n.Name, err)
+		}
+		var v int64
+		_, err = fmt.Sscan(string(b), &v)
+		return v, err
+	}
+	if peak, err = readInt("memory.max_usage_in_bytes"); err != nil {
+		return 0, 0, 0, err
+	}
+	if failcnt, err = readInt("memory.failcnt"); err != nil {
+		return 0, 0, 0, err
+	}
+	oomKills = -1
+	oc, err := os.ReadFile(filepath.Join(dir, "memory.oom_control"))
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("realcluster: %s: %w", n.Name, err)
+	}
+	for _, line := range strings.Split(string(oc), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			if _, err := fmt.Sscan(v, &oomKills); err != nil {
+				return 0, 0, 0, fmt.Errorf("realcluster: %s: memory.oom_control: %q", n.Name, line)
+			}
+		}
+	}
+	return peak, failcnt, oomKills, nil
+}
+
+// containerCgroup is a container's cgroup below the hierarchies' roots.
+func (n *Node) containerCgroup(podUID, qosClass, containerID string) string {
 	rel := filepath.Join(n.CgroupRoot, "kubepods")
 	switch qosClass {
 	case "Burstable":
@@ -454,7 +489,14 @@ func (n *Node) ContainerUsage(podUID, qosClass, containerID string) (workingSet,
 	case "BestEffort":
 		rel = filepath.Join(rel, "besteffort")
 	}
-	rel = filepath.Join(rel, "pod"+podUID, containerID)
+	return filepath.Join(rel, "pod"+podUID, containerID)
+}
+
+// ContainerUsage reads a container's memory working set (usage less inactive file pages,
+// as the kubelet reports it and the OOM killer counts against the limit), its anonymous
+// memory (total_rss), and its CPU time from its cgroup v1 hierarchy on this node.
+func (n *Node) ContainerUsage(podUID, qosClass, containerID string) (workingSet, rss int64, cpu time.Duration, err error) {
+	rel := n.containerCgroup(podUID, qosClass, containerID)
 	readInt := func(p string) (int64, error) {
 		b, err := os.ReadFile(p)
 		if err != nil {

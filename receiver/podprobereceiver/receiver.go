@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
+	k8smetadata "k8s.io/client-go/metadata"
 
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/planner"
@@ -217,7 +219,15 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 			r.closeEngine()
 			return err
 		}
-		opts := discovery.Options{Nodes: r.cfg.Peers.Enabled && (r.cfg.Peers.ZoneFromNodes || r.cfg.Peers.NodeIPs)}
+		metaClient, err := k8smetadata.NewForConfig(restCfg)
+		if err != nil {
+			r.closeEngine()
+			return err
+		}
+		opts := discovery.Options{
+			Nodes:         r.cfg.Peers.Enabled && (r.cfg.Peers.ZoneFromNodes || r.cfg.Peers.NodeIPs),
+			NodeAddresses: r.cfg.Peers.Enabled && r.cfg.Peers.NodeIPs,
+		}
 		if r.cfg.Peers.Enabled {
 			ns := r.cfg.Peers.Namespace
 			if ns == "" {
@@ -228,7 +238,7 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 		for _, s := range r.cfg.Selectors {
 			opts.Selectors = append(opts.Selectors, discovery.Selector{Namespace: s.Namespace, LabelSelector: s.LabelSelector})
 		}
-		r.watcher = discovery.New(client, opts)
+		r.watcher = discovery.New(client, metaClient, opts)
 		r.watcher.Start()
 	}
 
@@ -264,6 +274,19 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 		defer r.wg.Done()
 		r.run(ctx)
 	}()
+	if r.watcher != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			// The informers' first LISTs hold every peer pod whole before the transform
+			// strips it (where the API server cannot stream lists): at 1,000 nodes tens of
+			// MiB of garbage that the runtime would keep for minutes, in a container whose
+			// limit is sized for the steady state. Return it to the OS once, when filled.
+			if r.watcher.WaitForSync(ctx) {
+				debug.FreeOSMemory()
+			}
+		}()
+	}
 	return nil
 }
 

@@ -95,3 +95,28 @@ the gate pods declare is the condition the exporter writes.
 {{- $cfg := include "netpulse.gatewayConfig" . | fromYaml -}}
 {{- dig "exporters" "pod_network_health" "readiness_gate" "condition_type" "netpulse.io/network-ready" $cfg -}}
 {{- end }}
+
+{{/*
+netpulse.goMemLimit is a collector's GOMEMLIMIT: its goMemLimit when set, else its
+resources.limits.memory (a quantity in Mi or Gi) less 24 MiB, and at least half of it:
+what the Go runtime does not count, mostly the binary's pages the collector runs (12-20 MiB
+measured under the limit, docs/figures.md "Agent memory"); nothing without a memory limit.
+*/}}
+{{- define "netpulse.goMemLimit" -}}
+{{- if .goMemLimit -}}
+{{- .goMemLimit -}}
+{{- else -}}
+{{- $limit := dig "limits" "memory" "" (.resources | default dict) | toString -}}
+{{- $mib := 0 -}}
+{{- if hasSuffix "Mi" $limit -}}
+{{- $mib = trimSuffix "Mi" $limit | atoi -}}
+{{- else if hasSuffix "Gi" $limit -}}
+{{- $mib = mul (trimSuffix "Gi" $limit | atoi) 1024 -}}
+{{- else if $limit -}}
+{{- fail (printf "agent.goMemLimit: set it, or give the memory limit in Mi or Gi (not %q)" $limit) -}}
+{{- end -}}
+{{- if $mib -}}
+{{- printf "%dMiB" (max (sub $mib 24) (div $mib 2)) -}}
+{{- end -}}
+{{- end -}}
+{{- end }}

@@ -4,7 +4,10 @@
 // Package discovery watches the Kubernetes objects pod_probe needs — its peers (the pods of
 // its own DaemonSet, by label), the pods behind configured selectors, and optionally node
 // labels and addresses — with label-scoped informers (never periodic LISTs, never an
-// all-pods watch) and serves filtered snapshots of them.
+// all-pods watch) and serves filtered snapshots of them. Every cached object is stripped
+// to what probing reads, and nodes are watched as metadata only unless their addresses are
+// probed: a Node's status (images, conditions) is most of its size, and the informer's
+// first LIST holds all of them at once.
 package discovery
 
 import (
@@ -19,8 +22,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -59,15 +65,27 @@ type Selector struct {
 type Options struct {
 	Peers     *Selector  // nil: no peer watch
 	Selectors []Selector // selector targets
-	// Nodes enables a node watch (zones and node addresses). Objects are stripped to their
-	// name, the topology labels and addresses before they are cached.
+	// Nodes enables a node watch for their zones: metadata only (PartialObjectMetadata),
+	// stripped to the name and the topology labels before it is cached.
 	Nodes bool
+	// NodeAddresses also reads the nodes' addresses, which are in their status: the watch
+	// is then of whole Node objects, stripped to the name, the topology labels and the
+	// addresses before they are cached.
+	NodeAddresses bool
 }
+
+// informerFactory is what the Watcher needs of a typed or a metadata informer factory.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+	Shutdown()
+}
+
+var nodesResource = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 
 // Watcher runs the informers.
 type Watcher struct {
 	opts      Options
-	factories []informers.SharedInformerFactory
+	factories []informerFactory
 	peers     cache.SharedIndexInformer
 	selectors []cache.SharedIndexInformer
 	nodes     cache.SharedIndexInformer
@@ -76,8 +94,9 @@ type Watcher struct {
 	stopOnce  sync.Once
 }
 
-// New builds the informers; Start runs them.
-func New(client kubernetes.Interface, opts Options) *Watcher {
+// New builds the informers; Start runs them. meta serves the metadata-only node watch
+// (opts.Nodes without opts.NodeAddresses).
+func New(client kubernetes.Interface, meta metadata.Interface, opts Options) *Watcher {
 	w := &Watcher{opts: opts, stopCh: make(chan struct{})}
 	bump := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { w.version.Add(1) },
@@ -100,10 +119,17 @@ func New(client kubernetes.Interface, opts Options) *Watcher {
 	for _, s := range opts.Selectors {
 		w.selectors = append(w.selectors, podInformer(s))
 	}
-	if opts.Nodes {
+	switch {
+	case opts.NodeAddresses:
 		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(stripNode))
 		w.factories = append(w.factories, f)
 		w.nodes = f.Core().V1().Nodes().Informer()
+	case opts.Nodes:
+		f := metadatainformer.NewSharedInformerFactoryWithOptions(meta, 0, metadatainformer.WithTransform(stripNodeMetadata))
+		w.factories = append(w.factories, f)
+		w.nodes = f.ForResource(nodesResource).Informer()
+	}
+	if w.nodes != nil {
 		_, _ = w.nodes.AddEventHandler(bump)
 	}
 	return w
@@ -164,13 +190,17 @@ func (w *Watcher) SelectorPods(i int, now time.Time) []Pod {
 	return readyPods(w.selectors[i].GetStore().List(), now, 0)
 }
 
-// Nodes returns the watched nodes by name.
+// Nodes returns the watched nodes by name; their IPs only with Options.NodeAddresses.
 func (w *Watcher) Nodes() map[string]Node {
 	out := map[string]Node{}
 	if w.nodes == nil {
 		return out
 	}
 	for _, obj := range w.nodes.GetStore().List() {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			out[m.Name] = Node{Name: m.Name, Zone: m.Labels[ZoneLabel]}
+			continue
+		}
 		n := obj.(*corev1.Node)
 		node := Node{Name: n.Name, Zone: n.Labels[ZoneLabel]}
 		for _, want := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
@@ -287,15 +317,30 @@ func stripNode(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}}
+	out := &corev1.Node{ObjectMeta: stripNodeMeta(n.ObjectMeta)}
+	out.Status.Addresses = n.Status.Addresses
+	return out, nil
+}
+
+func stripNodeMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: stripNodeMeta(m.ObjectMeta)}, nil
+}
+
+// stripNodeMeta keeps a node's identity and topology labels (not its other labels,
+// annotations or managed fields).
+func stripNodeMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion}
 	for _, l := range []string{ZoneLabel, RegionLabel} {
-		if v, ok := n.Labels[l]; ok {
+		if v, ok := m.Labels[l]; ok {
 			if out.Labels == nil {
 				out.Labels = map[string]string{}
 			}
 			out.Labels[l] = v
 		}
 	}
-	out.Status.Addresses = n.Status.Addresses
-	return out, nil
+	return out
 }
