@@ -1,0 +1,21 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package podnetworkhealthexporter
+
+import (
+	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
+)
+
+// DesiredOf is the object the exporter writes for one of the plan's object writes
+// (desiredOf): the scale simulation (internal/scalesim) hands the real writer exactly
+// what the exporter would.
+func DesiredOf(w plan.ObjectWrite, now time.Time) *apply.Desired { return desiredOf(w, now) }
+
+// PairEventReference is the object an Event about a pair's verdict change refers to.
+func PairEventReference(ev plan.Event) (ns, name string) {
+	return ev.Key.SourceNamespace, nameOf(ev.Key)
+}
