@@ -91,6 +91,9 @@ type Config struct {
 	Burst int
 	// Engine overrides the engine configuration (zero: the exporter's defaults).
 	Engine verdict.Config
+	// WriteEveryChange disables the write-on-change policy's tolerances (any RTT or loss
+	// change is written, no minimum interval between writes): the reference for writes.
+	WriteEveryChange bool
 	// PairSeries and TargetSeries: series the gateway exports per stable pair and per
 	// target family (defaults 27 and 2; see docs/telemetry-contract.md: status, loss ratio,
 	// jitter, sent, lost, and the duration histogram in classic buckets - explicit_buckets'
@@ -338,7 +341,12 @@ func run(cfg Config) (Result, error) {
 	const maxProbeInterval = time.Minute // the exporter's defaults (factory.go)
 	dec := decode.NewDecoder(decode.DecoderConfig{StreamTTL: 3 * maxProbeInterval, FirstSightMaxAge: maxProbeInterval, MaxPerRound: 10,
 		MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second)})
-	e := plan.New(cfg.Engine)
+	ecfg := cfg.Engine
+	ecfg.WritesPerSecond = cfg.QPS // as the exporter sets it
+	e := plan.New(ecfg)
+	if cfg.WriteEveryChange {
+		e.WithPolicy(plan.Policy{RTTTolerance: 1e-12, RTTFloor: time.Nanosecond, LossTolerance: 1e-12, MinChangeInterval: -1})
+	}
 	nodeControl := plan.NodeConditions{Type: "netpulse.io/PodNetworkProblem", Config: verdict.NodeConfig{Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute}}
 
 	cnt := &counter{t0: t0, rng: rand.New(rand.NewPCG(cfg.Seed, 0x636f6e66)), conflict: max(cfg.ConflictRate, 0), requests: map[string]int{},

@@ -5,7 +5,9 @@ package scalesim
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,8 +31,7 @@ func checkBounds(t *testing.T, cfg Config, r Result) {
 	assert.Zero(t, r.DecodeSkipped, "the decoder used every data point the agents sent")
 	assert.Zero(t, r.AdmissionRefused, "the admission refused nothing")
 	assert.Greater(t, r.Observations, 0)
-	// Dual-stack pods have one object per family and pair: (M+1) per source and family.
-	assert.LessOrEqual(t, r.ObjectsMax, 2*(cfg.M+1)*cfg.N, "objects O(N) at any time")
+	assert.LessOrEqual(t, r.ObjectsMax, (cfg.M+1)*cfg.N, "objects <= (M+1)·N at any time")
 	assert.Greater(t, r.Objects, 0)
 	assert.LessOrEqual(t, float64(r.PeakWritesPerMinute), cfg.QPS*60+float64(cfg.Burst), "never above the write budget in any minute")
 	assert.Greater(t, r.Conflicts, 0, "conflicts were injected")
@@ -51,19 +52,103 @@ func TestScaleModelSmall(t *testing.T) {
 	checkBounds(t, cfg, r)
 }
 
-// TestScaleBench prints the BENCH lines of `make bench` (NETPULSE_BENCH=1): N = 1,000 and
-// 5,000 over 2 simulated hours with the shipped defaults.
+// TestScaleBench prints the BENCH lines of `make bench` (NETPULSE_BENCH=1). Every figure
+// and every reference is measured in this run (wall times are printed with them):
+//
+//   - N = 1,000 over 2 simulated hours and N = 5,000 over 1 (shipped K, M, budget,
+//     interval; loss, jitter, dual-stack, 1% conflicts, one node dead at mid-run);
+//   - objects reference: the same pipeline with every pair stable (M = N-1: the
+//     pair-per-object model of the first release) at N = 8, 12, 16 for 15 minutes,
+//     objects fitted as a*N^b and extrapolated to N (the admission's 16 stable targets
+//     per source bound how large a full mesh can be measured through it);
+//   - writes reference: N = 1,000 for 30 minutes with the write-on-change policy's
+//     tolerances disabled (every RTT or loss change written);
+//   - detection: N = 500, 12 runs of 12 minutes (3 seeds x 4 fault phases a quarter
+//     of a probe interval apart), rounds from the fault to the engine's verdict and to
+//     the API's status update, as p50 / p99 / max (nearest rank; with 12 samples p99 is
+//     the max).
 func TestScaleBench(t *testing.T) {
 	if os.Getenv("NETPULSE_BENCH") != "1" {
 		t.Skip("set NETPULSE_BENCH=1 (make bench)")
 	}
-	for _, n := range []int{1000, 5000} {
-		cfg := Config{N: n}
+	// Objects reference: full mesh through the same pipeline at small N.
+	var xs, ys []float64
+	for _, n := range []int{8, 12, 16} {
+		cfg := Config{N: n, K: 1, M: n - 1, DualStackEvery: -1, Duration: 15 * time.Minute}
 		r, err := Run(t, cfg)
 		require.NoError(t, err)
-		checkBounds(t, cfg, r)
-		fmt.Printf("BENCH pnh_objects_n%d ours=%d reference=- ratio=-\n", n, r.Objects)
-		fmt.Printf("BENCH api_writes_peak_per_min_n%d ours=%d reference=%d ratio=%.2f\n", n, r.PeakWritesPerMinute, int(5*60), float64(5*60)/float64(r.PeakWritesPerMinute))
-		fmt.Printf("# N=%d wall=%v\n", n, r.Wall.Round(time.Second))
+		logResult(t, r)
+		require.Zero(t, r.AdmissionRefused, "the full mesh fits the admission's stable-target limit")
+		xs, ys = append(xs, math.Log(float64(n))), append(ys, math.Log(float64(r.ObjectsMax)))
+		fmt.Printf("# full mesh N=%d objects_max=%d wall=%v\n", n, r.ObjectsMax, r.Wall.Round(time.Second))
 	}
+	a, b := fitLine(xs, ys)
+	fmt.Printf("# full mesh objects fit: %.3f * N^%.3f\n", math.Exp(a), b)
+	meshObjects := func(n int) float64 { return math.Exp(a + b*math.Log(float64(n))) }
+
+	// Writes reference: the write-on-change policy off.
+	ref, err := Run(t, Config{N: 1000, Duration: 30 * time.Minute, WriteEveryChange: true})
+	require.NoError(t, err)
+	logResult(t, ref)
+	fmt.Printf("# write-every-change N=1000 30m: writes=%d (%.2f/s) peak/min=%d backlog_max=%d pending_end=%d drain=%v detect_write=%.2f rounds wall=%v\n",
+		ref.Writes, ref.WritesPerSec, ref.PeakWritesPerMinute, ref.MaxBacklog, ref.PendingAtEnd, ref.DrainAfterFault, ref.DetectWriteRounds, ref.Wall.Round(time.Second))
+
+	for _, c := range []Config{{N: 1000, Duration: 2 * time.Hour}, {N: 5000, Duration: time.Hour}} {
+		r, err := Run(t, c)
+		require.NoError(t, err)
+		checkBounds(t, c, r)
+		n := c.N
+		fmt.Printf("BENCH pnh_objects_n%d ours=%d reference=%.0f ratio=%.1f\n", n, r.ObjectsMax, meshObjects(n), meshObjects(n)/float64(r.ObjectsMax))
+		if n == 1000 {
+			fmt.Printf("BENCH api_writes_per_s_n%d ours=%.2f reference=%.2f ratio=%.1f\n", n, r.WritesPerSec, ref.WritesPerSec, ref.WritesPerSec/r.WritesPerSec)
+			fmt.Printf("BENCH api_writes_backlog_max_n%d ours=%d reference=%d ratio=%.1f\n", n, r.MaxBacklog, ref.MaxBacklog, float64(ref.MaxBacklog)/float64(max(r.MaxBacklog, 1)))
+		}
+		fmt.Printf("# N=%d %v simulated in %v: interval=%v rounds=%d batches=%d points=%d objects_max=%d api_objects=%d writes=%d (%.2f/s) peak/min=%d conflicts=%d failed_writes=%d backlog_max=%d pending_end=%d drain_after_fault=%v heartbeat=%v detect_verdict=%.2f detect_write=%.2f rounds heap=%.1fMiB peak_rss=%.0fMiB series=%d requests=%v\n",
+			n, c.Duration, r.Wall.Round(time.Second), r.Interval, r.Rounds, r.Batches, r.DataPoints, r.ObjectsMax, r.APIObjects, r.Writes, r.WritesPerSec, r.PeakWritesPerMinute,
+			r.Conflicts, r.FailedWrites, r.MaxBacklog, r.PendingAtEnd, r.DrainAfterFault, r.Heartbeat, r.DetectVerdictRounds, r.DetectWriteRounds, r.HeapMiB, r.PeakRSSMiB, r.Series, r.Requests)
+		fmt.Printf("BENCH api_writes_peak_per_min_n%d ours=%d reference=none ratio=-\n", n, r.PeakWritesPerMinute)
+		fmt.Printf("BENCH gateway_heap_mib_n%d ours=%.1f reference=none ratio=-\n", n, r.HeapMiB)
+	}
+
+	// Detection over seeds and fault phases.
+	var verdicts, writes []float64
+	iv := 10 * time.Second // the planner's interval at N = 500 (checked below)
+	for seed := uint64(1); seed <= 3; seed++ {
+		for phase := range 4 {
+			c := Config{N: 500, Duration: 12 * time.Minute, FaultAt: 8*time.Minute + time.Duration(phase)*iv/4, Seed: seed}
+			r, err := Run(t, c)
+			require.NoError(t, err)
+			require.Equal(t, iv, r.Interval)
+			checkBounds(t, c, r)
+			verdicts, writes = append(verdicts, r.DetectVerdictRounds), append(writes, r.DetectWriteRounds)
+		}
+	}
+	slices.Sort(verdicts)
+	slices.Sort(writes)
+	for _, d := range []struct {
+		name string
+		v    []float64
+	}{{"verdict", verdicts}, {"api_write", writes}} {
+		fmt.Printf("BENCH dead_node_to_%s_rounds_n500_p50 ours=%.2f reference=none ratio=-\n", d.name, rank(d.v, 0.5))
+		fmt.Printf("BENCH dead_node_to_%s_rounds_n500_p99 ours=%.2f reference=none ratio=-\n", d.name, rank(d.v, 0.99))
+		fmt.Printf("BENCH dead_node_to_%s_rounds_n500_max ours=%.2f reference=none ratio=-\n", d.name, d.v[len(d.v)-1])
+	}
+	fmt.Printf("# detection samples (rounds of %v): verdict %v api write %v\n", iv, verdicts, writes)
+}
+
+// rank is the nearest-rank quantile q of sorted v.
+func rank(v []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[min(max(i, 0), len(v)-1)]
+}
+
+// fitLine is the least-squares line y = a + b*x.
+func fitLine(xs, ys []float64) (a, b float64) {
+	var sx, sy, sxx, sxy float64
+	n := float64(len(xs))
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	b = (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	return (sy - b*sx) / n, b
 }
