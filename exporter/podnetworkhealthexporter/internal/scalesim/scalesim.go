@@ -380,8 +380,6 @@ func run(cfg Config) (Result, error) {
 	}
 	slices.SortFunc(order, func(a, b int) int { return int(jitter[a] - jitter[b]) })
 
-	deadTarget := verdict.TargetKeyOf(&observation.Observation{Target: observation.Target{Kind: observation.TargetPod, Namespace: Namespace,
-		Name: members[dead].name, UID: members[dead].id, Node: deadNode, Zone: members[dead].zone}})
 	echoesLost := func(target int, at time.Time) func(string) int {
 		return func(string) int {
 			if target == dead && !at.Before(faultAt) {
@@ -506,7 +504,7 @@ func run(cfg Config) (Result, error) {
 			if c.Verdict != observation.VerdictUnreachable {
 				continue
 			}
-			if c.Key == deadTarget {
+			if c.Key.UID == members[dead].id { // either family of the dead pod
 				if verdictAt.IsZero() && !at.Before(faultAt) {
 					verdictAt = at
 				}

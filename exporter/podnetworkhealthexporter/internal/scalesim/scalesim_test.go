@@ -43,10 +43,10 @@ func checkBounds(t *testing.T, cfg Config, r Result) {
 	assert.LessOrEqual(t, r.Series, (cfg.M*cfg.PairSeries+cfg.TargetSeries)*cfg.N*2, "series O(N)")
 }
 
-// A sampled cluster (N=100: each pair is probed once every 33 rounds) for 30 simulated
-// minutes, a node dying after 15: every bound of the scale model holds.
+// A sampled cluster (N=50: each pair is probed about once every 16 rounds) for 16
+// simulated minutes, a node dying after 8: every bound of the scale model holds.
 func TestScaleModelSmall(t *testing.T) {
-	cfg := Config{N: 100, Duration: 30 * time.Minute}
+	cfg := Config{N: 50, Duration: 16 * time.Minute}
 	r, err := Run(t, cfg)
 	require.NoError(t, err)
 	checkBounds(t, cfg, r)
