@@ -91,6 +91,9 @@ type Config struct {
 	Burst int
 	// Engine overrides the engine configuration (zero: the exporter's defaults).
 	Engine verdict.Config
+	// MaxStableTargetsPerSource raises the admission's limit and the decoder's stream
+	// bound with it (0: the shipped 16): the full-mesh reference needs N-1 stable targets.
+	MaxStableTargetsPerSource int
 	// WriteEveryChange disables the write-on-change policy's tolerances (any RTT or loss
 	// change is written, no minimum interval between writes): the reference for writes.
 	WriteEveryChange bool
@@ -334,13 +337,20 @@ func run(cfg Config) (Result, error) {
 	deadNode := members[dead].node
 
 	// The gateway: admission + binding, decoder, engine, writer.
-	proc, err := k8snetattributesprocessor.NewStaticIndexProcessor(processortest.NewNopSettings(processortest.NopType), k8snetattributesprocessor.DefaultGatewayConfig(), ix)
+	pcfg := k8snetattributesprocessor.DefaultGatewayConfig()
+	maxStreams := 0 // the decoder's default, sized for the admission's default
+	if n := cfg.MaxStableTargetsPerSource; n > 0 {
+		pcfg.Admission.MaxStableTargetsPerSource = n
+		pcfg.Admission.MaxTargetsPerRound = max(pcfg.Admission.MaxTargetsPerRound, 2*n)
+		maxStreams = -1
+	}
+	proc, err := k8snetattributesprocessor.NewStaticIndexProcessor(processortest.NewNopSettings(processortest.NopType), pcfg, ix)
 	if err != nil {
 		return Result{}, err
 	}
 	const maxProbeInterval = time.Minute // the exporter's defaults (factory.go)
 	dec := decode.NewDecoder(decode.DecoderConfig{StreamTTL: 3 * maxProbeInterval, FirstSightMaxAge: maxProbeInterval, MaxPerRound: 10,
-		MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second)})
+		MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second), MaxStreamsPerSource: maxStreams})
 	ecfg := cfg.Engine
 	ecfg.WritesPerSecond = cfg.QPS // as the exporter sets it
 	e := plan.New(ecfg)

@@ -58,9 +58,9 @@ func TestScaleModelSmall(t *testing.T) {
 //   - N = 1,000 over 2 simulated hours and N = 5,000 over 1 (shipped K, M, budget,
 //     interval; loss, jitter, dual-stack, 1% conflicts, one node dead at mid-run);
 //   - objects reference: the same pipeline with every pair stable (M = N-1: the
-//     pair-per-object model of the first release) at N = 8, 12, 16 for 15 minutes,
-//     objects fitted as a*N^b and extrapolated to N (the admission's 16 stable targets
-//     per source bound how large a full mesh can be measured through it);
+//     pair-per-object model of the first release) at N = 16, 32, 64 for 15 minutes (the
+//     admission's stable-target limit raised to N-1 for these runs), the most objects
+//     fitted as a*N^b and extrapolated to N; the gateway's heap likewise;
 //   - writes reference: N = 1,000 for 30 minutes with the write-on-change policy's
 //     tolerances disabled (every RTT or loss change written);
 //   - detection: N = 500, 12 runs of 12 minutes (3 seeds x 4 fault phases a quarter
@@ -72,19 +72,22 @@ func TestScaleBench(t *testing.T) {
 		t.Skip("set NETPULSE_BENCH=1 (make bench)")
 	}
 	// Objects reference: full mesh through the same pipeline at small N.
-	var xs, ys []float64
-	for _, n := range []int{8, 12, 16} {
-		cfg := Config{N: n, K: 1, M: n - 1, DualStackEvery: -1, Duration: 15 * time.Minute}
+	var xs, ys, hs []float64
+	for _, n := range []int{16, 32, 64} {
+		cfg := Config{N: n, K: 1, M: n - 1, DualStackEvery: -1, Duration: 15 * time.Minute, MaxStableTargetsPerSource: n}
 		r, err := Run(t, cfg)
 		require.NoError(t, err)
 		logResult(t, r)
-		require.Zero(t, r.AdmissionRefused, "the full mesh fits the admission's stable-target limit")
-		xs, ys = append(xs, math.Log(float64(n))), append(ys, math.Log(float64(r.ObjectsMax)))
-		fmt.Printf("# full mesh N=%d objects_max=%d wall=%v\n", n, r.ObjectsMax, r.Wall.Round(time.Second))
+		require.Zero(t, r.AdmissionRefused, "the full mesh fits the raised stable-target limit")
+		require.Zero(t, r.DecodeSkipped)
+		xs, ys, hs = append(xs, math.Log(float64(n))), append(ys, math.Log(float64(r.ObjectsMax))), append(hs, math.Log(r.HeapMiB))
+		fmt.Printf("# full mesh N=%d objects_max=%d api_objects=%d heap=%.1fMiB wall=%v\n", n, r.ObjectsMax, r.APIObjects, r.HeapMiB, r.Wall.Round(time.Second))
 	}
 	a, b := fitLine(xs, ys)
-	fmt.Printf("# full mesh objects fit: %.3f * N^%.3f\n", math.Exp(a), b)
+	ha, hb := fitLine(xs, hs)
+	fmt.Printf("# full mesh fits: objects %.3f * N^%.3f, heap %.4f MiB * N^%.3f\n", math.Exp(a), b, math.Exp(ha), hb)
 	meshObjects := func(n int) float64 { return math.Exp(a + b*math.Log(float64(n))) }
+	meshHeap := func(n int) float64 { return math.Exp(ha + hb*math.Log(float64(n))) }
 
 	// Writes reference: the write-on-change policy off.
 	ref, err := Run(t, Config{N: 1000, Duration: 30 * time.Minute, WriteEveryChange: true})
@@ -107,7 +110,7 @@ func TestScaleBench(t *testing.T) {
 			n, c.Duration, r.Wall.Round(time.Second), r.Interval, r.Rounds, r.Batches, r.DataPoints, r.ObjectsMax, r.APIObjects, r.Writes, r.WritesPerSec, r.PeakWritesPerMinute,
 			r.Conflicts, r.FailedWrites, r.MaxBacklog, r.PendingAtEnd, r.DrainAfterFault, r.Heartbeat, r.DetectVerdictRounds, r.DetectWriteRounds, r.HeapMiB, r.PeakRSSMiB, r.Series, r.Requests)
 		fmt.Printf("BENCH api_writes_peak_per_min_n%d ours=%d reference=none ratio=-\n", n, r.PeakWritesPerMinute)
-		fmt.Printf("BENCH gateway_heap_mib_n%d ours=%.1f reference=none ratio=-\n", n, r.HeapMiB)
+		fmt.Printf("BENCH gateway_heap_mib_n%d ours=%.1f reference=%.0f ratio=%.1f\n", n, r.HeapMiB, meshHeap(n), meshHeap(n)/r.HeapMiB)
 	}
 
 	// Detection over seeds and fault phases.
