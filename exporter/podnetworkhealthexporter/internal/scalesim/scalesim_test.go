@@ -96,10 +96,12 @@ func TestScaleBench(t *testing.T) {
 	fmt.Printf("# write-every-change N=1000 30m: writes=%d (%.2f/s) peak/min=%d backlog_max=%d pending_end=%d drain=%v detect_write=%.2f rounds wall=%v\n",
 		ref.Writes, ref.WritesPerSec, ref.PeakWritesPerMinute, ref.MaxBacklog, ref.PendingAtEnd, ref.DrainAfterFault, ref.DetectWriteRounds, ref.Wall.Round(time.Second))
 
+	var main []Result
 	for _, c := range []Config{{N: 1000, Duration: 2 * time.Hour}, {N: 5000, Duration: time.Hour}} {
 		r, err := Run(t, c)
 		require.NoError(t, err)
 		checkBounds(t, c, r)
+		main = append(main, r)
 		n := c.N
 		fmt.Printf("BENCH pnh_objects_n%d ours=%d reference=%.0f ratio=%.1f\n", n, r.ObjectsMax, meshObjects(n), meshObjects(n)/float64(r.ObjectsMax))
 		if n == 1000 {
@@ -137,6 +139,34 @@ func TestScaleBench(t *testing.T) {
 		fmt.Printf("BENCH dead_node_to_%s_rounds_n500_max ours=%.2f reference=none ratio=-\n", d.name, d.v[len(d.v)-1])
 	}
 	fmt.Printf("# detection samples (rounds of %v): verdict %v api write %v\n", iv, verdicts, writes)
+
+	// The table of docs/figures.md (hack/scale-figures.sh puts these lines there).
+	a1, a5 := main[0], main[1]
+	row := func(what, v1, v5, ref string) { fmt.Printf("TABLE | %s | %s | %s | %s |\n", what, v1, v5, ref) }
+	fmt.Println("TABLE | figure | N = 1,000, 2 h | N = 5,000, 1 h | reference (measured in the same run) |")
+	fmt.Println("TABLE |---|---|---|---|")
+	row("probe interval (planner, stretched by the probe budget)", a1.Interval.String(), a5.Interval.String(), "")
+	row("agent batches / data points through admission, binding, decoder", fmt.Sprintf("%d / %d", a1.Batches, a1.DataPoints), fmt.Sprintf("%d / %d", a5.Batches, a5.DataPoints), "")
+	row("data points refused by the admission / skipped by the decoder", fmt.Sprintf("%d / %d", a1.AdmissionRefused, a1.DecodeSkipped), fmt.Sprintf("%d / %d", a5.AdmissionRefused, a5.DecodeSkipped), "")
+	row("live objects, most at any time (in the fake API at the end)", fmt.Sprintf("**%d** (%d)", a1.ObjectsMax, a1.APIObjects), fmt.Sprintf("**%d** (%d)", a5.ObjectsMax, a5.APIObjects),
+		fmt.Sprintf("full mesh through the same pipeline at N = 16/32/64, fitted %.3f·N^%.3f: %.0f / %.0f", math.Exp(a), b, meshObjects(1000), meshObjects(5000)))
+	row("API write requests: mean per second / peak per minute", fmt.Sprintf("**%.2f** / **%d**", a1.WritesPerSec, a1.PeakWritesPerMinute), fmt.Sprintf("**%.2f** / **%d**", a5.WritesPerSec, a5.PeakWritesPerMinute),
+		fmt.Sprintf("write-on-change off, N = 1,000, 30 min: %.2f / %d (the budget, 5/s, is the ceiling)", ref.WritesPerSec, ref.PeakWritesPerMinute))
+	row("requests by kind (every request the fake clients received)", fmt.Sprint(a1.Requests), fmt.Sprint(a5.Requests), "")
+	row("409 conflicts injected (1% of updates) / write results with an error, retried", fmt.Sprintf("%d / %d", a1.Conflicts, a1.FailedWrites), fmt.Sprintf("%d / %d", a5.Conflicts, a5.FailedWrites), "")
+	row("most writes pending (start-up: every object and node condition) / at the end", fmt.Sprintf("%d / %d", a1.MaxBacklog, a1.PendingAtEnd), fmt.Sprintf("%d / %d", a5.MaxBacklog, a5.PendingAtEnd),
+		fmt.Sprintf("write-on-change off: %d / %d", ref.MaxBacklog, ref.PendingAtEnd))
+	row("fault → no verdict or Event write pending (drain)", a1.DrainAfterFault.String(), a5.DrainAfterFault.String(), fmt.Sprintf("write-on-change off: %v", ref.DrainAfterFault))
+	row("heartbeat in force", a1.Heartbeat.String(), a5.Heartbeat.String(), "")
+	row("dead node → engine verdict / → Unreachable status update received by the API (probe intervals, this run)", fmt.Sprintf("%.2f / %.2f", a1.DetectVerdictRounds, a1.DetectWriteRounds), fmt.Sprintf("%.2f / %.2f", a5.DetectVerdictRounds, a5.DetectWriteRounds), fmt.Sprintf("write-on-change off: %.2f / %.2f", ref.DetectVerdictRounds, ref.DetectWriteRounds))
+	row(fmt.Sprintf("dead node → engine verdict, p50 / p99 / max over %d runs (N = 500, 3 seeds × 4 fault phases)", len(verdicts)), fmt.Sprintf("%.2f / %.2f / %.2f", rank(verdicts, 0.5), rank(verdicts, 0.99), verdicts[len(verdicts)-1]), "", "")
+	row("dead node → API status update, p50 / p99 / max, same runs", fmt.Sprintf("%.2f / %.2f / %.2f", rank(writes, 0.5), rank(writes, 0.99), writes[len(writes)-1]), "", "")
+	row("healthy targets judged Unreachable / other nodes marked", fmt.Sprintf("%d / %d", a1.FalseUnreachable, a1.OtherNodesMarked), fmt.Sprintf("%d / %d", a5.FalseUnreachable, a5.OtherNodesMarked), "")
+	row("gateway live heap (released when index, admission, decoder, engine and writer are dropped)", fmt.Sprintf("**%.1f MiB**", a1.HeapMiB), fmt.Sprintf("**%.1f MiB**", a5.HeapMiB),
+		fmt.Sprintf("full mesh, fitted %.4f·N^%.3f MiB: %.0f / %.0f MiB", math.Exp(ha), hb, meshHeap(1000), meshHeap(5000)))
+	row("peak RSS of the whole test process (agents and fake API included; after the earlier runs)", fmt.Sprintf("%.0f MiB", a1.PeakRSSMiB), fmt.Sprintf("%.0f MiB", a5.PeakRSSMiB), "")
+	row("exported series (computed: 27 per stable pair + 2 per target; not counted from an exporter)", fmt.Sprint(a1.Series), fmt.Sprint(a5.Series), "")
+	row("wall time of the run (2 shared cores)", a1.Wall.Round(time.Second).String(), a5.Wall.Round(time.Second).String(), fmt.Sprintf("write-on-change off: %v", ref.Wall.Round(time.Second)))
 }
 
 // rank is the nearest-rank quantile q of sorted v.
