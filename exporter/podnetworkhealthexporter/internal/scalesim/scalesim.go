@@ -295,7 +295,6 @@ func run(cfg Config) (Result, error) {
 	nodes := make([]*corev1.Node, cfg.N)
 	// The plain object tracker: NewClientset's field-managed one builds a REST mapper per
 	// patch (milliseconds each), which would dominate the simulation.
-	//lint:ignore SA1019 the plain tracker is what a counting fake needs here
 	kube := kubefake.NewSimpleClientset()
 	ix := k8sindex.New(k8sindex.Config{})
 	for i := range members {
@@ -577,9 +576,8 @@ func run(cfg Config) (Result, error) {
 		res.APIObjects = len(l.Items)
 	}
 
-	// Series: the stable pairs and targets seen in the last 5 minutes (the Prometheus
-	// exporter's metric_expiration), from the configured series per pair.
-	const expiration = 5 * time.Minute
+	// Series: every source's stable pairs (all reported within the Prometheus exporter's
+	// 5-minute metric_expiration) and the engine's targets, from the series per pair.
 	stablePairs := 0
 	for _, m := range members {
 		stablePairs += len(probePlan.StableTargets(m.id))
