@@ -6,6 +6,9 @@ package podnetworkhealthexporter
 import (
 	"time"
 
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 )
@@ -19,3 +22,7 @@ func DesiredOf(w plan.ObjectWrite, now time.Time) *apply.Desired { return desire
 func PairEventReference(ev plan.Event) (ns, name string) {
 	return ev.Key.SourceNamespace, nameOf(ev.Key)
 }
+
+// PersistedOf is what a new leader reads back from an object (persistedOf): the scale
+// simulation's failover resumes a fresh engine from the fake API with it.
+func PersistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted { return persistedOf(o) }

@@ -94,6 +94,10 @@ type Config struct {
 	// MaxStableTargetsPerSource raises the admission's limit and the decoder's stream
 	// bound with it (0: the shipped 16): the full-mesh reference needs N-1 stable targets.
 	MaxStableTargetsPerSource int
+	// FailoverAt, when > 0, crashes the writer then (its pending writes are lost) and a new
+	// one takes over: a fresh decoder and engine, the engine resumed from what the fake
+	// API holds (the exporter's persistedOf), a new apply.Writer with its own informer.
+	FailoverAt time.Duration
 	// WriteEveryChange disables the write-on-change policy's tolerances (any RTT or loss
 	// change is written, no minimum interval between writes): the reference for writes.
 	WriteEveryChange bool
@@ -206,6 +210,9 @@ type Result struct {
 	// PairsSeenInTTL and PairsSeenTotal: distinct (source, target address) pairs probed in
 	// the last target_ttl and over the whole run.
 	PairsSeenInTTL, PairsSeenTotal int
+	// AfterFailover: requests by verb and resource in the 10 minutes after the failover;
+	// BeforeFailover the same for the 10 minutes before it.
+	AfterFailover, BeforeFailover map[string]int
 	// Wall is the real time the run took.
 	Wall time.Duration
 }
@@ -245,6 +252,9 @@ type counter struct {
 	deadUID    string
 	faultAt    time.Time
 	deadWrite  time.Time // first status update making a pair towards the dead pod Unreachable
+	failoverAt time.Time // zero: none
+	before     map[string]int
+	after      map[string]int
 	writeVerbs map[string]bool
 }
 
@@ -257,6 +267,14 @@ func (c *counter) react(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 	}
 	c.requests[a.GetVerb()+" "+res]++
 	now := time.Now()
+	if f := c.failoverAt; !f.IsZero() {
+		switch {
+		case !now.Before(f.Add(-10*time.Minute)) && now.Before(f):
+			c.before[a.GetVerb()+" "+res]++
+		case !now.Before(f) && now.Before(f.Add(10*time.Minute)):
+			c.after[a.GetVerb()+" "+res]++
+		}
+	}
 	if c.writeVerbs[a.GetVerb()] {
 		m := int(now.Sub(c.t0) / time.Minute)
 		for len(c.perMinute) <= m {
@@ -348,35 +366,62 @@ func run(cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	const maxProbeInterval = time.Minute // the exporter's defaults (factory.go)
-	dec := decode.NewDecoder(decode.DecoderConfig{StreamTTL: 3 * maxProbeInterval, FirstSightMaxAge: maxProbeInterval, MaxPerRound: 10,
-		MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second), MaxStreamsPerSource: maxStreams})
+	newDecoder := func() *decode.Decoder {
+		return decode.NewDecoder(decode.DecoderConfig{StreamTTL: 3 * maxProbeInterval, FirstSightMaxAge: maxProbeInterval, MaxPerRound: 10,
+			MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second), MaxStreamsPerSource: maxStreams})
+	}
+	dec := newDecoder()
 	ecfg := cfg.Engine
 	ecfg.WritesPerSecond = cfg.QPS // as the exporter sets it
-	e := plan.New(ecfg)
-	if cfg.WriteEveryChange {
-		e.WithPolicy(plan.Policy{RTTTolerance: 1e-12, RTTFloor: time.Nanosecond, LossTolerance: 1e-12, MinChangeInterval: -1})
+	newEngine := func() *plan.Engine {
+		e := plan.New(ecfg)
+		if cfg.WriteEveryChange {
+			e.WithPolicy(plan.Policy{RTTTolerance: 1e-12, RTTFloor: time.Nanosecond, LossTolerance: 1e-12, MinChangeInterval: -1})
+		}
+		return e
 	}
+	e := newEngine()
 	nodeControl := plan.NodeConditions{Type: "netpulse.io/PodNetworkProblem", Config: verdict.NodeConfig{Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute}}
 
 	cnt := &counter{t0: t0, rng: rand.New(rand.NewPCG(cfg.Seed, 0x636f6e66)), conflict: max(cfg.ConflictRate, 0), requests: map[string]int{},
-		deadUID: members[dead].id, faultAt: faultAt, writeVerbs: map[string]bool{"create": true, "update": true, "patch": true, "delete": true}}
+		deadUID: members[dead].id, faultAt: faultAt, writeVerbs: map[string]bool{"create": true, "update": true, "patch": true, "delete": true},
+		before: map[string]int{}, after: map[string]int{}}
+	var failoverAt time.Time
+	if cfg.FailoverAt > 0 {
+		failoverAt = t0.Add(cfg.FailoverAt)
+		cnt.failoverAt = failoverAt
+	}
 	pnh := pnhfake.NewSimpleClientset()
 	pnh.PrependReactor("*", "*", cnt.react)
 	kube.PrependReactor("*", "*", cnt.react)
 	var resultsMu sync.Mutex
-	w := apply.NewWriter(pnh, "", cfg.QPS, cfg.Burst, zap.NewNop(), func(r apply.WriteResult) {
-		if r.Err != nil {
-			resultsMu.Lock()
-			res.FailedWrites++
-			resultsMu.Unlock()
+	// lead starts a writer as a new leader does (exporter.lead): informer synced, the
+	// engine resumed from what the API holds, workers running until the term ends.
+	lead := func(e *plan.Engine, now time.Time) (*apply.Writer, context.CancelFunc, error) {
+		w := apply.NewWriter(pnh, "", cfg.QPS, cfg.Burst, zap.NewNop(), func(r apply.WriteResult) {
+			if r.Err != nil {
+				resultsMu.Lock()
+				res.FailedWrites++
+				resultsMu.Unlock()
+			}
+		})
+		w.StartInformer()
+		if !w.Synced(ctx) {
+			return nil, nil, errors.New("writer informer did not sync")
 		}
-	})
-	w.StartInformer()
-	if !w.Synced(ctx) {
-		return Result{}, errors.New("writer informer did not sync")
+		var existing []verdict.Persisted
+		for _, o := range w.Existing() {
+			existing = append(existing, pnhexporter.PersistedOf(o))
+		}
+		e.Resume(existing, now)
+		term, end := context.WithCancel(ctx)
+		w.Run(term, 2) // the exporter's default workers
+		return w, end, nil
 	}
-	e.Resume(nil, t0)
-	w.Run(ctx, 2) // the exporter's default workers
+	w, endTerm, err := lead(e, t0)
+	if err != nil {
+		return Result{}, err
+	}
 
 	// Sources fire at round*iv + jitter: in jitter order within a round.
 	order := make([]int, cfg.N)
@@ -474,6 +519,17 @@ func run(cfg Config) (Result, error) {
 		if !at.After(end) {
 			fire(at)
 		}
+		if !failoverAt.IsZero() && at.Equal(failoverAt) {
+			// The leader crashes: its pending writes are lost. A new replica takes over with
+			// its own decoder and engine.
+			endTerm()
+			w.Stop()
+			dec = newDecoder()
+			e = newEngine()
+			if w, endTerm, err = lead(e, at); err != nil {
+				return Result{}, err
+			}
+		}
 		// Deliveries due by now, in order: admission + binding, decode, observe.
 		k := 0
 		for k < len(pending) && !pending[k].at.After(at) {
@@ -560,6 +616,9 @@ func run(cfg Config) (Result, error) {
 	}
 	cnt.mu.Lock()
 	res.Requests = cnt.requests
+	if !failoverAt.IsZero() {
+		res.BeforeFailover, res.AfterFailover = cnt.before, cnt.after
+	}
 	res.Conflicts = cnt.conflicts
 	for v, n := range cnt.requests {
 		if cnt.writeVerbs[verbOf(v)] {
@@ -596,6 +655,7 @@ func run(cfg Config) (Result, error) {
 	lastProbed, pending = nil, nil
 
 	// The gateway's heap: live heap with it, then without it.
+	endTerm()
 	cancel()
 	w.Stop()
 	with := liveHeap()

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,19 +45,24 @@ func checkBounds(t *testing.T, cfg Config, r Result) {
 }
 
 // A sampled cluster (N=50: each pair is probed about once every 16 rounds) for 16
-// simulated minutes, a node dying after 8: every bound of the scale model holds.
+// simulated minutes, a node dying after 8 and the writer crashing after 12: every bound of
+// the scale model holds, and the new writer resumes from the API instead of re-creating.
 func TestScaleModelSmall(t *testing.T) {
-	cfg := Config{N: 50, Duration: 16 * time.Minute}
+	cfg := Config{N: 50, Duration: 16 * time.Minute, FailoverAt: 12 * time.Minute}
 	r, err := Run(t, cfg)
 	require.NoError(t, err)
 	checkBounds(t, cfg, r)
+	t.Logf("failover: requests in the 10 minutes before %v, after %v", r.BeforeFailover, r.AfterFailover)
+	assert.Zero(t, r.AfterFailover["create podnetworkhealths"], "no object re-created after the failover")
+	assert.GreaterOrEqual(t, r.AfterFailover["list podnetworkhealths"], 1, "the new writer's informer listed the API")
 }
 
 // TestScaleBench prints the BENCH lines of `make bench` (NETPULSE_BENCH=1). Every figure
 // and every reference is measured in this run (wall times are printed with them):
 //
 //   - N = 1,000 over 2 simulated hours and N = 5,000 over 1 (shipped K, M, budget,
-//     interval; loss, jitter, dual-stack, 1% conflicts, one node dead at mid-run);
+//     interval; loss, jitter, dual-stack, 1% conflicts, one node dead at mid-run, the
+//     writer crashing at three quarters and a new one resuming from the fake API);
 //   - objects reference: the same pipeline with every pair stable (M = N-1: the
 //     pair-per-object model of the first release) at N = 16, 32, 64 for 15 minutes (the
 //     admission's stable-target limit raised to N-1 for these runs), the most objects
@@ -97,7 +103,7 @@ func TestScaleBench(t *testing.T) {
 		ref.Writes, ref.WritesPerSec, ref.PeakWritesPerMinute, ref.MaxBacklog, ref.PendingAtEnd, ref.DrainAfterFault, ref.DetectWriteRounds, ref.Wall.Round(time.Second))
 
 	var main []Result
-	for _, c := range []Config{{N: 1000, Duration: 2 * time.Hour}, {N: 5000, Duration: time.Hour}} {
+	for _, c := range []Config{{N: 1000, Duration: 2 * time.Hour, FailoverAt: 90 * time.Minute}, {N: 5000, Duration: time.Hour, FailoverAt: 45 * time.Minute}} {
 		r, err := Run(t, c)
 		require.NoError(t, err)
 		checkBounds(t, c, r)
@@ -157,6 +163,18 @@ func TestScaleBench(t *testing.T) {
 	row("most writes pending (start-up: every object and node condition) / at the end", fmt.Sprintf("%d / %d", a1.MaxBacklog, a1.PendingAtEnd), fmt.Sprintf("%d / %d", a5.MaxBacklog, a5.PendingAtEnd),
 		fmt.Sprintf("write-on-change off: %d / %d", ref.MaxBacklog, ref.PendingAtEnd))
 	row("fault → no verdict or Event write pending (drain)", a1.DrainAfterFault.String(), a5.DrainAfterFault.String(), fmt.Sprintf("write-on-change off: %v", ref.DrainAfterFault))
+	sumWrites := func(m map[string]int) int {
+		n := 0
+		for k, v := range m {
+			if verb, _, _ := strings.Cut(k, " "); verb != "get" && verb != "list" && verb != "watch" {
+				n += v
+			}
+		}
+		return n
+	}
+	row("writer crash at ¾ of the run, a new one resumes from the fake API: write requests in the 10 min before / after (PodNetworkHealth creates after)",
+		fmt.Sprintf("%d / %d (%d)", sumWrites(a1.BeforeFailover), sumWrites(a1.AfterFailover), a1.AfterFailover["create podnetworkhealths"]),
+		fmt.Sprintf("%d / %d (%d)", sumWrites(a5.BeforeFailover), sumWrites(a5.AfterFailover), a5.AfterFailover["create podnetworkhealths"]), "")
 	row("heartbeat in force", a1.Heartbeat.String(), a5.Heartbeat.String(), "")
 	row("dead node → engine verdict / → Unreachable status update received by the API (probe intervals, this run)", fmt.Sprintf("%.2f / %.2f", a1.DetectVerdictRounds, a1.DetectWriteRounds), fmt.Sprintf("%.2f / %.2f", a5.DetectVerdictRounds, a5.DetectWriteRounds), fmt.Sprintf("write-on-change off: %.2f / %.2f", ref.DetectVerdictRounds, ref.DetectWriteRounds))
 	row(fmt.Sprintf("dead node → engine verdict, p50 / p99 / max over %d runs (N = 500, 3 seeds × 4 fault phases)", len(verdicts)), fmt.Sprintf("%.2f / %.2f / %.2f", rank(verdicts, 0.5), rank(verdicts, 0.99), verdicts[len(verdicts)-1]), "", "")
