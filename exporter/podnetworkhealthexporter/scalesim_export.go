@@ -10,6 +10,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 )
 
@@ -26,3 +27,7 @@ func PairEventReference(ev plan.Event) (ns, name string) {
 // PersistedOf is what a new leader reads back from an object (persistedOf): the scale
 // simulation's failover resumes a fresh engine from the fake API with it.
 func PersistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted { return persistedOf(o) }
+
+// KeyOfObject is the pair an object is about (keyOfObject): the simulation tells the engine
+// of objects the garbage collector removed, as the exporter's informer handler does.
+func KeyOfObject(o *v1alpha1.PodNetworkHealth) observation.PairKey { return keyOfObject(o) }

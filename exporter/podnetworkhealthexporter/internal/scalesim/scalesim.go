@@ -98,6 +98,12 @@ type Config struct {
 	// one takes over: a fresh decoder and engine, the engine resumed from what the fake
 	// API holds (the exporter's persistedOf), a new apply.Writer with its own informer.
 	FailoverAt time.Duration
+	// RollAt, when > 0, rolls the agent DaemonSet then as its maxUnavailable of 10% does: 10
+	// waves 30 s apart; each deletes a tenth of the pods (the garbage collector removes the
+	// objects they own) and starts their replacements 10 s later with new UIDs, names,
+	// addresses and fresh agents. The dead node's pod is not rolled. Peers keep probing a
+	// deleted pod's addresses until its replacement runs (their watch lag, exaggerated).
+	RollAt time.Duration
 	// WriteEveryChange disables the write-on-change policy's tolerances (any RTT or loss
 	// change is written, no minimum interval between writes): the reference for writes.
 	WriteEveryChange bool
@@ -213,14 +219,24 @@ type Result struct {
 	// AfterFailover: requests by verb and resource in the 10 minutes after the failover;
 	// BeforeFailover the same for the 10 minutes before it.
 	AfterFailover, BeforeFailover map[string]int
+	// RolledUnreachable: Unreachable verdicts of rolled pods (deleted or replaced); Roll:
+	// requests by verb and resource from the roll's start to 10 minutes after its end.
+	RolledUnreachable int
+	Roll              map[string]int
 	// Wall is the real time the run took.
 	Wall time.Duration
 }
 
 type member struct {
+	// slot is the member's planner ID: its node's, so that a DaemonSet roll keeps the
+	// plan (the agents' planners key on pod UIDs; keeping the plan leaves the roll's cost
+	// to the gateway, which is what is measured).
+	slot                 string
 	id, name, node, zone string
 	addrs                []string // IPv4, then IPv6 when dual-stack
 	agent                *ingestbench.Agent
+	gen                  int  // pod generation: 1 after a roll replaced it
+	down                 bool // deleted, its replacement not running yet
 }
 
 type delivery struct {
@@ -255,6 +271,9 @@ type counter struct {
 	failoverAt time.Time // zero: none
 	before     map[string]int
 	after      map[string]int
+	rollFrom   time.Time // zero: none
+	rollTo     time.Time
+	roll       map[string]int
 	writeVerbs map[string]bool
 }
 
@@ -267,6 +286,9 @@ func (c *counter) react(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 	}
 	c.requests[a.GetVerb()+" "+res]++
 	now := time.Now()
+	if !c.rollFrom.IsZero() && !now.Before(c.rollFrom) && now.Before(c.rollTo) {
+		c.roll[a.GetVerb()+" "+res]++
+	}
 	if f := c.failoverAt; !f.IsZero() {
 		switch {
 		case !now.Before(f.Add(-10*time.Minute)) && now.Before(f):
@@ -309,31 +331,39 @@ func run(cfg Config) (Result, error) {
 	members := make([]member, cfg.N)
 	pm := make([]planner.Member, cfg.N)
 	index := make(map[string]int, cfg.N)
-	byAddr := make(map[string]int, cfg.N*5/4)
 	nodes := make([]*corev1.Node, cfg.N)
 	// The plain object tracker: NewClientset's field-managed one builds a REST mapper per
 	// patch (milliseconds each), which would dominate the simulation.
 	kube := kubefake.NewSimpleClientset()
-	ix := k8sindex.New(k8sindex.Config{})
-	for i := range members {
-		m := member{id: fmt.Sprintf("uid-%05d", i), name: fmt.Sprintf("netpulse-agent-%05d", i), node: fmt.Sprintf("node-%05d", i), zone: fmt.Sprintf("zone-%d", i%cfg.Zones)}
-		m.addrs = []string{fmt.Sprintf("10.%d.%d.%d", 64+i/65536, (i/256)%256, i%256)}
-		if cfg.DualStackEvery > 0 && i%cfg.DualStackEvery == 0 {
-			m.addrs = append(m.addrs, fmt.Sprintf("fd00:10::%x", i+1))
+	ix := k8sindex.New(k8sindex.Config{DeletedPodGrace: 30 * time.Second}) // the processor's default grace
+	// newPod gives slot i's pod of generation gen its identity and addresses, a fresh
+	// agent started at start, and puts it in the index.
+	newPod := func(m *member, i, gen int, start time.Time) {
+		m.gen = gen
+		m.id, m.name = fmt.Sprintf("uid-%05d", i), fmt.Sprintf("netpulse-agent-%05d", i)
+		if gen > 0 {
+			m.id, m.name = fmt.Sprintf("uid-%05d-g%d", i, gen), fmt.Sprintf("netpulse-agent-%05d-g%d", i, gen)
 		}
-		m.agent = ingestbench.NewAgent(m.name, m.id, Namespace, m.node, m.addrs[0], t0.Add(-time.Hour), cfg.Seed*1_000_003+uint64(i))
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.node, Labels: map[string]string{corev1.LabelTopologyZone: m.zone}},
-			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+		m.addrs = []string{fmt.Sprintf("10.%d.%d.%d", 64+4*gen+i/65536, (i/256)%256, i%256)}
+		if cfg.DualStackEvery > 0 && i%cfg.DualStackEvery == 0 {
+			m.addrs = append(m.addrs, fmt.Sprintf("fd00:%x::%x", 10+gen, i+1))
+		}
+		m.agent = ingestbench.NewAgent(m.name, m.id, Namespace, m.node, m.addrs[0], start, cfg.Seed*1_000_003+uint64(i)+uint64(gen)<<32)
 		ips := make([]corev1.PodIP, len(m.addrs))
 		for j, a := range m.addrs {
 			ips[j] = corev1.PodIP{IP: a}
-			byAddr[a] = i
 		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: m.name, UID: types.UID(m.id)},
 			Spec:   corev1.PodSpec{NodeName: m.node},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: m.addrs[0], PodIPs: ips, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 		pr := k8sindex.PodRecordFromPod(pod, nil)
 		ix.UpsertPod(&pr)
+	}
+	for i := range members {
+		m := member{slot: fmt.Sprintf("slot-%05d", i), node: fmt.Sprintf("node-%05d", i), zone: fmt.Sprintf("zone-%d", i%cfg.Zones)}
+		newPod(&m, i, 0, t0.Add(-time.Hour))
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.node, Labels: map[string]string{corev1.LabelTopologyZone: m.zone}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 		nr := k8sindex.NodeRecordFromNode(node)
 		ix.UpsertNode(&nr)
 		if err := kube.Tracker().Add(node); err != nil {
@@ -341,8 +371,8 @@ func run(cfg Config) (Result, error) {
 		}
 		nodes[i] = node
 		members[i] = m
-		pm[i] = planner.Member{ID: m.id, Node: m.node, Zone: m.zone}
-		index[m.id] = i
+		pm[i] = planner.Member{ID: m.slot, Node: m.node, Zone: m.zone}
+		index[m.slot] = i
 	}
 	probePlan, err := planner.New(pm, planner.Config{K: cfg.K, Stable: cfg.M, ProbeBudget: cfg.ProbeBudget, BaseInterval: cfg.BaseInterval})
 	if err != nil {
@@ -385,7 +415,13 @@ func run(cfg Config) (Result, error) {
 
 	cnt := &counter{t0: t0, rng: rand.New(rand.NewPCG(cfg.Seed, 0x636f6e66)), conflict: max(cfg.ConflictRate, 0), requests: map[string]int{},
 		deadUID: members[dead].id, faultAt: faultAt, writeVerbs: map[string]bool{"create": true, "update": true, "patch": true, "delete": true},
-		before: map[string]int{}, after: map[string]int{}}
+		before: map[string]int{}, after: map[string]int{}, roll: map[string]int{}}
+	const rollWaves, rollWaveEvery, rollDown = 10, 30 * time.Second, 10 * time.Second
+	var rollAt time.Time
+	if cfg.RollAt > 0 {
+		rollAt = t0.Add(cfg.RollAt)
+		cnt.rollFrom, cnt.rollTo = rollAt, rollAt.Add(rollWaves*rollWaveEvery+10*time.Minute)
+	}
 	var failoverAt time.Time
 	if cfg.FailoverAt > 0 {
 		failoverAt = t0.Add(cfg.FailoverAt)
@@ -405,6 +441,7 @@ func run(cfg Config) (Result, error) {
 				resultsMu.Unlock()
 			}
 		})
+		w.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.ObjectGone(pnhexporter.KeyOfObject(o)) })
 		w.StartInformer()
 		if !w.Synced(ctx) {
 			return nil, nil, errors.New("writer informer did not sync")
@@ -430,13 +467,13 @@ func run(cfg Config) (Result, error) {
 	}
 	jitter := make([]time.Duration, cfg.N)
 	for i, m := range members {
-		jitter[i] = probePlan.Jitter(m.id)
+		jitter[i] = probePlan.Jitter(m.slot)
 	}
 	slices.SortFunc(order, func(a, b int) int { return int(jitter[a] - jitter[b]) })
 
 	echoesLost := func(target int, at time.Time) func(string) int {
 		return func(string) int {
-			if target == dead && !at.Before(faultAt) {
+			if (target == dead && !at.Before(faultAt)) || members[target].down {
 				return ingestbench.ShippedICMPCount
 			}
 			if cfg.LossRate <= 0 {
@@ -474,14 +511,14 @@ func run(cfg Config) (Result, error) {
 				return
 			}
 			next++
-			if at.Before(t0) || (i == dead && !at.Before(faultAt)) {
-				continue // the dead node's agent reports no more
+			if at.Before(t0) || (i == dead && !at.Before(faultAt)) || members[i].down {
+				continue // the dead node's agent reports no more; a rolled pod is not back yet
 			}
 			src := &members[i]
-			stableM := probePlan.StableTargets(src.id)
+			stableM := probePlan.StableTargets(src.slot)
 			var stableAddrs, rotatingAddrs []string
 			lossy := map[string]int{}
-			for _, tm := range probePlan.Targets(src.id, round) {
+			for _, tm := range probePlan.Targets(src.slot, round) {
 				j := index[tm.ID]
 				isStable := slices.ContainsFunc(stableM, func(s planner.Member) bool { return s.ID == tm.ID })
 				lost := echoesLost(j, at)
@@ -514,10 +551,36 @@ func run(cfg Config) (Result, error) {
 		nodeByName[n.Name] = n
 	}
 	lastNodes := time.Time{}
+	rolled := map[string]bool{} // UIDs of rolled pods
 	stopAt := end.Add(cfg.Delivery + 2*time.Second)
 	for at := t0.Add(time.Second); !at.After(stopAt); at = at.Add(time.Second) {
 		if !at.After(end) {
 			fire(at)
+		}
+		if !rollAt.IsZero() {
+			for k := range rollWaves {
+				ws := rollAt.Add(time.Duration(k) * rollWaveEvery)
+				if !at.Equal(ws) && !at.Equal(ws.Add(rollDown)) {
+					continue
+				}
+				for i := k; i < cfg.N; i += rollWaves {
+					m := &members[i]
+					if i == dead {
+						continue
+					}
+					if at.Equal(ws) { // deleted: out of the index (into its grace), its objects collected
+						m.down = true
+						rolled[m.id] = true
+						ix.DeletePod(m.id)
+						if err := collectOwned(pnh, m.id); err != nil {
+							return Result{}, err
+						}
+					} else { // its replacement runs
+						newPod(m, i, m.gen+1, at)
+						m.down = false
+					}
+				}
+			}
 		}
 		if !failoverAt.IsZero() && at.Equal(failoverAt) {
 			// The leader crashes: its pending writes are lost. A new replica takes over with
@@ -567,6 +630,10 @@ func run(cfg Config) (Result, error) {
 		}
 		for _, c := range r.TargetChanges {
 			if c.Verdict != observation.VerdictUnreachable {
+				continue
+			}
+			if rolled[c.Key.UID] {
+				res.RolledUnreachable++
 				continue
 			}
 			if c.Key.UID == members[dead].id { // either family of the dead pod
@@ -619,6 +686,9 @@ func run(cfg Config) (Result, error) {
 	if !failoverAt.IsZero() {
 		res.BeforeFailover, res.AfterFailover = cnt.before, cnt.after
 	}
+	if !rollAt.IsZero() {
+		res.Roll = cnt.roll
+	}
 	res.Conflicts = cnt.conflicts
 	for v, n := range cnt.requests {
 		if cnt.writeVerbs[verbOf(v)] {
@@ -639,7 +709,7 @@ func run(cfg Config) (Result, error) {
 	// 5-minute metric_expiration) and the engine's targets, from the series per pair.
 	stablePairs := 0
 	for _, m := range members {
-		stablePairs += len(probePlan.StableTargets(m.id))
+		stablePairs += len(probePlan.StableTargets(m.slot))
 	}
 	res.Series = stablePairs*cfg.PairSeries + e.Stats().Targets*cfg.TargetSeries
 	ttl := cfg.Engine.TargetTTL
@@ -672,6 +742,27 @@ func run(cfg Config) (Result, error) {
 	runtime.KeepAlive(pnh)
 	runtime.KeepAlive(kube)
 	return res, nil
+}
+
+// collectOwned deletes the PodNetworkHealth objects owned by the pod uid, as the garbage
+// collector does once the pod is gone: straight in the fake's tracker, so the writer's
+// request counts do not include them; its informer sees the deletions.
+func collectOwned(pnh *pnhfake.Clientset, uid string) error {
+	gvr := v1alpha1.SchemeGroupVersion.WithResource("podnetworkhealths")
+	obj, err := pnh.Tracker().List(gvr, v1alpha1.SchemeGroupVersion.WithKind("PodNetworkHealth"), Namespace)
+	if err != nil {
+		return err
+	}
+	for _, o := range obj.(*v1alpha1.PodNetworkHealthList).Items {
+		for _, ref := range o.OwnerReferences {
+			if string(ref.UID) == uid {
+				if err := pnh.Tracker().Delete(gvr, o.Namespace, o.Name); err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func verbOf(s string) string {
