@@ -62,7 +62,8 @@ const (
 //     round; a rotating pair's hold that round's echoes only;
 //   - the histogram: go-expohisto with pod_probe's 160-bucket bound, fed the round's RTTs.
 //
-// No errors metric: a healthy round has none (pod_probe emits it only once a series failed).
+// No errors metric in a healthy round (pod_probe emits it only once a series failed);
+// RoundWithLoss adds lost echoes, timeouts and the errors metric.
 type Agent struct {
 	PodName, PodUID, Namespace, NodeName, PodIP string
 	// Start is the receiver's start (mdatagen's start time).
