@@ -36,7 +36,7 @@ func checkBounds(t *testing.T, cfg Config, r Result) {
 		assert.LessOrEqual(t, r.ObjectsMax, (cfg.M+1)*cfg.N, "objects <= (M+1)·N at any time")
 	} else {
 		// A roll leaves the objects of pairs towards deleted pods until the engine retires
-		// them (measured: up to ~2.6·N at N = 1,000): (M+1)·N does not hold through a roll.
+		// them (TestScaleBench: up to 2.9·N at N = 5,000): (M+1)·N does not hold through a roll.
 		assert.LessOrEqual(t, r.ObjectsMax, 2*(cfg.M+1)*cfg.N, "objects <= 2·(M+1)·N through a roll")
 	}
 	assert.Greater(t, r.Objects, 0)
