@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo '-dirty')"
+echo "make bench at commit $commit" >&2
 
 run() {
   echo "== $*" >&2
@@ -23,6 +25,7 @@ for extra in hack/bench.d/*.sh; do
 done
 
 echo
+echo "make bench at commit $commit ($(date -u +%Y-%m-%dT%H:%MZ))"
 printf '%-52s %-22s %-34s %s\n' NAME OURS REFERENCE RATIO
 grep -E '^BENCH ' "$out" | sed -E 's/^BENCH ([^ ]+) ours=([^ ]+) reference=([^ ]+) ratio=([^ ]+).*/\1 \2 \3 \4/' |
   while read -r name ours ref ratio; do printf '%-52s %-22s %-34s %s\n' "$name" "$ours" "$ref" "$ratio"; done

@@ -42,7 +42,8 @@ var assemblers = map[string]string{
 	"internal/e2ereal":      "end-to-end tests on real nodes",
 	"internal/ingestbench":  "benchmarks the built gateway: its agent shape is checked against the real pod_probe, its agents get tokens the k8s_token_auth test helpers mint",
 	"internal/helmtest":     "checks the chart against the components' own defaults (the readiness gate's condition type)",
-	"exporter/podnetworkhealthexporter/integrationtest": "the gateway trust test runs k8s_token_auth in front of the exporter",
+	"exporter/podnetworkhealthexporter/integrationtest":   "the gateway trust test runs k8s_token_auth in front of the exporter",
+	"exporter/podnetworkhealthexporter/internal/scalesim": "the scale simulation runs the gateway's k8s_net_attributes admission and binding in front of the exporter's stages",
 }
 
 // Package is what importcheck reads of `go list -json`.

@@ -6,6 +6,8 @@ package ingestbench
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lightstep/go-expohisto/structure"
@@ -60,7 +62,8 @@ const (
 //     round; a rotating pair's hold that round's echoes only;
 //   - the histogram: go-expohisto with pod_probe's 160-bucket bound, fed the round's RTTs.
 //
-// No errors metric: a healthy round has none (pod_probe emits it only once a series failed).
+// No errors metric in a healthy round (pod_probe emits it only once a series failed);
+// RoundWithLoss adds lost echoes, timeouts and the errors metric.
 type Agent struct {
 	PodName, PodUID, Namespace, NodeName, PodIP string
 	// Start is the receiver's start (mdatagen's start time).
@@ -70,9 +73,13 @@ type Agent struct {
 }
 
 type stableSeries struct {
-	start pcommon.Timestamp
-	sent  int64
-	hist  *structure.Histogram[float64]
+	start      pcommon.Timestamp
+	sent, lost int64
+	hist       *structure.Histogram[float64]
+	// timeouts: failed rounds (netpulse.probe.errors{error.type=timeout}) since errStart,
+	// the first failure.
+	timeouts int64
+	errStart pcommon.Timestamp
 }
 
 // NewAgent returns an agent whose receiver started at start; seed makes its RTTs
@@ -82,9 +89,10 @@ func NewAgent(podName, podUID, namespace, nodeName, podIP string, start time.Tim
 		Start: start, stable: map[string]*stableSeries{}, rng: rand.New(rand.NewPCG(seed, 0x6e6574))}
 }
 
-// rtts draws one round's echo round-trip times: log-normal around 250 µs, a pod network.
-func (a *Agent) rtts() []float64 {
-	out := make([]float64, ShippedICMPCount)
+// rtts draws the round-trip times of a round's n answered echoes: log-normal around
+// 250 µs, a pod network.
+func (a *Agent) rtts(n int) []float64 {
+	out := make([]float64, n)
 	for i := range out {
 		out[i] = 250e-6 * math.Exp(0.35*a.rng.NormFloat64())
 	}
@@ -98,14 +106,34 @@ func newHistogram() *structure.Histogram[float64] {
 // Round returns the batch of one probe round published at now: the stable targets' points
 // (netpulse.pair.stable) and the rotating targets', in that order (targets are pod IPs).
 func (a *Agent) Round(now time.Time, stableTargets, rotatingTargets []string) pmetric.Metrics {
+	return a.RoundWithLoss(now, stableTargets, rotatingTargets, nil)
+}
+
+// RoundWithLoss is Round where lost(addr) of the round's ShippedICMPCount echoes to addr
+// got no reply (nil: none). As pod_probe: a round with no reply has status 0 and counts a
+// timeout in netpulse.probe.errors (a cumulative series from the pair's first failure),
+// the lost echoes add to netpulse.probe.packets.lost, only answered echoes reach the
+// histogram, and the jitter gauge is emitted only with two replies or more. The network
+// type is ipv6 for an address with a colon (dual-stack targets are probed once per
+// family, each address its own series).
+func (a *Agent) RoundWithLoss(now time.Time, stableTargets, rotatingTargets []string, lost func(addr string) int) pmetric.Metrics {
 	type obs struct {
 		addr   string
 		stable bool
 		rtts   []float64
-		// sent is the cumulative echo count; histStart the histogram's StartTimestamp.
-		sent      int64
-		histStart pcommon.Timestamp
-		hist      *structure.Histogram[float64]
+		// sent and lost are the cumulative echo counts; histStart the histogram's
+		// StartTimestamp; timeouts the failed rounds since errStart (0: none yet).
+		sent, lost int64
+		histStart  pcommon.Timestamp
+		hist       *structure.Histogram[float64]
+		timeouts   int64
+		errStart   pcommon.Timestamp
+	}
+	lostOf := func(addr string) int {
+		if lost == nil {
+			return 0
+		}
+		return min(max(lost(addr), 0), ShippedICMPCount)
 	}
 	ts := pcommon.NewTimestampFromTime(now)
 	// The probes ran in parallel and ended before the publish: their start is the round's
@@ -118,21 +146,34 @@ func (a *Agent) Round(now time.Time, stableTargets, rotatingTargets []string) pm
 			s = &stableSeries{start: probeStart, hist: newHistogram()}
 			a.stable[t] = s
 		}
-		o := obs{addr: t, stable: true, rtts: a.rtts()}
+		n := lostOf(t)
+		o := obs{addr: t, stable: true, rtts: a.rtts(ShippedICMPCount - n)}
 		s.sent += ShippedICMPCount
+		s.lost += int64(n)
 		for _, r := range o.rtts {
 			s.hist.Update(r)
 		}
-		o.sent, o.histStart, o.hist = s.sent, s.start, s.hist
+		if len(o.rtts) == 0 {
+			if s.timeouts == 0 {
+				s.errStart = probeStart
+			}
+			s.timeouts++
+		}
+		o.sent, o.lost, o.histStart, o.hist, o.timeouts, o.errStart = s.sent, s.lost, s.start, s.hist, s.timeouts, s.errStart
 		all = append(all, o)
 	}
 	for _, t := range rotatingTargets {
-		o := obs{addr: t, rtts: a.rtts(), sent: ShippedICMPCount, histStart: probeStart, hist: newHistogram()}
+		n := lostOf(t)
+		o := obs{addr: t, rtts: a.rtts(ShippedICMPCount - n), sent: ShippedICMPCount, lost: int64(n), histStart: probeStart, hist: newHistogram()}
 		for _, r := range o.rtts {
 			o.hist.Update(r)
 		}
+		if len(o.rtts) == 0 {
+			o.timeouts, o.errStart = 1, probeStart
+		}
 		all = append(all, o)
 	}
+	anyTimeout := slices.ContainsFunc(all, func(o obs) bool { return o.timeouts > 0 })
 
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
@@ -148,20 +189,27 @@ func (a *Agent) Round(now time.Time, stableTargets, rotatingTargets []string) pm
 	start := pcommon.NewTimestampFromTime(a.Start)
 	attrs := func(m pcommon.Map, o obs) {
 		m.PutStr(contract.DestinationAddress, o.addr)
-		m.PutStr(contract.NetworkType, "ipv4")
+		if strings.Contains(o.addr, ":") {
+			m.PutStr(contract.NetworkType, "ipv6")
+		} else {
+			m.PutStr(contract.NetworkType, "ipv4")
+		}
 		m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
 		m.PutStr(contract.TargetKind, "pod")
 		if o.stable {
 			m.PutBool(contract.PairStable, true)
 		}
 	}
-	gauge := func(name, desc, unit string, val func(o obs) float64) {
+	gauge := func(name, desc, unit string, emit func(o obs) bool, val func(o obs) float64) {
 		m := sm.Metrics().AppendEmpty()
 		m.SetName(name)
 		m.SetDescription(desc)
 		m.SetUnit(unit)
 		dps := m.SetEmptyGauge().DataPoints()
 		for _, o := range all {
+			if !emit(o) {
+				continue
+			}
 			dp := dps.AppendEmpty()
 			dp.SetStartTimestamp(start)
 			dp.SetTimestamp(ts)
@@ -185,9 +233,30 @@ func (a *Agent) Round(now time.Time, stableTargets, rotatingTargets []string) pm
 			attrs(dp.Attributes(), o)
 		}
 	}
-	gauge(contract.MetricJitter, descJitter, "s", func(o obs) float64 { return jitter(o.rtts) })
-	gauge(contract.MetricLossRatio, descLoss, "1", func(obs) float64 { return 0 })
-	sum(contract.MetricPacketsLost, descLost, func(obs) int64 { return 0 })
+	if anyTimeout {
+		m := sm.Metrics().AppendEmpty()
+		m.SetName(contract.MetricErrors)
+		m.SetDescription(descErrors)
+		m.SetUnit("{probe}")
+		s := m.SetEmptySum()
+		s.SetIsMonotonic(true)
+		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		for _, o := range all {
+			if o.timeouts == 0 {
+				continue
+			}
+			dp := s.DataPoints().AppendEmpty()
+			dp.SetStartTimestamp(o.errStart)
+			dp.SetTimestamp(ts)
+			dp.SetIntValue(o.timeouts)
+			attrs(dp.Attributes(), o)
+			dp.Attributes().PutStr(contract.ErrorType, contract.ErrorTypeTimeout)
+		}
+	}
+	always := func(obs) bool { return true }
+	gauge(contract.MetricJitter, descJitter, "s", func(o obs) bool { return len(o.rtts) >= 2 }, func(o obs) float64 { return jitter(o.rtts) })
+	gauge(contract.MetricLossRatio, descLoss, "1", always, func(o obs) float64 { return float64(ShippedICMPCount-len(o.rtts)) / ShippedICMPCount })
+	sum(contract.MetricPacketsLost, descLost, func(o obs) int64 { return o.lost })
 	sum(contract.MetricPacketsSent, descSent, func(o obs) int64 { return o.sent })
 	status := sm.Metrics().AppendEmpty()
 	status.SetName(contract.MetricStatus)
@@ -198,7 +267,7 @@ func (a *Agent) Round(now time.Time, stableTargets, rotatingTargets []string) pm
 		dp := statusPoints.AppendEmpty()
 		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(ts)
-		dp.SetIntValue(1)
+		dp.SetIntValue(int64(min(len(o.rtts), 1)))
 		attrs(dp.Attributes(), o)
 	}
 

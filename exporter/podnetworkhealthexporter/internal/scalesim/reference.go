@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/contract"
-	"github.com/netpulse/netpulse/internal/planner"
 )
 
 // roundMetrics renders one pod_probe round of src towards targets as the receiver emits
@@ -86,27 +85,6 @@ func roundMetrics(src observation.Source, targets []observation.Target, stable [
 		attrs(hp.Attributes(), t, stable[i])
 	}
 	return md
-}
-
-// feedStableStreams decodes two rounds of every source's stable targets, so the decoder
-// holds the cumulative streams a gateway keeps in steady state.
-func feedStableStreams(dec *decode.Decoder, members []member, plan *planner.Plan, at time.Time) {
-	idx := map[string]int{}
-	for i, m := range members {
-		idx[m.id] = i
-	}
-	for r := int64(1); r <= 2; r++ {
-		ts := at.Add(time.Duration(r) * plan.Interval())
-		for _, m := range members {
-			var ts2 []observation.Target
-			var st []bool
-			for _, s := range plan.StableTargets(m.id) {
-				ts2 = append(ts2, members[idx[s.ID]].tgt)
-				st = append(st, true)
-			}
-			dec.Decode(roundMetrics(m.src, ts2, st, at.Add(-time.Hour), ts, 100+r), ts)
-		}
-	}
 }
 
 // ReferenceBytes measures, with the real summary package, what the pair-per-object model

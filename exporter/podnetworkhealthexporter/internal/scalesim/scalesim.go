@@ -1,28 +1,65 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package scalesim drives the gateway's real decision code (decode, verdict, plan, writequeue)
-// with the real sampling planner over simulated hours at cluster sizes no test machine can
-// host, and measures what the scale model bounds: live objects, API writes per second,
-// the time from a dead target to Unreachable, gateway memory and exported series. Time is
-// simulated; nothing sleeps. `make bench` prints its figures (BENCH lines), and a small
-// configuration runs in `make test`.
+// Package scalesim runs the gateway's shipped intake and decision code at cluster sizes
+// no test machine can host, in simulated time (testing/synctest: nothing sleeps for real):
+// N agents (ingestbench.Agent) emit pod_probe's OTLP for the real sampling planner's
+// rounds, with RTT jitter, per-echo loss and dual-stack pods; each batch passes the real
+// k8s_net_attributes binding and admission (over an index of the simulated pods and
+// nodes), the real decoder, and the real decision engine; the engine's object writes,
+// Events and node conditions go through the real apply.Writer to fake clientsets that
+// count every request and answer a share of updates with a conflict. One agent's node
+// dies mid-run: its address stops answering and its agent stops reporting.
+//
+// It measures what the scale model bounds: live objects, API requests (peak per minute,
+// backlog, drain after the fault), rounds from the fault to the engine's verdict and to
+// the API write, and the gateway's live heap. `make bench` prints its figures (BENCH
+// lines); a small configuration runs in `make test`.
 package scalesim // import "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/scalesim"
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	pnhfake "github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	pnhexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
-
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
+	"github.com/netpulse/netpulse/internal/ingestbench"
+	"github.com/netpulse/netpulse/internal/k8sindex"
 	"github.com/netpulse/netpulse/internal/planner"
+	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
 )
+
+// Namespace of the simulated agents.
+const Namespace = "netpulse"
 
 // Config describes one simulated cluster. Zero fields take the shipped defaults.
 type Config struct {
@@ -33,16 +70,43 @@ type Config struct {
 	// ProbeBudget (probes/s, default 1000) and BaseInterval (default 10s) as in agent.yaml.
 	ProbeBudget  float64
 	BaseInterval time.Duration
-	// Duration simulated (default 2h); the target dies at FaultAt (default Duration/2) and
-	// stays dead.
+	// Duration simulated (default 2h); the dead node's pod stops answering and its agent
+	// stops reporting at FaultAt (default Duration/2), for good.
 	Duration, FaultAt time.Duration
-	// Delivery is the delay from a probe round to the gateway's Observe: the probe timeout
-	// plus the agent's batch timeout (default 2s + 1s).
+	// Delivery is the delay from a probe round to the gateway: the probe timeout plus the
+	// agent's batch timeout (default 2s + 1s).
 	Delivery time.Duration
-	// WritesPerSecond is the API write budget (default 5, burst 10).
-	WritesPerSecond float64
+	// Seed makes the RTTs, the losses and the injected conflicts reproducible.
+	Seed uint64
+	// LossRate is the share of echoes lost on every healthy path (default 0.002; < 0: none).
+	LossRate float64
+	// DualStackEvery: every n-th pod has an IPv6 address too, and dual-stack pairs are
+	// probed over both families (default 4; < 0: single-stack).
+	DualStackEvery int
+	// ConflictRate is the share of updates (object and status) the fake API answers with
+	// 409 Conflict (default 0.01; < 0: none).
+	ConflictRate float64
+	// QPS and Burst: the write budget (the exporter's defaults 5 and 10).
+	QPS   float64
+	Burst int
 	// Engine overrides the engine configuration (zero: the exporter's defaults).
 	Engine verdict.Config
+	// MaxStableTargetsPerSource raises the admission's limit and the decoder's stream
+	// bound with it (0: the shipped 16): the full-mesh reference needs N-1 stable targets.
+	MaxStableTargetsPerSource int
+	// FailoverAt, when > 0, crashes the writer then (its pending writes are lost) and a new
+	// one takes over: a fresh decoder and engine, the engine resumed from what the fake
+	// API holds (the exporter's persistedOf), a new apply.Writer with its own informer.
+	FailoverAt time.Duration
+	// RollAt, when > 0, rolls the agent DaemonSet then as its maxUnavailable of 10% does: 10
+	// waves 30 s apart; each deletes a tenth of the pods (the garbage collector removes the
+	// objects they own) and starts their replacements 10 s later with new UIDs, names,
+	// addresses and fresh agents. The dead node's pod is not rolled. Peers keep probing a
+	// deleted pod's addresses until its replacement runs (their watch lag, exaggerated).
+	RollAt time.Duration
+	// WriteEveryChange disables the write-on-change policy's tolerances (any RTT or loss
+	// change is written, no minimum interval between writes): the reference for writes.
+	WriteEveryChange bool
 	// PairSeries and TargetSeries: series the gateway exports per stable pair and per
 	// target family (defaults 27 and 2; see docs/telemetry-contract.md: status, loss ratio,
 	// jitter, sent, lost, and the duration histogram in classic buckets - explicit_buckets'
@@ -55,12 +119,12 @@ func (c Config) withDefaults() Config {
 		c.Zones = 3
 	}
 	if c.K <= 0 {
-		c.K = 3
+		c.K = ingestbench.ShippedK
 	}
 	if c.M < 0 {
 		c.M = 0
 	} else if c.M == 0 {
-		c.M = 1
+		c.M = ingestbench.ShippedStablePeers
 	}
 	if c.ProbeBudget <= 0 {
 		c.ProbeBudget = 1000
@@ -77,8 +141,20 @@ func (c Config) withDefaults() Config {
 	if c.Delivery <= 0 {
 		c.Delivery = 3 * time.Second
 	}
-	if c.WritesPerSecond <= 0 {
-		c.WritesPerSecond = 5
+	if c.LossRate == 0 {
+		c.LossRate = 0.002
+	}
+	if c.DualStackEvery == 0 {
+		c.DualStackEvery = 4
+	}
+	if c.ConflictRate == 0 {
+		c.ConflictRate = 0.01
+	}
+	if c.QPS <= 0 {
+		c.QPS = 5
+	}
+	if c.Burst <= 0 {
+		c.Burst = 10
 	}
 	if c.PairSeries <= 0 {
 		c.PairSeries = 5 + (19 + 1) + 2
@@ -94,81 +170,209 @@ type Result struct {
 	N        int
 	Interval time.Duration
 	Rounds   int
-	// Observations fed to the engine.
-	Observations int
-	// Objects live at the end; ObjectsMax the most at any time.
-	Objects, ObjectsMax int
-	// Writes: API requests made (a create is two: create and status update); per second
-	// over the whole run, and the most pending at any time (queue backlog).
-	Writes        int
-	WritesPerSec  float64
-	MaxBacklog    int
-	PendingAtEnd  int
-	WritesByPrio  [writequeue.NumPriorities]int
-	Heartbeat     time.Duration // heartbeat interval in force at the end
-	EventsEmitted int
-	// DeadTargetIntervals: probe intervals from the fault to the target's Unreachable
-	// verdict in the engine; DeadPairWrittenIntervals: to the stable pair's Unreachable
-	// object being written through the budget.
-	DeadTargetIntervals, DeadPairWrittenIntervals float64
+	// Batches the agents sent; DataPoints in them; Observations the decoder made of them.
+	Batches, DataPoints, Observations int
+	// DecodeSkipped: data points the decoder did not use (any reason); AdmissionRefused:
+	// data points the admission removed. Both 0 in a correct run.
+	DecodeSkipped, AdmissionRefused int
+	// Objects live in the engine at the end; ObjectsMax the most at any time; APIObjects
+	// the PodNetworkHealth objects the fake API holds at the end.
+	Objects, ObjectsMax, APIObjects int
+	// Requests by verb and resource ("update podnetworkhealths/status"), as the fake
+	// clients received them (conflicts and retries included).
+	Requests map[string]int
+	// Writes: requests that change something (create, update, patch, delete);
+	// WritesPerSec their mean over the run, PeakWritesPerMinute the most in one minute.
+	Writes              int
+	WritesPerSec        float64
+	PeakWritesPerMinute int
+	// Conflicts injected; FailedWrites the writer's write results with an error (each is
+	// retried with back-off).
+	Conflicts, FailedWrites int
+	// MaxBacklog: most writes pending at a reconcile; PendingAtEnd at the end.
+	MaxBacklog, PendingAtEnd int
+	// DrainAfterFault: from the fault until no verdict or Event write is pending any more
+	// (after the dead target's verdict writes were queued).
+	DrainAfterFault time.Duration
+	Heartbeat       time.Duration // heartbeat interval in force at the end
+	EventsEmitted   int
+	// DetectVerdictRounds: probe intervals from the fault to the dead target's Unreachable
+	// verdict in the engine; DetectWriteRounds: to the fake API receiving the status
+	// update that makes one of its stable pairs' objects Unreachable.
+	DetectVerdictRounds, DetectWriteRounds float64
 	// FalseUnreachable counts targets other than the dead one judged Unreachable, and
-	// NodesMarked the nodes marked at the end besides the dead target's.
+	// OtherNodesMarked the nodes marked at the end besides the dead one.
 	FalseUnreachable, OtherNodesMarked int
-	// HeapMiB: live heap after GC held by the gateway state (engine, decoder of the stable
-	// streams, write queue), measured as the difference to before it was built.
-	HeapMiB float64
+	// HeapMiB: live heap released when the gateway's state is dropped at the end (the
+	// processor's index and admission table, the decoder, the engine, the writer with its
+	// queue and informer cache); the agents and the fake API stay alive across the two
+	// measurements. PeakRSSMiB: the whole test process's peak RSS (VmHWM), simulation
+	// included.
+	HeapMiB, PeakRSSMiB float64
 	// Series: what the gateway exports (stable pairs seen in the last 5 minutes and the
-	// per-target series); ReferenceSeries: the pair-per-series model (every pair probed in
-	// the last 5 minutes, the Prometheus exporter's metric_expiration).
-	Series, ReferenceSeries int
-	// PairsSeenInTTL and PairsSeenTotal: distinct pairs probed in the last target_ttl and
-	// over the whole run (the object and stream counts of the pair-per-object model).
+	// per-target series, computed from the configured series per pair; not counted from
+	// an exporter).
+	Series int
+	// PairsSeenInTTL and PairsSeenTotal: distinct (source, target address) pairs probed in
+	// the last target_ttl and over the whole run.
 	PairsSeenInTTL, PairsSeenTotal int
+	// AfterFailover: requests by verb and resource in the 10 minutes after the failover;
+	// BeforeFailover the same for the 10 minutes before it.
+	AfterFailover, BeforeFailover map[string]int
+	// RolledUnreachable: Unreachable verdicts of rolled pods (deleted or replaced); Roll:
+	// requests by verb and resource from the roll's start to 10 minutes after its end.
+	RolledUnreachable int
+	Roll              map[string]int
+	// Wall is the real time the run took.
+	Wall time.Duration
 }
 
 type member struct {
-	id   string
-	src  observation.Source
-	tgt  observation.Target
-	node string
+	// slot is the member's planner ID: its node's, so that a DaemonSet roll keeps the
+	// plan (the agents' planners key on pod UIDs; keeping the plan leaves the roll's cost
+	// to the gateway, which is what is measured).
+	slot                 string
+	id, name, node, zone string
+	addrs                []string // IPv4, then IPv6 when dual-stack
+	agent                *ingestbench.Agent
+	gen                  int  // pod generation: 1 after a roll replaced it
+	down                 bool // deleted, its replacement not running yet
 }
 
 type delivery struct {
-	at  time.Time
-	obs []observation.Observation
+	at time.Time
+	md pmetric.Metrics
 }
 
-// write is what the simulated writer holds per key.
-type write struct {
-	requests int
-	verdict  observation.Verdict
-	pair     observation.PairKey
+// Run simulates one cluster in a synctest bubble of t (time starts at
+// 2000-01-01T00:00:00Z and moves only when every goroutine of the run waits).
+func Run(t *testing.T, cfg Config) (Result, error) {
+	var res Result
+	var err error
+	began := time.Now()
+	synctest.Test(t, func(*testing.T) { res, err = run(cfg) })
+	res.Wall = time.Since(began)
+	res.PeakRSSMiB = peakRSSMiB()
+	return res, err
 }
 
-// Run simulates one cluster.
-func Run(cfg Config) (Result, error) {
+// counter is what the fake clients received.
+type counter struct {
+	mu         sync.Mutex
+	t0         time.Time
+	rng        *rand.Rand
+	conflict   float64
+	requests   map[string]int
+	perMinute  []int
+	conflicts  int
+	deadUID    string
+	faultAt    time.Time
+	deadWrite  time.Time // first status update making a pair towards the dead pod Unreachable
+	failoverAt time.Time // zero: none
+	before     map[string]int
+	after      map[string]int
+	rollFrom   time.Time // zero: none
+	rollTo     time.Time
+	roll       map[string]int
+	writeVerbs map[string]bool
+}
+
+func (c *counter) react(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res := a.GetResource().Resource
+	if sub := a.GetSubresource(); sub != "" {
+		res += "/" + sub
+	}
+	c.requests[a.GetVerb()+" "+res]++
+	now := time.Now()
+	if !c.rollFrom.IsZero() && !now.Before(c.rollFrom) && now.Before(c.rollTo) {
+		c.roll[a.GetVerb()+" "+res]++
+	}
+	if f := c.failoverAt; !f.IsZero() {
+		switch {
+		case !now.Before(f.Add(-10*time.Minute)) && now.Before(f):
+			c.before[a.GetVerb()+" "+res]++
+		case !now.Before(f) && now.Before(f.Add(10*time.Minute)):
+			c.after[a.GetVerb()+" "+res]++
+		}
+	}
+	if c.writeVerbs[a.GetVerb()] {
+		m := int(now.Sub(c.t0) / time.Minute)
+		for len(c.perMinute) <= m {
+			c.perMinute = append(c.perMinute, 0)
+		}
+		c.perMinute[m]++
+	}
+	if u, ok := a.(k8stesting.UpdateAction); ok && a.GetResource().Resource == "podnetworkhealths" {
+		if c.rng.Float64() < c.conflict {
+			c.conflicts++
+			o := u.GetObject().(*v1alpha1.PodNetworkHealth)
+			return true, nil, apierrors.NewConflict(v1alpha1.Resource("podnetworkhealths"), o.Name, errors.New("injected by the scale simulation"))
+		}
+		if o := u.GetObject().(*v1alpha1.PodNetworkHealth); a.GetSubresource() == "status" && c.deadWrite.IsZero() && !now.Before(c.faultAt) &&
+			o.Spec.TargetPodRef != nil && string(o.Spec.TargetPodRef.UID) == c.deadUID && o.Status.Reachability == v1alpha1.Reachability(observation.VerdictUnreachable) {
+			c.deadWrite = now
+		}
+	}
+	return false, nil, nil
+}
+
+func run(cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t0 := time.Now()
+	end := t0.Add(cfg.Duration)
+	faultAt := t0.Add(cfg.FaultAt)
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7363616c65))
 
-	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	// The cluster: N nodes in zones, one agent pod on each.
 	members := make([]member, cfg.N)
 	pm := make([]planner.Member, cfg.N)
-	index := map[string]int{}
-	for i := range members {
-		id := fmt.Sprintf("uid-%05d", i)
-		node := fmt.Sprintf("node-%05d", i)
-		zone := fmt.Sprintf("zone-%d", i%cfg.Zones)
-		members[i] = member{
-			id:   id,
-			node: node,
-			src:  observation.Source{Namespace: "netpulse", Name: "agent-" + id[4:], UID: id, Node: node},
-			tgt: observation.Target{Kind: observation.TargetPod, Namespace: "netpulse", Name: "agent-" + id[4:], UID: id, Node: node, Zone: zone,
-				Address: fmt.Sprintf("10.%d.%d.%d", i/65536, (i/256)%256, i%256)},
+	index := make(map[string]int, cfg.N)
+	nodes := make([]*corev1.Node, cfg.N)
+	// The plain object tracker: NewClientset's field-managed one builds a REST mapper per
+	// patch (milliseconds each), which would dominate the simulation.
+	kube := kubefake.NewSimpleClientset()
+	ix := k8sindex.New(k8sindex.Config{DeletedPodGrace: 30 * time.Second}) // the processor's default grace
+	// newPod gives slot i's pod of generation gen its identity and addresses, a fresh
+	// agent started at start, and puts it in the index.
+	newPod := func(m *member, i, gen int, start time.Time) {
+		m.gen = gen
+		m.id, m.name = fmt.Sprintf("uid-%05d", i), fmt.Sprintf("netpulse-agent-%05d", i)
+		if gen > 0 {
+			m.id, m.name = fmt.Sprintf("uid-%05d-g%d", i, gen), fmt.Sprintf("netpulse-agent-%05d-g%d", i, gen)
 		}
-		pm[i] = planner.Member{ID: id, Node: node, Zone: zone}
-		index[id] = i
+		m.addrs = []string{fmt.Sprintf("10.%d.%d.%d", 64+4*gen+i/65536, (i/256)%256, i%256)}
+		if cfg.DualStackEvery > 0 && i%cfg.DualStackEvery == 0 {
+			m.addrs = append(m.addrs, fmt.Sprintf("fd00:%x::%x", 10+gen, i+1))
+		}
+		m.agent = ingestbench.NewAgent(m.name, m.id, Namespace, m.node, m.addrs[0], start, cfg.Seed*1_000_003+uint64(i)+uint64(gen)<<32)
+		ips := make([]corev1.PodIP, len(m.addrs))
+		for j, a := range m.addrs {
+			ips[j] = corev1.PodIP{IP: a}
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: m.name, UID: types.UID(m.id)},
+			Spec:   corev1.PodSpec{NodeName: m.node},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: m.addrs[0], PodIPs: ips, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+		pr := k8sindex.PodRecordFromPod(pod, nil)
+		ix.UpsertPod(&pr)
+	}
+	for i := range members {
+		m := member{slot: fmt.Sprintf("slot-%05d", i), node: fmt.Sprintf("node-%05d", i), zone: fmt.Sprintf("zone-%d", i%cfg.Zones)}
+		newPod(&m, i, 0, t0.Add(-time.Hour))
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.node, Labels: map[string]string{corev1.LabelTopologyZone: m.zone}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+		nr := k8sindex.NodeRecordFromNode(node)
+		ix.UpsertNode(&nr)
+		if err := kube.Tracker().Add(node); err != nil {
+			return Result{}, err
+		}
+		nodes[i] = node
+		members[i] = m
+		pm[i] = planner.Member{ID: m.slot, Node: m.node, Zone: m.zone}
+		index[m.slot] = i
 	}
 	probePlan, err := planner.New(pm, planner.Config{K: cfg.K, Stable: cfg.M, ProbeBudget: cfg.ProbeBudget, BaseInterval: cfg.BaseInterval})
 	if err != nil {
@@ -176,224 +380,419 @@ func Run(cfg Config) (Result, error) {
 	}
 	iv := probePlan.Interval()
 	res := Result{N: cfg.N, Interval: iv}
+	dead := cfg.N / 3
+	deadNode := members[dead].node
 
+	// The gateway: admission + binding, decoder, engine, writer.
+	pcfg := k8snetattributesprocessor.DefaultGatewayConfig()
+	maxStreams := 0 // the decoder's default, sized for the admission's default
+	if n := cfg.MaxStableTargetsPerSource; n > 0 {
+		pcfg.Admission.MaxStableTargetsPerSource = n
+		pcfg.Admission.MaxTargetsPerRound = max(pcfg.Admission.MaxTargetsPerRound, 2*n)
+		maxStreams = -1
+	}
+	proc, err := k8snetattributesprocessor.NewStaticIndexProcessor(processortest.NewNopSettings(processortest.NopType), pcfg, ix)
+	if err != nil {
+		return Result{}, err
+	}
+	const maxProbeInterval = time.Minute // the exporter's defaults (factory.go)
+	newDecoder := func() *decode.Decoder {
+		return decode.NewDecoder(decode.DecoderConfig{StreamTTL: 3 * maxProbeInterval, FirstSightMaxAge: maxProbeInterval, MaxPerRound: 10,
+			MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second), MaxStreamsPerSource: maxStreams})
+	}
+	dec := newDecoder()
 	ecfg := cfg.Engine
-	ecfg.WritesPerSecond = cfg.WritesPerSecond
-	e := plan.New(ecfg)
-	q := writequeue.New[write]()
-	budget := writequeue.NewBudget(cfg.WritesPerSecond, 10)
-	nodes := map[string]*verdict.NodeCondition{}
-	for _, m := range members {
-		nodes[m.node] = nil
+	ecfg.WritesPerSecond = cfg.QPS // as the exporter sets it
+	newEngine := func() *plan.Engine {
+		e := plan.New(ecfg)
+		if cfg.WriteEveryChange {
+			e.WithPolicy(plan.Policy{RTTTolerance: 1e-12, RTTFloor: time.Nanosecond, LossTolerance: 1e-12, MinChangeInterval: -1})
+		}
+		return e
+	}
+	e := newEngine()
+	nodeControl := plan.NodeConditions{Type: "netpulse.io/PodNetworkProblem", Config: verdict.NodeConfig{Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute}}
+
+	cnt := &counter{t0: t0, rng: rand.New(rand.NewPCG(cfg.Seed, 0x636f6e66)), conflict: max(cfg.ConflictRate, 0), requests: map[string]int{},
+		deadUID: members[dead].id, faultAt: faultAt, writeVerbs: map[string]bool{"create": true, "update": true, "patch": true, "delete": true},
+		before: map[string]int{}, after: map[string]int{}, roll: map[string]int{}}
+	const rollWaves, rollWaveEvery, rollDown = 10, 30 * time.Second, 10 * time.Second
+	var rollAt time.Time
+	if cfg.RollAt > 0 {
+		rollAt = t0.Add(cfg.RollAt)
+		cnt.rollFrom, cnt.rollTo = rollAt, rollAt.Add(rollWaves*rollWaveEvery+10*time.Minute)
+	}
+	var failoverAt time.Time
+	if cfg.FailoverAt > 0 {
+		failoverAt = t0.Add(cfg.FailoverAt)
+		cnt.failoverAt = failoverAt
+	}
+	pnh := pnhfake.NewSimpleClientset()
+	pnh.PrependReactor("*", "*", cnt.react)
+	kube.PrependReactor("*", "*", cnt.react)
+	var resultsMu sync.Mutex
+	// lead starts a writer as a new leader does (exporter.lead): informer synced, the
+	// engine resumed from what the API holds, workers running until the term ends.
+	lead := func(e *plan.Engine, now time.Time) (*apply.Writer, context.CancelFunc, error) {
+		w := apply.NewWriter(pnh, "", cfg.QPS, cfg.Burst, zap.NewNop(), func(r apply.WriteResult) {
+			if r.Err != nil {
+				resultsMu.Lock()
+				res.FailedWrites++
+				resultsMu.Unlock()
+			}
+		})
+		w.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.ObjectGone(pnhexporter.KeyOfObject(o)) })
+		w.StartInformer()
+		if !w.Synced(ctx) {
+			return nil, nil, errors.New("writer informer did not sync")
+		}
+		var existing []verdict.Persisted
+		for _, o := range w.Existing() {
+			existing = append(existing, pnhexporter.PersistedOf(o))
+		}
+		e.Resume(existing, now)
+		term, end := context.WithCancel(ctx)
+		w.Run(term, 2) // the exporter's default workers
+		return w, end, nil
+	}
+	w, endTerm, err := lead(e, t0)
+	if err != nil {
+		return Result{}, err
 	}
 
-	// Sources fire at round*iv + jitter: process them in jitter order.
+	// Sources fire at round*iv + jitter: in jitter order within a round.
 	order := make([]int, cfg.N)
 	for i := range order {
 		order[i] = i
 	}
 	jitter := make([]time.Duration, cfg.N)
 	for i, m := range members {
-		jitter[i] = probePlan.Jitter(m.id)
+		jitter[i] = probePlan.Jitter(m.slot)
 	}
 	slices.SortFunc(order, func(a, b int) int { return int(jitter[a] - jitter[b]) })
 
-	dead := cfg.N / 3
-	faultAt := t0.Add(cfg.FaultAt)
-	deadTarget := verdict.TargetKeyOf(&observation.Observation{Target: members[dead].tgt})
-	var deadPairs []observation.PairKey // stable pairs towards the dead target
-	rtt := observation.NewHistogram(8)
-	rtt.RecordN(0.00025, 3)
+	echoesLost := func(target int, at time.Time) func(string) int {
+		return func(string) int {
+			if (target == dead && !at.Before(faultAt)) || members[target].down {
+				return ingestbench.ShippedICMPCount
+			}
+			if cfg.LossRate <= 0 {
+				return 0
+			}
+			n := 0
+			for range ingestbench.ShippedICMPCount {
+				if rng.Float64() < cfg.LossRate {
+					n++
+				}
+			}
+			return n
+		}
+	}
 
 	type pairID struct{ s, t int32 }
 	lastProbed := map[pairID]time.Time{}
 	var pending []delivery
-	pendingHead := 0
-	end := t0.Add(cfg.Duration)
-	nextTick := t0.Add(time.Second)
-	tick := 0
-	seq := 0
-	targetUnreachableAt, pairWrittenAt := time.Time{}, time.Time{}
-	owed := 0 // requests of a popped write still to be paid from the budget
-
-	// step runs the gateway up to now: deliveries, reconciles each second, node
-	// judgement every 5 s, the writer draining the queue within the budget.
-	step := func(now time.Time) {
-		for !nextTick.After(now) {
-			at := nextTick
-			for pendingHead < len(pending) && !pending[pendingHead].at.After(at) {
-				d := pending[pendingHead]
-				pending[pendingHead] = delivery{}
-				pendingHead++
-				res.Observations += len(d.obs)
-				e.Observe(d.obs, d.at)
-			}
-			r := e.Reconcile(at)
-			res.Heartbeat = r.Heartbeat
-			for _, w := range r.Objects {
-				key := "pnh/" + w.Key.String()
-				reqs := 1
-				if w.Reason == plan.ReasonInitial {
-					reqs = 2
-				}
-				q.Set(key, writequeue.Priority(w.Priority), write{requests: reqs, verdict: w.Summary.Verdict, pair: w.Key}, at)
-			}
-			for range r.Events {
-				seq++
-				q.Set(fmt.Sprintf("event/%d", seq), writequeue.Event, write{requests: 1}, at)
-				res.EventsEmitted++
-			}
-			for _, c := range r.TargetChanges {
-				if c.Verdict != observation.VerdictUnreachable {
-					continue
-				}
-				if c.Key == deadTarget {
-					if targetUnreachableAt.IsZero() && !at.Before(faultAt) {
-						targetUnreachableAt = at
-					}
-				} else {
-					res.FalseUnreachable++
-				}
-			}
-			if tick%5 == 0 {
-				d := e.ReconcileNodes(at, nodes, verdict.NodeConfig{})
-				for _, w := range d.Writes {
-					q.Set("node/"+w.Node, writequeue.Priority(w.Priority), write{requests: 1}, at)
-					c := w.Condition
-					nodes[w.Node] = &c
-				}
-			}
-			res.MaxBacklog = max(res.MaxBacklog, q.Len())
-			// The writer: as many requests as the budget allows this second; the second
-			// request of a create (its status update) is paid before the next item.
-			for owed > 0 {
-				if ok, _ := budget.Take(at); !ok {
-					break
-				}
-				owed--
-			}
-			for owed == 0 {
-				if q.Len() == 0 {
-					break
-				}
-				if ok, _ := budget.Take(at); !ok {
-					break
-				}
-				key, p, w, ok := q.Pop(at)
-				if !ok {
-					break
-				}
-				q.Done(key)
-				res.Writes += w.requests
-				res.WritesByPrio[p]++
-				owed = w.requests - 1
-				if w.verdict == observation.VerdictUnreachable && pairWrittenAt.IsZero() && slices.Contains(deadPairs, w.pair) {
-					pairWrittenAt = at
-				}
-			}
-			res.ObjectsMax = max(res.ObjectsMax, e.Objects())
-			nextTick = nextTick.Add(time.Second)
-			tick++
-		}
-	}
-
-	var bufObs []observation.Observation
-	for round := probePlan.Round(t0); ; round++ {
-		roundStart := time.Unix(0, int64(round)*int64(iv))
-		if roundStart.After(end) {
-			break
-		}
-		res.Rounds++
-		for _, i := range order {
-			at := roundStart.Add(jitter[i])
-			if at.Before(t0) || at.After(end) {
+	round := probePlan.Round(t0)
+	next := 0 // index in order of the next source to fire in round
+	var verdictAt, drainedAt time.Time
+	deadQueued := false
+	fire := func(upTo time.Time) {
+		for {
+			roundStart := time.Unix(0, int64(round)*int64(iv))
+			if next == len(order) {
+				round++
+				next = 0
+				res.Rounds++
 				continue
 			}
-			step(at)
-			src := members[i]
-			targets := probePlan.Targets(src.id, round)
-			stable := probePlan.StableTargets(src.id)
-			bufObs = make([]observation.Observation, 0, len(targets))
-			for _, tm := range targets {
+			i := order[next]
+			at := roundStart.Add(jitter[i])
+			if at.After(upTo) {
+				return
+			}
+			next++
+			if at.Before(t0) || (i == dead && !at.Before(faultAt)) || members[i].down {
+				continue // the dead node's agent reports no more; a rolled pod is not back yet
+			}
+			src := &members[i]
+			stableM := probePlan.StableTargets(src.slot)
+			var stableAddrs, rotatingAddrs []string
+			lossy := map[string]int{}
+			for _, tm := range probePlan.Targets(src.slot, round) {
 				j := index[tm.ID]
-				isStable := slices.ContainsFunc(stable, func(s planner.Member) bool { return s.ID == tm.ID })
-				o := observation.Observation{Source: src.src, Target: members[j].tgt, ProbeType: "icmp", Timestamp: at, Stable: isStable, Sent: 3}
-				if j == dead && !at.Before(faultAt) {
-					o.Lost, o.ErrorType, o.Message = 3, "timeout", "icmp "+members[j].tgt.Address+": timeout (3 of 3 echoes lost)"
-				} else {
-					o.Success, o.RTT = true, rtt
-				}
-				if j == dead && isStable {
-					k := observation.KeyOf(&o)
-					if !slices.Contains(deadPairs, k) {
-						deadPairs = append(deadPairs, k)
+				isStable := slices.ContainsFunc(stableM, func(s planner.Member) bool { return s.ID == tm.ID })
+				lost := echoesLost(j, at)
+				for f, a := range members[j].addrs {
+					if f >= len(src.addrs) {
+						break // a single-stack source probes the first family only
 					}
+					if isStable {
+						stableAddrs = append(stableAddrs, a)
+					} else {
+						rotatingAddrs = append(rotatingAddrs, a)
+					}
+					lossy[a] = lost(a)
 				}
-				bufObs = append(bufObs, o)
 				lastProbed[pairID{int32(i), int32(j)}] = at
 			}
-			pending = append(pending, delivery{at: at.Add(cfg.Delivery), obs: bufObs})
-			if pendingHead > 4096 && pendingHead > len(pending)/2 {
-				pending = append(pending[:0:0], pending[pendingHead:]...)
-				pendingHead = 0
-			}
+			md := src.agent.RoundWithLoss(at, stableAddrs, rotatingAddrs, func(a string) int { return lossy[a] })
+			res.Batches++
+			res.DataPoints += md.DataPointCount()
+			pending = append(pending, delivery{at: at.Add(cfg.Delivery), md: md})
 		}
 	}
-	step(end.Add(cfg.Delivery + time.Second))
+
+	currentNodes := make(map[string]*verdict.NodeCondition, cfg.N)
+	for _, n := range nodes {
+		currentNodes[n.Name] = nil
+	}
+	nodeByName := make(map[string]*corev1.Node, cfg.N)
+	for _, n := range nodes {
+		nodeByName[n.Name] = n
+	}
+	lastNodes := time.Time{}
+	rolled := map[string]bool{} // UIDs of rolled pods
+	stopAt := end.Add(cfg.Delivery + 2*time.Second)
+	for at := t0.Add(time.Second); !at.After(stopAt); at = at.Add(time.Second) {
+		if !at.After(end) {
+			fire(at)
+		}
+		if !rollAt.IsZero() {
+			for k := range rollWaves {
+				ws := rollAt.Add(time.Duration(k) * rollWaveEvery)
+				if !at.Equal(ws) && !at.Equal(ws.Add(rollDown)) {
+					continue
+				}
+				for i := k; i < cfg.N; i += rollWaves {
+					m := &members[i]
+					if i == dead {
+						continue
+					}
+					if at.Equal(ws) { // deleted: out of the index (into its grace), its objects collected
+						m.down = true
+						rolled[m.id] = true
+						ix.DeletePod(m.id)
+						if err := collectOwned(pnh, m.id); err != nil {
+							return Result{}, err
+						}
+					} else { // its replacement runs
+						newPod(m, i, m.gen+1, at)
+						m.down = false
+					}
+				}
+			}
+		}
+		if !failoverAt.IsZero() && at.Equal(failoverAt) {
+			// The leader crashes: its pending writes are lost. A new replica takes over with
+			// its own decoder and engine.
+			endTerm()
+			w.Stop()
+			dec = newDecoder()
+			e = newEngine()
+			if w, endTerm, err = lead(e, at); err != nil {
+				return Result{}, err
+			}
+		}
+		// Deliveries due by now, in order: admission + binding, decode, observe.
+		k := 0
+		for k < len(pending) && !pending[k].at.After(at) {
+			d := pending[k]
+			pending[k] = delivery{}
+			k++
+			before := d.md.DataPointCount()
+			md, _ := proc.ProcessMetrics(ctx, d.md)
+			res.AdmissionRefused += before - md.DataPointCount()
+			dr := dec.Decode(md, d.at)
+			for _, n := range dr.Skipped {
+				res.DecodeSkipped += n
+			}
+			res.Observations += len(dr.Observations)
+			e.Observe(dr.Observations, d.at)
+		}
+		pending = pending[k:]
+		if at.Second() == 0 {
+			dec.Expire(at)
+		}
+		// The leader's reconcile (exporter.reconcile): objects, Events, node conditions.
+		r := e.Reconcile(at)
+		res.Heartbeat = r.Heartbeat
+		for _, ow := range r.Objects {
+			w.Set(pnhexporter.DesiredOf(ow, at), ow.Priority)
+			if !at.Before(faultAt) && ow.Summary.Verdict == observation.VerdictUnreachable && ow.Key.TargetUID == members[dead].id {
+				deadQueued = true
+			}
+		}
+		for _, ev := range plan.PairEvents(r.Events) {
+			ns, name := pnhexporter.PairEventReference(ev)
+			w.Event(kube, "scalesim", corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth", Namespace: ns, Name: name},
+				ev.Type, ev.Reason, ev.Message, ev.At, writequeue.Event)
+			res.EventsEmitted++
+		}
+		for _, c := range r.TargetChanges {
+			if c.Verdict != observation.VerdictUnreachable {
+				continue
+			}
+			if rolled[c.Key.UID] {
+				res.RolledUnreachable++
+				continue
+			}
+			if c.Key.UID == members[dead].id { // either family of the dead pod
+				if verdictAt.IsZero() && !at.Before(faultAt) {
+					verdictAt = at
+				}
+			} else {
+				res.FalseUnreachable++
+			}
+		}
+		if len(r.TargetChanges) > 0 || at.Sub(lastNodes) >= 5*time.Second {
+			lastNodes = at
+			d := e.ReconcileNodes(at, currentNodes, nodeControl.Config)
+			var written []*corev1.Node
+			for _, nw := range d.Writes {
+				c := nw.Condition
+				currentNodes[nw.Node] = &c // the node cache would show it once written
+				written = append(written, nodeByName[nw.Node])
+			}
+			w.NodeConditions(kube, nodeControl.Plan(d, written, at))
+		}
+		pend := w.PendingByPriority()
+		total := 0
+		for _, n := range pend {
+			total += n
+		}
+		res.MaxBacklog = max(res.MaxBacklog, total)
+		if deadQueued && drainedAt.IsZero() && pend[writequeue.Verdict]+pend[writequeue.Event] == 0 {
+			drainedAt = at
+		}
+		res.ObjectsMax = max(res.ObjectsMax, e.Objects())
+		time.Sleep(time.Until(at.Add(time.Second))) // the writer works in the simulated second
+	}
 
 	res.Objects = e.Objects()
-	res.PendingAtEnd = q.Len()
-	res.WritesPerSec = float64(res.Writes) / cfg.Duration.Seconds()
-	if !targetUnreachableAt.IsZero() {
-		res.DeadTargetIntervals = targetUnreachableAt.Sub(faultAt).Seconds() / iv.Seconds()
+	res.PendingAtEnd = w.PendingCount()
+	if !verdictAt.IsZero() {
+		res.DetectVerdictRounds = verdictAt.Sub(faultAt).Seconds() / iv.Seconds()
 	}
-	if !pairWrittenAt.IsZero() {
-		res.DeadPairWrittenIntervals = pairWrittenAt.Sub(faultAt).Seconds() / iv.Seconds()
+	if !drainedAt.IsZero() {
+		res.DrainAfterFault = drainedAt.Sub(faultAt)
 	}
 	for _, n := range e.BadNodes() {
-		if n != members[dead].node {
+		if n != deadNode {
 			res.OtherNodesMarked++
 		}
 	}
+	cnt.mu.Lock()
+	res.Requests = cnt.requests
+	if !failoverAt.IsZero() {
+		res.BeforeFailover, res.AfterFailover = cnt.before, cnt.after
+	}
+	if !rollAt.IsZero() {
+		res.Roll = cnt.roll
+	}
+	res.Conflicts = cnt.conflicts
+	for v, n := range cnt.requests {
+		if cnt.writeVerbs[verbOf(v)] {
+			res.Writes += n
+		}
+	}
+	res.PeakWritesPerMinute = slices.Max(append(cnt.perMinute, 0))
+	if !cnt.deadWrite.IsZero() {
+		res.DetectWriteRounds = cnt.deadWrite.Sub(faultAt).Seconds() / iv.Seconds()
+	}
+	cnt.mu.Unlock()
+	res.WritesPerSec = float64(res.Writes) / cfg.Duration.Seconds()
+	if l, err := pnh.NetpulseV1alpha1().PodNetworkHealths("").List(ctx, metav1.ListOptions{}); err == nil {
+		res.APIObjects = len(l.Items)
+	}
 
-	// Series: stable pairs and targets seen in the last 5 minutes at the gateway, against
-	// every pair probed in the last 5 minutes.
-	const expiration = 5 * time.Minute
+	// Series: every source's stable pairs (all reported within the Prometheus exporter's
+	// 5-minute metric_expiration) and the engine's targets, from the series per pair.
 	stablePairs := 0
-	for _, i := range order {
-		stablePairs += len(probePlan.StableTargets(members[i].id))
+	for _, m := range members {
+		stablePairs += len(probePlan.StableTargets(m.slot))
 	}
 	res.Series = stablePairs*cfg.PairSeries + e.Stats().Targets*cfg.TargetSeries
-	ttl := ecfg.TargetTTL
+	ttl := cfg.Engine.TargetTTL
 	if ttl <= 0 {
 		ttl = verdict.DefaultTargetTTL
 	}
 	for _, at := range lastProbed {
-		if end.Sub(at) <= expiration {
-			res.ReferenceSeries += cfg.PairSeries
-		}
 		if end.Sub(at) <= ttl {
 			res.PairsSeenInTTL++
 		}
 	}
 	res.PairsSeenTotal = len(lastProbed)
-	clear(lastProbed)
-	lastProbed = nil
-	pending = nil
-	bufObs = nil
+	lastProbed, pending = nil, nil
 
-	// The decoder's share: the stable streams of every source (rotating pairs' points are
-	// self-contained and leave no state).
-	dec := decode.NewDecoder(decode.DecoderConfig{FirstSightMaxAge: time.Minute, StreamTTL: 3 * time.Minute})
-	feedStableStreams(dec, members, probePlan, end)
-
-	runtime.GC()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	res.HeapMiB = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
-	runtime.KeepAlive(e)
-	runtime.KeepAlive(q)
+	// The gateway's heap: live heap with it, then without it.
+	endTerm()
+	cancel()
+	w.Stop()
+	with := liveHeap()
+	runtime.KeepAlive(proc)
 	runtime.KeepAlive(dec)
-	runtime.KeepAlive(probePlan)
+	runtime.KeepAlive(e)
+	runtime.KeepAlive(w)
+	runtime.KeepAlive(ix)
+	_ = proc.Shutdown(context.Background())
+	proc, dec, e, w, ix = nil, nil, nil, nil, nil //nolint:ineffassign,wastedassign // dropped for the second measurement
+	without := liveHeap()
+	res.HeapMiB = float64(int64(with)-int64(without)) / (1 << 20)
+	runtime.KeepAlive(members)
+	runtime.KeepAlive(pnh)
+	runtime.KeepAlive(kube)
 	return res, nil
+}
+
+// collectOwned deletes the PodNetworkHealth objects owned by the pod uid, as the garbage
+// collector does once the pod is gone: straight in the fake's tracker, so the writer's
+// request counts do not include them; its informer sees the deletions.
+func collectOwned(pnh *pnhfake.Clientset, uid string) error {
+	gvr := v1alpha1.SchemeGroupVersion.WithResource("podnetworkhealths")
+	obj, err := pnh.Tracker().List(gvr, v1alpha1.SchemeGroupVersion.WithKind("PodNetworkHealth"), Namespace)
+	if err != nil {
+		return err
+	}
+	for _, o := range obj.(*v1alpha1.PodNetworkHealthList).Items {
+		for _, ref := range o.OwnerReferences {
+			if string(ref.UID) == uid {
+				if err := pnh.Tracker().Delete(gvr, o.Namespace, o.Name); err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func verbOf(s string) string {
+	for i := range s {
+		if s[i] == ' ' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// peakRSSMiB is the process's peak resident set (VmHWM), 0 where /proc is absent.
+func peakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
