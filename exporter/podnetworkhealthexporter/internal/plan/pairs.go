@@ -111,16 +111,30 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 		degradedText = DegradedMTU // what the object's Degraded condition says changes with it
 	}
 	write, reason := Decide(st.Last.Written, s, now, policy)
+	prio := Priority(0)
 	switch {
 	case write:
+		prio = priorityOf(reason, st.Stable)
+		if reason == ReasonVerdict && !alarming(st.Last.Written.Verdict, s.Verdict) {
+			// Towards or between Unknowns (an observer silent, a target going away): no
+			// outage begins or ends, so it goes behind those that do. In a DaemonSet roll
+			// at 5,000 nodes such writes queued by the ten thousand and held a real
+			// outage's write back by 15 minutes (the scale bench, docs/figures.md).
+			prio = PriorityUpdate
+		}
 	case (st.BadObserverNode != "") != st.Last.BadObserver:
-		write, reason = true, "observer"
+		// The attribution of failures to the observer's node changes what the object
+		// accuses: as urgent as a verdict.
+		write, reason, prio = true, "observer", PriorityVerdict
 	case st.HasObject && degradedText != st.Last.Degraded:
-		write, reason = true, "family"
+		write, reason, prio = true, "family", PriorityVerdict
 	case st.HasObject && (st.SilentObserver != "") != st.Last.Silent:
-		write, reason = true, "observer"
+		write, reason, prio = true, "observer", PriorityUpdate
 	case st.Disruption != st.Last.Disruption:
-		write, reason = true, "disruption"
+		write, reason, prio = true, "disruption", PriorityUpdate
+		if st.Last.Written.Verdict == observation.VerdictUnreachable {
+			prio = PriorityVerdict // a written outage turns out to be an expected disruption
+		}
 	}
 	if !write {
 		return ObjectWrite{}, false
@@ -128,10 +142,17 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 	return ObjectWrite{
 		Key: st.Key, Summary: s, BadObserverNode: st.BadObserverNode, SilentObserver: st.SilentObserver, Disruption: st.Disruption,
 		DegradedFamilies: st.DegradedFamilies, DegradedSince: st.DegradedSince, Reason: reason,
-		Priority: priorityOf(reason, st.Stable),
+		Priority: prio,
 		record: verdict.ObjectRecord{Written: observation.WrittenFrom(s, now), BadObserver: st.BadObserverNode != "",
 			Degraded: degradedText, Silent: st.SilentObserver != "", Disruption: st.Disruption},
 	}, true
+}
+
+// alarming reports whether a verdict change from old to new begins or ends an outage (to
+// or from Unreachable) or first says a pair is Reachable: what readers act on.
+func alarming(old, new observation.Verdict) bool {
+	return old == observation.VerdictUnreachable || new == observation.VerdictUnreachable ||
+		new == observation.VerdictReachable && old != observation.VerdictReachable
 }
 
 // priorityOf maps a write reason to its priority: a verdict (or its attribution) first; the
