@@ -87,7 +87,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 				rest = append(rest, doc)
 			}
 		}
-		require.Len(t, crds, 2, name) // PodNetworkHealth and NetworkCheck
+		require.Len(t, crds, 3, name) // PodNetworkHealth, NetworkCheck and ZoneNetworkHealth
 		dir := t.TempDir()
 		for file, docs := range map[string][]string{"crds.yaml": crds, "rest.yaml": rest} {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, file), []byte(strings.Join(docs, "\n---\n")), 0o644))

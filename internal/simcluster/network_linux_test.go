@@ -28,10 +28,14 @@ func TestNetworkFaults(t *testing.T) {
 		t.Skip("creates network namespaces")
 	}
 	netnstest.RequireRoot(t)
+	// The lock first, on its own clock: `go test ./...` runs this package beside the e2e
+	// package, whose cluster holds the lock for its whole pass (over 10 minutes).
+	lockCtx, cancelLock := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancelLock()
+	lock, err := acquireLock(lockCtx, 40*time.Minute, t.Logf)
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	lock, err := acquireLock(ctx, 15*time.Minute, t.Logf)
-	require.NoError(t, err)
 	c := &Cluster{opts: Options{Nodes: 3, Zones: 2, Prefix: "np"}, logf: t.Logf, lock: lock, byName: map[string]*nodeState{}, RunID: "0000aa"}
 	t.Cleanup(func() { require.NoError(t, c.Stop()) })
 	require.NoError(t, sweep(ctx, "np", t.Logf))
