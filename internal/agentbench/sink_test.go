@@ -18,6 +18,7 @@ import (
 	_ "google.golang.org/grpc/encoding/gzip" // the otlp_grpc exporter compresses with gzip by default
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/pdatautil"
 )
 
 // sink is the gateway as far as the agents are concerned: an OTLP/gRPC server over TLS
@@ -89,7 +90,7 @@ func (m *metricsService) Export(_ context.Context, req pmetricotlp.ExportRequest
 			ms := rm.ScopeMetrics().At(j).Metrics()
 			for k := range ms.Len() {
 				mt := ms.At(k)
-				r.points += int64(dataPoints(mt))
+				r.points += int64(pdatautil.DataPointCount(mt))
 				if mt.Name() != contract.MetricStatus || mt.Type() != pmetric.MetricTypeGauge {
 					continue
 				}
@@ -109,22 +110,6 @@ func (m *metricsService) Export(_ context.Context, req pmetricotlp.ExportRequest
 func (l *logsService) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
 	l.s.logRecords.Add(int64(req.Logs().LogRecordCount()))
 	return plogotlp.NewExportResponse(), nil
-}
-
-func dataPoints(m pmetric.Metric) int {
-	switch m.Type() {
-	case pmetric.MetricTypeGauge:
-		return m.Gauge().DataPoints().Len()
-	case pmetric.MetricTypeSum:
-		return m.Sum().DataPoints().Len()
-	case pmetric.MetricTypeHistogram:
-		return m.Histogram().DataPoints().Len()
-	case pmetric.MetricTypeExponentialHistogram:
-		return m.ExponentialHistogram().DataPoints().Len()
-	case pmetric.MetricTypeSummary:
-		return m.Summary().DataPoints().Len()
-	}
-	return 0
 }
 
 // report is a copy of what pod has sent so far.
