@@ -20,6 +20,7 @@ import (
 
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 )
 
@@ -44,6 +45,11 @@ type Config struct {
 	StablePeers int `mapstructure:"stable_peers"`
 	// ProbeBudget bounds cluster-wide peer probes per second (0 = unbounded).
 	ProbeBudget float64 `mapstructure:"probe_budget"`
+	// Shards is how many gateway shards judge this agent's targets (1: one gateway). Above
+	// 1, every target's points carry netpulse.shard (its node's shard, internal/shard), which
+	// a filter per shard routes on, and each round emits netpulse.probe.rounds, which every
+	// shard receives (docs/sharding.md).
+	Shards int `mapstructure:"shards"`
 	// AddressFamilies to probe when a target has both: ipv4, ipv6.
 	AddressFamilies []string `mapstructure:"address_families"`
 	// MaxConcurrency bounds probes in flight at once.
@@ -238,6 +244,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ProbeBudget < 0 || c.ProbeBudget > 1e6 {
 		add("probe_budget: %v out of range [0, 1000000] probes/s (0 = unbounded)", c.ProbeBudget)
+	}
+	if c.Shards < 1 || c.Shards > shard.MaxCount {
+		add("shards: %d out of range [1, %d] gateway shards", c.Shards, shard.MaxCount)
 	}
 	if len(c.AddressFamilies) == 0 {
 		add("address_families: empty; want one or both of ipv4, ipv6")

@@ -46,6 +46,7 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, 30*time.Second, cfg.Interval)
 	require.Equal(t, 4, cfg.K)
 	require.Equal(t, 2, cfg.StablePeers)
+	require.Equal(t, 4, cfg.Shards)
 	require.Equal(t, []string{"ipv6"}, cfg.AddressFamilies)
 	require.Equal(t, 5, cfg.ICMP.Count)
 	require.Equal(t, []string{"icmp", "tcp", "http"}, cfg.Peers.Probes)
@@ -74,6 +75,7 @@ func TestInvalidConfigsNameTheField(t *testing.T) {
 		"k: 0 out of range [1, 64]",
 		"stable_peers: 17 out of range [0, 16]",
 		"probe_budget: -1 out of range",
+		"shards: 65 out of range [1, 64] gateway shards",
 		`address_families::0: "ipv5"; want ipv4 or ipv6`,
 		"max_concurrency: 0 out of range [1, 4096]",
 		`icmp: mode: "raw"; want auto, unprivileged or privileged`,

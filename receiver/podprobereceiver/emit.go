@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 )
 
@@ -82,6 +83,12 @@ type emitter struct {
 	series    map[seriesKey]*series
 	seriesTTL time.Duration
 	histOn    bool
+
+	// shards > 1: stamp each target's points with its shard and emit the rounds heartbeat.
+	shards      int
+	owners      map[string]int // destination.address -> shard, for the round being emitted
+	rounds      int64
+	roundsStart pcommon.Timestamp
 }
 
 // maxHistogramBuckets bounds each exponential histogram; at ~20 µs .. 10 s it keeps a scale
@@ -112,8 +119,103 @@ var targetKinds = map[string]metadata.AttributeNetpulseTargetKind{
 	kindExternal: metadata.AttributeNetpulseTargetKindExternal,
 }
 
-// emit records one round's observations and returns the metrics.
+// shardBy makes the emitter stamp every target's points with its shard (internal/shard)
+// and add the per-round heartbeat, for count gateway shards; count <= 1 changes nothing.
+func (e *emitter) shardBy(count int, start time.Time) {
+	e.shards = count
+	e.roundsStart = pcommon.NewTimestampFromTime(start)
+}
+
+// own notes the shard of t's points for the round being emitted.
+func (e *emitter) own(t target) {
+	if e.shards <= 1 {
+		return
+	}
+	if e.owners == nil {
+		e.owners = map[string]int{}
+	}
+	addr := t.addressText()
+	if _, ok := e.owners[addr]; ok && t.kind == kindExternal {
+		return // a pod's or node's address that is also configured as external: its node decides
+	}
+	e.owners[addr] = shard.Of(t.node, e.shards) // external targets have no node: shard 0
+}
+
+// emit records one round's observations and returns the metrics: with shards, every point
+// stamped with its target's shard and the rounds heartbeat added.
 func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
+	for _, o := range obs {
+		e.own(o.target)
+	}
+	md := e.emitRound(now, obs)
+	if e.shards > 1 {
+		e.stampShards(md, now)
+	}
+	clear(e.owners)
+	return md
+}
+
+// stampShards sets netpulse.shard on every data point (its destination's shard; 0 when the
+// address is unknown, so that no stray point reaches every shard) and appends the rounds
+// heartbeat, which carries none.
+func (e *emitter) stampShards(md pmetric.Metrics, now time.Time) {
+	stamp := func(attrs pcommon.Map) {
+		addr, _ := attrs.Get(contract.DestinationAddress)
+		attrs.PutInt(shard.Attribute, int64(e.owners[addr.Str()]))
+	}
+	rms := md.ResourceMetrics()
+	for i := range rms.Len() {
+		sms := rms.At(i).ScopeMetrics()
+		for j := range sms.Len() {
+			ms := sms.At(j).Metrics()
+			for k := range ms.Len() {
+				m := ms.At(k)
+				switch m.Type() {
+				case pmetric.MetricTypeGauge:
+					for l := range m.Gauge().DataPoints().Len() {
+						stamp(m.Gauge().DataPoints().At(l).Attributes())
+					}
+				case pmetric.MetricTypeSum:
+					for l := range m.Sum().DataPoints().Len() {
+						stamp(m.Sum().DataPoints().At(l).Attributes())
+					}
+				case pmetric.MetricTypeExponentialHistogram:
+					for l := range m.ExponentialHistogram().DataPoints().Len() {
+						stamp(m.ExponentialHistogram().DataPoints().At(l).Attributes())
+					}
+				case pmetric.MetricTypeHistogram:
+					for l := range m.Histogram().DataPoints().Len() {
+						stamp(m.Histogram().DataPoints().At(l).Attributes())
+					}
+				}
+			}
+		}
+	}
+	e.rounds++
+	var sm pmetric.ScopeMetrics
+	if rms.Len() == 0 {
+		rm := rms.AppendEmpty()
+		e.res.CopyTo(rm.Resource())
+		sm = rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName(metadata.ScopeName)
+	} else {
+		sm = rms.At(0).ScopeMetrics().At(0)
+	}
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(shard.RoundsMetric)
+	m.SetUnit("{round}")
+	m.SetDescription("Probe rounds this agent published since it started: its heartbeat to every gateway shard.")
+	sum := m.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := sum.DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(e.roundsStart)
+	dp.SetTimestamp(pcommon.NewTimestampFromTime(now))
+	dp.SetIntValue(e.rounds)
+}
+
+// emitRound records one round's observations and returns the metrics.
+func (e *emitter) emitRound(now time.Time, obs []observation) pmetric.Metrics {
 	ts := pcommon.NewTimestampFromTime(now)
 	type histOut struct {
 		key seriesKey

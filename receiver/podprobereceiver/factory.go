@@ -52,6 +52,7 @@ func createDefaultConfig() component.Config {
 		K:               3,
 		StablePeers:     1,
 		ProbeBudget:     1000,
+		Shards:          1,
 		AddressFamilies: []string{"ipv4", "ipv6"},
 		MaxConcurrency:  64,
 		ICMP: ICMPConfig{

@@ -244,6 +244,7 @@ func (e *emitter) recordPathMTU(now time.Time, rs []pathMTUResult, logger *zap.L
 	ts := pcommon.NewTimestampFromTime(now)
 	for _, r := range rs {
 		t := r.target
+		e.own(t)
 		e.mb.RecordNetpulseProbePathMtuDataPoint(ts, int64(r.passes), t.addressText(), networkType(t), metadata.AttributeNetpulseProbeTypeIcmp,
 			targetKinds[t.kind], r.status, metadata.WithNetpulsePairStableMetricAttribute(t.stable))
 		if r.status == metadata.AttributeNetpulsePathMtuStatusBlackHole && logger != nil {

@@ -55,9 +55,12 @@ type target struct {
 	// stable: probed every round by this source (a stable peer, its node, a static or DNS
 	// target): netpulse.pair.stable.
 	stable bool
-	url    string // http probes
-	http   HTTPProbeConfig
-	dns    *DNSConfig
+	// node: the node of a pod target, or the node target itself ("" for external
+	// targets); it decides the target's gateway shard.
+	node string
+	url  string // http probes
+	http HTTPProbeConfig
+	dns  *DNSConfig
 	// dnsServer is the resolved server (host:port) of a DNS probe.
 	dnsServer string
 }
@@ -256,6 +259,7 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 		rb.SetK8sPodIP(ips[0])
 	}
 	r.emitter = newEmitter(metadata.NewMetricsBuilder(mbc, r.set), rb.Emit(), max(10*r.cfg.Interval, time.Hour))
+	r.emitter.shardBy(r.cfg.Shards, time.Now())
 	if r.cfg.Checks.Enabled {
 		if err := r.startChecks(); err != nil {
 			r.closeEngine()
@@ -494,7 +498,7 @@ func (r *podProbeReceiver) roundTargets(plan *planner.Plan, members map[string]d
 				continue
 			}
 			for _, pt := range probes {
-				t := target{addr: ip, probe: pt, kind: kind, http: h, stable: stable}
+				t := target{addr: ip, probe: pt, kind: kind, http: h, stable: stable, node: p.Node}
 				if pt != contract.ProbeTypeICMP {
 					t.port = port
 				}
@@ -523,7 +527,7 @@ func (r *podProbeReceiver) roundTargets(plan *planner.Plan, members map[string]d
 				seenNodes[p.Node] = true
 				for _, ip := range n.IPs {
 					if r.familyAllowed(ip) {
-						out = append(out, target{addr: ip, probe: contract.ProbeTypeICMP, kind: kindNode, stable: isStable})
+						out = append(out, target{addr: ip, probe: contract.ProbeTypeICMP, kind: kindNode, stable: isStable, node: p.Node})
 					}
 				}
 			}

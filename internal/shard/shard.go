@@ -1,0 +1,39 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+// Package shard maps a target to the gateway shard that judges it. Agents stamp every
+// target's points with its shard (pod_probe's `shards`) so that a filter sends them to that
+// shard alone; each shard's pod_network_health recomputes the owner from its own index and
+// drops what it does not own, so a sender's stamp decides only where its own points go.
+//
+// The key is the target's node: every observation of the pods on one node lands on one
+// shard, where the node quorum, node conditions and readiness of that node are decided.
+// The mapping is a pure function of the key and the shard count, so every agent and every
+// shard agree on it without talking to each other; changing the count moves about
+// (S-1)/S of the keys (docs/sharding.md).
+package shard
+
+import "hash/fnv"
+
+// Attribute is the data-point attribute (int) that carries a point's shard, 0..count-1.
+const Attribute = "netpulse.shard"
+
+// RoundsMetric is the observer heartbeat an agent emits each round when sharded: it carries
+// no Attribute, so every shard receives it and knows the agent is reporting even in rounds
+// in which none of its targets is that shard's.
+const RoundsMetric = "netpulse.probe.rounds"
+
+// MaxCount bounds the shard count (a chart renders a Deployment and Service per shard).
+const MaxCount = 64
+
+// Of returns the shard, in [0, count), that owns the target whose key is key (its node
+// name). Targets without a node (external endpoints, declared checks) belong to shard 0,
+// as does everything when count <= 1.
+func Of(key string, count int) int {
+	if count <= 1 || key == "" {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(count))
+}
