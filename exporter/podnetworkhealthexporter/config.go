@@ -12,6 +12,7 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/internal/shard"
 )
 
 // Config of the pod_network_health exporter.
@@ -88,7 +89,39 @@ type Config struct {
 	Zones          ZonesConfig          `mapstructure:"zones"`
 	ReadinessGate  ReadinessGateConfig  `mapstructure:"readiness_gate"`
 	Checks         ChecksConfig         `mapstructure:"checks"`
+	// Shard: this gateway's share of the targets when several gateway shards judge them
+	// (docs/sharding.md).
+	Shard ShardConfig `mapstructure:"shard"`
 }
+
+// ShardConfig places this gateway among count shards. Each shard owns the targets whose
+// node maps to its index (internal/shard, the function the agents route by): it drops
+// observations of other targets, writes and prunes only objects labelled with its index,
+// sets node conditions and readiness only on its nodes, and leads its own Lease
+// (lease_name-index). Declared checks and zone objects are shard 0's alone.
+type ShardConfig struct {
+	// Count of shards (1: one gateway judges every target; the agents' pod_probe shards).
+	Count int `mapstructure:"count"`
+	// Index of this shard, 0..count-1.
+	Index int `mapstructure:"index"`
+}
+
+// Validate checks the shard's place.
+func (s ShardConfig) Validate() error {
+	if s.Count < 1 || s.Count > shard.MaxCount {
+		return fmt.Errorf("count: %d out of range [1, %d]", s.Count, shard.MaxCount)
+	}
+	if s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("index: %d out of range [0, count-1=%d]", s.Index, s.Count-1)
+	}
+	return nil
+}
+
+// sharded: more than one shard.
+func (s ShardConfig) sharded() bool { return s.Count > 1 }
+
+// owns: the target on node (Pod and Node targets; "" for External) is this shard's.
+func (s ShardConfig) owns(node string) bool { return shard.Of(node, s.Count) == s.Index }
 
 // ChecksConfig: serve declared checks (NetworkCheck; with openshift also
 // PodNetworkConnectivityCheck): place them on a vantage point, fold the results the logs

@@ -56,6 +56,7 @@ func TestFullConfig(t *testing.T) {
 	require.True(t, cfg.RequireAuthenticatedObservers)
 	require.Equal(t, 5*time.Second, cfg.MinProbeInterval)
 	require.Equal(t, 5, cfg.MaxEchoesPerRound)
+	require.Equal(t, ShardConfig{Count: 4, Index: 3}, cfg.Shard)
 	require.Equal(t, ZonesConfig{Enabled: true, MinNodes: 3, MinFailingShare: 0.9, MinHealthyShare: 0.9, MinHold: 2 * time.Minute, Retention: time.Hour}, cfg.Zones)
 }
 
@@ -92,6 +93,7 @@ func TestInvalidConfigNamesFields(t *testing.T) {
 		"zones: min_healthy_share: 1.5 out of range (0.5, 1]",
 		"zones: min_hold: 2h0m0s out of range [0, 1h]",
 		"zones: retention: 10s out of range [1m, 24h]",
+		"shard: index: 2 out of range [0, count-1=1]",
 		"readiness_gate: enabled: requires the alpha feature gate: run with --feature-gates=exporter.podnetworkhealth.readinessGate",
 		"readiness_gate: max_flips_per_minute: 0 out of range",
 		"readiness_gate: min_reaching_nodes: 0 out of range [1, 4]",
@@ -155,4 +157,16 @@ func TestAuthenticatedObserversNeedQuorums(t *testing.T) {
 	err = confmap.Validate(cfg)
 	requireProblems(t, err, "node_conditions: quorum: 0 out of range [1, 100]", "readiness_gate: min_reaching_nodes: 0 out of range [1, 4]")
 	require.NotContains(t, err.Error(), "with require_authenticated_observers")
+}
+
+func TestShardConfigRanges(t *testing.T) {
+	require.NoError(t, ShardConfig{Count: 1}.Validate())
+	require.NoError(t, ShardConfig{Count: 64, Index: 63}.Validate())
+	require.EqualError(t, ShardConfig{Count: 0}.Validate(), "count: 0 out of range [1, 64]")
+	require.EqualError(t, ShardConfig{Count: 65}.Validate(), "count: 65 out of range [1, 64]")
+	require.EqualError(t, ShardConfig{Count: 2, Index: -1}.Validate(), "index: -1 out of range [0, count-1=1]")
+	lease := leaseOf(LeaderElectionConfig{LeaseName: "netpulse-gateway"}, ShardConfig{Count: 1})
+	require.Equal(t, "netpulse-gateway", lease.LeaseName, "unsharded: the Lease of one gateway")
+	lease = leaseOf(LeaderElectionConfig{LeaseName: "netpulse-gateway"}, ShardConfig{Count: 3, Index: 2})
+	require.Equal(t, "netpulse-gateway-2", lease.LeaseName, "each shard leads its own")
 }

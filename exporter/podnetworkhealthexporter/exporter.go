@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -142,10 +144,14 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	if cfg.RequireAuthenticatedObservers {
 		e.binder = newBinder(set.Logger)
 	}
-	if cfg.Checks.Enabled {
+	// Declared checks' results reach shard 0 alone (the agents' logs pipeline), and zone
+	// objects are one cluster-wide set: with shards, both are shard 0's.
+	if cfg.Checks.Enabled && cfg.Shard.Index == 0 {
 		e.checks = newCheckController(e, cfg.Checks)
 	}
-	e.zoneObjects = newZoneObjects(cfg)
+	if cfg.Shard.Index == 0 {
+		e.zoneObjects = newZoneObjects(cfg)
+	}
 	return e, nil
 }
 
@@ -196,6 +202,19 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 		}
 	}
 	res := e.decoder.Decode(md, now)
+	if e.cfg.Shard.sharded() {
+		// The agents route by the same function; what still arrives for another shard's
+		// target (a sender's own stamp, or agents of another shard count during a change)
+		// is not this shard's to judge.
+		before := len(res.Observations)
+		res.Observations = slices.DeleteFunc(res.Observations, func(o observation.Observation) bool { return !e.owns(o.Target) })
+		if n := before - len(res.Observations); n > 0 {
+			e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "other_shard")))
+		}
+	}
+	if n := e.engine.Heard(res.Heartbeats, now); n > 0 {
+		e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "unusable_heartbeat")))
+	}
 	ignored := e.engine.Observe(res.Observations, now)
 	e.recordLive(res.Observations, now)
 	if e.gate != nil {
@@ -213,6 +232,16 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 		e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(ignored), metric.WithAttributes(attribute.String("reason", "unusable_observation")))
 	}
 	return nil
+}
+
+// owns: the target is this shard's (always, unsharded). Pod and Node targets go by their
+// node (a pod whose node the index does not know goes by "", shard 0's, as the agents
+// route it only if they do not know it either); External targets are shard 0's.
+func (e *pnhExporter) owns(t observation.Target) bool {
+	if t.Kind == observation.TargetExternal {
+		return e.cfg.Shard.Index == 0
+	}
+	return e.cfg.Shard.owns(t.Node)
 }
 
 // consumeLogs takes declared checks' results (pod_probe's check log records); other log
@@ -296,7 +325,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	lost := func() {
 		componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(errLeaseLost))
 	}
-	done, err := apply.LeaderLoop(ctx, e.kube, leaseOf(e.cfg.LeaderElection), e.logger, lead, lost)
+	done, err := apply.LeaderLoop(ctx, e.kube, leaseOf(e.cfg.LeaderElection, e.cfg.Shard), e.logger, lead, lost)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("leader election: %w", err)
@@ -312,7 +341,11 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 // the declared checks' own (checks.events_per_minute), so flapping checks never use up the
 // pairs' Events.
 func (e *pnhExporter) initWriter(client versioned.Interface) {
-	e.writer = apply.NewWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten)
+	var opts []apply.WriterOption
+	if e.cfg.Shard.sharded() {
+		opts = append(opts, apply.WithObjectLabels(map[string]string{apply.LabelShard: strconv.Itoa(e.cfg.Shard.Index)}))
+	}
+	e.writer = apply.NewWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten, opts...)
 	if e.checks != nil {
 		e.writer.SetCheckShare(e.cfg.Checks.WriteShare)
 	}
@@ -350,14 +383,14 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	defer e.tb.PodNetworkHealthIsLeader.Record(context.Background(), 0)
 	defer e.live.Lead()() // every agent sends here now: the live matrix is the cluster's
 	if le := e.cfg.LeaderElection; le.Enabled && le.LeaderLabel != "" {
-		if err := apply.LabelOwnPod(ctx, e.kube, leaseOf(le), "true"); err != nil {
+		if err := apply.LabelOwnPod(ctx, e.kube, leaseOf(le, e.cfg.Shard), "true"); err != nil {
 			e.logger.Error("pod_network_health: cannot label this pod as the leader; agents behind a leader-selecting Service will not reach it", zap.Error(err))
 		}
 		defer func() {
 			// Best effort: a replica that crashed loses its pod (and label) anyway.
 			unlabelCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := apply.LabelOwnPod(unlabelCtx, e.kube, leaseOf(le), ""); err != nil {
+			if err := apply.LabelOwnPod(unlabelCtx, e.kube, leaseOf(le, e.cfg.Shard), ""); err != nil {
 				e.logger.Warn("pod_network_health: cannot remove the leader label", zap.Error(err))
 			}
 		}()
@@ -578,8 +611,13 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 	return nil
 }
 
-// leaseOf maps leader_election onto the apply stage's Lease.
-func leaseOf(le LeaderElectionConfig) apply.Lease {
-	return apply.Lease{LeaseName: le.LeaseName, LeaseNamespace: le.LeaseNamespace, Identity: le.Identity,
+// leaseOf maps leader_election onto the apply stage's Lease: each shard leads its own,
+// lease_name-index.
+func leaseOf(le LeaderElectionConfig, sh ShardConfig) apply.Lease {
+	name := le.LeaseName
+	if sh.sharded() {
+		name = fmt.Sprintf("%s-%d", name, sh.Index)
+	}
+	return apply.Lease{LeaseName: name, LeaseNamespace: le.LeaseNamespace, Identity: le.Identity,
 		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod, LeaderLabel: le.LeaderLabel}
 }

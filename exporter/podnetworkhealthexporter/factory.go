@@ -89,6 +89,7 @@ func createDefaultConfig() component.Config {
 		Zones: ZonesConfig{Enabled: true, WriteObjects: true, MinNodes: zones.DefaultMinNodes, MinFailingShare: zones.DefaultMinFailingShare,
 			MinHealthyShare: zones.DefaultMinHealthyShare, MinHold: plan.DefaultZoneMinHold, Retention: plan.DefaultZoneRetention},
 		ReadinessGate: ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1},
+		Shard:         ShardConfig{Count: 1},
 		Checks: ChecksConfig{
 			Heartbeat: 10 * time.Minute, PruneAfter: 48 * time.Hour, MaxChecks: 10000,
 			MaxChecksPerNamespace: defaultMaxChecksPerNamespace, WriteShare: apply.DefaultCheckShare, EventsPerMinute: 30,

@@ -4,6 +4,7 @@
 package podnetworkhealthexporter
 
 import (
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -63,6 +64,10 @@ func (e *pnhExporter) reconcileNodes(now time.Time) {
 		var synced bool
 		if nodes, synced = e.nodeCache().list(); !synced {
 			return
+		}
+		if e.cfg.Shard.sharded() {
+			// Another shard holds the evidence about the others and sets their conditions.
+			nodes = slices.DeleteFunc(nodes, func(n *corev1.Node) bool { return !e.cfg.Shard.owns(n.Name) })
 		}
 		current = control.Current(nodes)
 	}

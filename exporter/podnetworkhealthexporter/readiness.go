@@ -4,6 +4,7 @@
 package podnetworkhealthexporter
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +71,10 @@ func (e *pnhExporter) reconcileReadiness(now time.Time) {
 	pods, synced := e.gated.list()
 	if !synced {
 		return
+	}
+	if e.cfg.Shard.sharded() {
+		// A pod's reachability as a target is judged by its node's shard.
+		pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return !e.cfg.Shard.owns(p.Spec.NodeName) })
 	}
 	var control plan.ReadinessGate
 	e.mu.Lock()

@@ -120,6 +120,10 @@ const (
 	MetricJitter      = "netpulse.probe.icmp.jitter"  // gauge, seconds per round (>= 2 replies)
 	MetricErrors      = "netpulse.probe.errors"       // sum by error.type
 	MetricPathMTU     = "netpulse.probe.path_mtu"     // gauge, bytes known to pass (path-MTU probes, opt-in)
+	// MetricRounds: sum, the probe rounds an agent published since it started, one point a
+	// round without data point attributes. Sent only to sharded gateways (pod_probe's
+	// shards > 1): the heartbeat every shard receives (internal/shard).
+	MetricRounds = "netpulse.probe.rounds"
 )
 
 // ProbeScopeName is the instrumentation scope of the metrics above: pod_probe's (its

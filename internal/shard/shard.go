@@ -16,12 +16,9 @@ package shard
 import "hash/fnv"
 
 // Attribute is the data-point attribute (int) that carries a point's shard, 0..count-1.
+// The agents' heartbeat (contract.MetricRounds) carries none, so every shard receives it and
+// knows the agent is reporting even in rounds in which none of its targets is that shard's.
 const Attribute = "netpulse.shard"
-
-// RoundsMetric is the observer heartbeat an agent emits each round when sharded: it carries
-// no Attribute, so every shard receives it and knows the agent is reporting even in rounds
-// in which none of its targets is that shard's.
-const RoundsMetric = "netpulse.probe.rounds"
 
 // MaxCount bounds the shard count (a chart renders a Deployment and Service per shard).
 const MaxCount = 64

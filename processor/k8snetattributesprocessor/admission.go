@@ -61,7 +61,7 @@ const maxEndpointLen = 512
 var probeUnits = map[string]string{
 	contract.MetricStatus: "1", contract.MetricLossRatio: "1", contract.MetricDuration: "s", contract.MetricJitter: "s",
 	contract.MetricPacketsSent: "{packet}", contract.MetricPacketsLost: "{packet}", contract.MetricErrors: "{probe}",
-	contract.MetricPathMTU: "By",
+	contract.MetricPathMTU: "By", contract.MetricRounds: "{round}",
 }
 
 // probeResourceKeys are the Resource attributes of the contract's source, and those the
@@ -223,6 +223,13 @@ func (p *netAttributesProcessor) admitResource(ctx context.Context, res *resolve
 				p.processMetric(res, m)
 				return false
 			}
+			if m.Name() == contract.MetricRounds {
+				if why := admitRounds(m, req, a.cfg.MaxDataPointsPerRequest); why != admission.Admitted {
+					refused[why] += pdatautil.DataPointCount(m)
+					return true
+				}
+				return false
+			}
 			if _, known := probeUnits[m.Name()]; !known {
 				refused[refusedInvalid] += pdatautil.DataPointCount(m)
 				return true
@@ -247,6 +254,24 @@ func (p *netAttributesProcessor) admitResource(ctx context.Context, res *resolve
 			return true
 		})
 	}
+}
+
+// admitRounds admits an agent's heartbeat (sharded gateways): a cumulative sum, a point a
+// round, about its own source only, so it carries no attribute at all (whatever a sender
+// adds is removed). It names no target, so it can move nothing but its own observer's
+// liveness on the shards that receive it; its points count towards the request's limit.
+func admitRounds(m pmetric.Metric, req *request, maxPoints int) admission.Reason {
+	if m.Type() != pmetric.MetricTypeSum || m.Sum().DataPoints().Len() == 0 {
+		return refusedInvalid
+	}
+	dps := m.Sum().DataPoints()
+	if req.points += dps.Len(); req.points > maxPoints {
+		return refusedRequestLimit
+	}
+	for i := range dps.Len() {
+		dps.At(i).Attributes().Clear()
+	}
+	return admission.Admitted
 }
 
 // admitPoint sanitises, enriches and admits one data point.

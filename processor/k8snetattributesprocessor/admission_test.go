@@ -363,3 +363,40 @@ func BenchmarkAdmission5000Agents(b *testing.B) {
 		_, _ = p.processMetrics(context.Background(), md)
 	}
 }
+
+// The sharded agents' heartbeat passes without a destination, stripped of every attribute
+// (netpulse.shard included: the gateway recomputes the shard, a sender's stamp is no label),
+// and with the contract's unit; a gauge of that name, or no point, is refused.
+func TestAdmissionRoundsHeartbeat(t *testing.T) {
+	p := newTestProcessor(t, admissionConfig(nil), testIndex(t))
+	md := statusBatch(agentResource(), point{addr: targetIP4, extra: map[string]any{"netpulse.shard": int64(1)}})
+	ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
+	hb := ms.AppendEmpty()
+	hb.SetName(contract.MetricRounds)
+	hb.SetUnit("beats")
+	sum := hb.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := sum.DataPoints().AppendEmpty()
+	dp.SetIntValue(7)
+	dp.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+	dp.Attributes().PutStr("destination.address", targetIP4)
+	dp.Attributes().PutStr("anything", "else")
+	forged := ms.AppendEmpty()
+	forged.SetName(contract.MetricRounds)
+	forged.SetEmptyGauge().DataPoints().AppendEmpty().SetIntValue(1)
+	empty := ms.AppendEmpty()
+	empty.SetName(contract.MetricRounds)
+	empty.SetEmptySum()
+
+	_, err := p.processMetrics(context.Background(), md)
+	require.NoError(t, err)
+	ms = md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
+	require.Equal(t, 2, ms.Len(), "the status point and one heartbeat; the gauge and the empty sum refused")
+	require.NotContains(t, ms.At(0).Gauge().DataPoints().At(0).Attributes().AsRaw(), "netpulse.shard", "a sender's shard stamp is no label")
+	got := ms.At(1)
+	require.Equal(t, contract.MetricRounds, got.Name())
+	require.Equal(t, "{round}", got.Unit())
+	require.Equal(t, 0, got.Sum().DataPoints().At(0).Attributes().Len())
+	require.Equal(t, int64(7), got.Sum().DataPoints().At(0).IntValue())
+}

@@ -202,7 +202,7 @@ func (e *emitter) stampShards(md pmetric.Metrics, now time.Time) {
 		sm = rms.At(0).ScopeMetrics().At(0)
 	}
 	m := sm.Metrics().AppendEmpty()
-	m.SetName(shard.RoundsMetric)
+	m.SetName(contract.MetricRounds)
 	m.SetUnit("{round}")
 	m.SetDescription("Probe rounds this agent published since it started: its heartbeat to every gateway shard.")
 	sum := m.SetEmptySum()

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 )
@@ -86,7 +87,7 @@ func TestEmitterStampsShards(t *testing.T) {
 	}
 	got := shardsOf(t, md)
 	for name, byAddr := range got {
-		if name == shard.RoundsMetric {
+		if name == contract.MetricRounds {
 			continue
 		}
 		for addr, s := range byAddr {
@@ -96,22 +97,22 @@ func TestEmitterStampsShards(t *testing.T) {
 	}
 	require.Contains(t, got["netpulse.probe.status"], "10.0.0.1")
 	require.Contains(t, got["netpulse.probe.status"], "example.com")
-	require.Equal(t, map[string]int64{"": -1}, got[shard.RoundsMetric], "the heartbeat reaches every shard")
+	require.Equal(t, map[string]int64{"": -1}, got[contract.MetricRounds], "the heartbeat reaches every shard")
 	rounds := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
 	hb := rounds.At(rounds.Len() - 1)
-	require.Equal(t, shard.RoundsMetric, hb.Name())
+	require.Equal(t, contract.MetricRounds, hb.Name())
 	require.Equal(t, int64(3), hb.Sum().DataPoints().At(0).IntValue(), "cumulative rounds")
 	require.Equal(t, pcommon.NewTimestampFromTime(t0), hb.Sum().DataPoints().At(0).StartTimestamp())
 
 	// A round without targets still says the agent is there.
 	got = shardsOf(t, e.emit(t0.Add(10*time.Second), nil))
-	require.Equal(t, map[string]int64{"": -1}, got[shard.RoundsMetric])
+	require.Equal(t, map[string]int64{"": -1}, got[contract.MetricRounds])
 
 	// One gateway: no attribute, no heartbeat (the golden fixtures pin the rest).
 	e = newEmitter(metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set), pcommon.NewResource(), time.Hour)
 	e.shardBy(1, t0)
 	got = shardsOf(t, e.emit(t0.Add(time.Second), obs))
-	require.NotContains(t, got, shard.RoundsMetric)
+	require.NotContains(t, got, contract.MetricRounds)
 	for name, byAddr := range got {
 		for addr, s := range byAddr {
 			require.Equal(t, int64(-1), s, "%s of %s", name, addr)

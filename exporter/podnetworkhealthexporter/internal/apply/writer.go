@@ -34,6 +34,9 @@ const (
 	LabelManagedBy      = "app.kubernetes.io/managed-by"
 	LabelManagedByValue = "netpulse"
 	LabelSourcePod      = "netpulse.io/source-pod"
+	// LabelShard names the gateway shard that writes the object (pod_network_health's
+	// shard.index, with shard.count > 1).
+	LabelShard = "netpulse.io/shard"
 )
 
 // Desired is the latest state an object should have. Only the newest is kept per object,
@@ -119,10 +122,12 @@ type Writer struct {
 	// from both, and is handed out only while this one has a token, so checks never take
 	// more than their share and never pass a pair verdict or Event.
 	checkBudget *writequeue.Budget
-	logger      *zap.Logger
-	done        func(WriteResult)
-	now         func() time.Time
-	popped      func(key string) // tests: the order the queue hands items out
+	// objectLabels: WithObjectLabels.
+	objectLabels map[string]string
+	logger       *zap.Logger
+	done         func(WriteResult)
+	now          func() time.Time
+	popped       func(key string) // tests: the order the queue hands items out
 
 	mu    sync.Mutex
 	queue *writequeue.Queue[*writeItem] // survives leadership terms
@@ -144,32 +149,52 @@ type Writer struct {
 	wg       sync.WaitGroup
 }
 
+// WriterOption configures a Writer.
+type WriterOption func(*Writer)
+
+// WithObjectLabels makes every PodNetworkHealth the writer creates or updates carry extra
+// labels, and its informer (what it resumes from and prunes) see only the objects that
+// carry them: a gateway shard's own (LabelShard). An existing object without them, of
+// another shard count, is adopted when this writer writes it.
+func WithObjectLabels(extra map[string]string) WriterOption {
+	return func(w *Writer) { w.objectLabels = extra }
+}
+
 // NewWriter: qps and burst are the exporter's write budget (requests per second, bucket).
-func NewWriter(client versioned.Interface, namespace string, qps float64, burst int, logger *zap.Logger, done func(WriteResult)) *Writer {
+func NewWriter(client versioned.Interface, namespace string, qps float64, burst int, logger *zap.Logger, done func(WriteResult), opts ...WriterOption) *Writer {
+	var o Writer
+	for _, opt := range opts {
+		opt(&o)
+	}
+	selector := labels.Set{LabelManagedBy: LabelManagedByValue}
+	for k, v := range o.objectLabels {
+		selector[k] = v
+	}
 	factory := externalversions.NewSharedInformerFactoryWithOptions(client, 0,
 		externalversions.WithNamespace(namespace),
 		externalversions.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.LabelSelector = labels.Set{LabelManagedBy: LabelManagedByValue}.String()
+			lo.LabelSelector = selector.String()
 		}))
 	inf := factory.Netpulse().V1alpha1().PodNetworkHealths()
 	life, kill := context.WithCancel(context.Background())
 	return &Writer{
-		client:      client,
-		factory:     factory,
-		informer:    inf.Informer(),
-		lister:      inf.Lister(),
-		budget:      writequeue.NewBudget(qps, burst),
-		checkBudget: checkShareBudget(qps, burst, DefaultCheckShare),
-		logger:      logger,
-		done:        done,
-		now:         time.Now,
-		queue:       writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites)),
-		retries:     workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
-		stale:       map[string]bool{},
-		changed:     make(chan struct{}),
-		life:        life,
-		kill:        kill,
-		stopCh:      make(chan struct{}),
+		client:       client,
+		factory:      factory,
+		informer:     inf.Informer(),
+		lister:       inf.Lister(),
+		budget:       writequeue.NewBudget(qps, burst),
+		checkBudget:  checkShareBudget(qps, burst, DefaultCheckShare),
+		logger:       logger,
+		done:         done,
+		now:          time.Now,
+		queue:        writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites)),
+		retries:      workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
+		stale:        map[string]bool{},
+		changed:      make(chan struct{}),
+		life:         life,
+		kill:         kill,
+		stopCh:       make(chan struct{}),
+		objectLabels: o.objectLabels,
 	}
 }
 
@@ -598,7 +623,14 @@ func (w *Writer) apply(ctx context.Context, d *Desired) (*v1alpha1.PodNetworkHea
 		if err := w.take(ctx); err != nil {
 			return nil, err
 		}
-		created, err := api.Create(ctx, withoutStatus(d.Obj), metav1.CreateOptions{})
+		create := withoutStatus(d.Obj)
+		if len(w.objectLabels) > 0 && create.Labels == nil {
+			create.Labels = map[string]string{}
+		}
+		for k, v := range w.objectLabels {
+			create.Labels[k] = v
+		}
+		created, err := api.Create(ctx, create, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			// The informer has not seen it yet: read it and fall through to the update.
 			if err := w.take(ctx); err != nil {
@@ -613,10 +645,17 @@ func (w *Writer) apply(ctx context.Context, d *Desired) (*v1alpha1.PodNetworkHea
 	} else if err != nil {
 		return nil, err
 	}
-	if !apiequality.Semantic.DeepEqual(cur.Spec, d.Obj.Spec) || !apiequality.Semantic.DeepEqual(cur.OwnerReferences, d.Obj.OwnerReferences) {
+	if !apiequality.Semantic.DeepEqual(cur.Spec, d.Obj.Spec) || !apiequality.Semantic.DeepEqual(cur.OwnerReferences, d.Obj.OwnerReferences) ||
+		!hasLabels(cur.Labels, w.objectLabels) {
 		upd := cur.DeepCopy()
 		upd.Spec = d.Obj.Spec
 		upd.OwnerReferences = d.Obj.OwnerReferences
+		if len(w.objectLabels) > 0 && upd.Labels == nil {
+			upd.Labels = map[string]string{}
+		}
+		for k, v := range w.objectLabels {
+			upd.Labels[k] = v
+		}
 		if err := w.take(ctx); err != nil {
 			return nil, err
 		}
@@ -639,6 +678,16 @@ func (w *Writer) apply(ctx context.Context, d *Desired) (*v1alpha1.PodNetworkHea
 	}
 	st := res.Status
 	return &st, nil
+}
+
+// hasLabels: have carries every label of want.
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func withoutStatus(o *v1alpha1.PodNetworkHealth) *v1alpha1.PodNetworkHealth {

@@ -539,3 +539,42 @@ func TestWriterFlushWaitsForVerdictsOnly(t *testing.T) {
 	unblock()
 	cancel()
 }
+
+// A shard's writer sees only its own objects (what it resumes from and prunes), labels what
+// it writes, and adopts an object of the same name left unlabelled by an unsharded writer.
+func TestWriterShardLabels(t *testing.T) {
+	unlabelled := testPNH("old", "n")
+	otherShard := testPNH("theirs", "n")
+	otherShard.Labels[LabelShard] = "0"
+	client := fake.NewSimpleClientset(unlabelled, otherShard)
+	var res results
+	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done, WithObjectLabels(map[string]string{LabelShard: "1"}))
+	defer w.Stop()
+	w.StartInformer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.True(t, w.Synced(ctx))
+	_, err := w.lister.PodNetworkHealths("ns").Get("theirs")
+	require.True(t, apierrors.IsNotFound(err), "another shard's object is not this writer's")
+	_, err = w.lister.PodNetworkHealths("ns").Get("old")
+	require.True(t, apierrors.IsNotFound(err), "nor, until adopted, an unlabelled one")
+
+	adopt := testPNH("old", "n2")
+	w.Set(&Desired{Obj: adopt, Reason: "verdict"})
+	w.Set(&Desired{Obj: testPNH("new", "n"), Reason: "initial"})
+	w.Run(ctx, 1)
+	require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
+	for _, name := range []string{"old", "new"} {
+		got, err := client.NetpulseV1alpha1().PodNetworkHealths("ns").Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "1", got.Labels[LabelShard], name)
+		assert.Equal(t, LabelManagedByValue, got.Labels[LabelManagedBy], name)
+		assert.Equal(t, map[string]string{"old": "n2", "new": "n"}[name], got.Status.ObservedFromNode, name)
+	}
+	got, err := client.NetpulseV1alpha1().PodNetworkHealths("ns").Get(ctx, "theirs", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "0", got.Labels[LabelShard], "untouched")
+	for _, r := range res.get() {
+		assert.NoError(t, r.Err, r.Key)
+	}
+}

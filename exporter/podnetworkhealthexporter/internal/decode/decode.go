@@ -144,6 +144,9 @@ type DecodeResult struct {
 	// Resets counts cumulative streams that restarted (new StartTimestamp or a count that
 	// went down); their current value was used as the delta.
 	Resets int
+	// Heartbeats: the sources that said they published a round (contract.MetricRounds, sent
+	// to sharded gateways), with the newest round's time.
+	Heartbeats []observation.Heartbeat
 }
 
 // Decoder turns pod_probe metrics into Observations. It keeps the previous value of each
@@ -273,6 +276,10 @@ func (d *Decoder) Decode(md pmetric.Metrics, now time.Time) DecodeResult {
 			ms := sms.At(j).Metrics()
 			for k := 0; k < ms.Len(); k++ {
 				m := ms.At(k)
+				if m.Name() == contract.MetricRounds && srcOK && m.Type() == pmetric.MetricTypeSum {
+					res.Heartbeats = appendHeartbeat(res.Heartbeats, src, m.Sum().DataPoints())
+					continue
+				}
 				kind, known := metricKinds[m.Name()]
 				if !known {
 					continue
@@ -301,6 +308,18 @@ func (d *Decoder) Decode(md pmetric.Metrics, now time.Time) DecodeResult {
 
 	res.Observations = assemble(pts)
 	return res
+}
+
+// appendHeartbeat adds src's newest round among dps.
+func appendHeartbeat(hbs []observation.Heartbeat, src observation.Source, dps pmetric.NumberDataPointSlice) []observation.Heartbeat {
+	var newest pcommon.Timestamp
+	for i := range dps.Len() {
+		newest = max(newest, dps.At(i).Timestamp())
+	}
+	if newest == 0 {
+		return hbs
+	}
+	return append(hbs, observation.Heartbeat{Source: src, At: newest.AsTime()})
 }
 
 // release forgets one stream of its source (caller holds d.mu).

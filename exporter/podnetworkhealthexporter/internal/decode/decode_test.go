@@ -775,3 +775,31 @@ func TestPipelineDecodeSummarizeDecide(t *testing.T) {
 	assert.Equal(t, 3, tr[0].Flips, "Unknown -> Reachable -> Unreachable -> Reachable, coalesced")
 	assert.Equal(t, d.Streams(), 4, "sent, lost, errors, duration")
 }
+
+// The sharded agents' heartbeat names its source and newest round, and is no observation;
+// without a source it is dropped like any point.
+func TestDecodeHeartbeat(t *testing.T) {
+	a := newFakeAgent()
+	d := NewDecoder(DecoderConfig{})
+	md := a.round(t0, probe{addr: "10.0.2.10", typ: "icmp", kind: "pod", success: true, rtts: []float64{3e-4}, sent: 3})
+	addRounds := func(md pmetric.Metrics, at ...time.Time) {
+		m := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().AppendEmpty()
+		m.SetName(contract.MetricRounds)
+		s := m.SetEmptySum()
+		for i, ts := range at {
+			dp := s.DataPoints().AppendEmpty()
+			dp.SetIntValue(int64(i + 1))
+			dp.SetTimestamp(pcommon.NewTimestampFromTime(ts))
+		}
+	}
+	addRounds(md, t0.Add(-time.Second), t0)
+	res := d.Decode(md, t0)
+	require.Len(t, res.Heartbeats, 1)
+	assert.Equal(t, observation.Heartbeat{Source: observation.Source{Namespace: "netpulse", Name: "agent-a", UID: "uid-a", Node: "node-a", IP: "10.0.1.10"}, At: t0}, res.Heartbeats[0])
+	assert.Len(t, res.Observations, 1, "the heartbeat is no observation")
+
+	a.res = map[string]string{}
+	md = a.round(t0.Add(time.Second))
+	addRounds(md, t0.Add(time.Second))
+	assert.Empty(t, d.Decode(md, t0.Add(time.Second)).Heartbeats, "no source, no heartbeat")
+}

@@ -30,6 +30,14 @@ type Source struct {
 	IP        string
 }
 
+// Heartbeat: the source published a probe round at At (contract.MetricRounds). Sharded
+// gateways receive it from every agent, also in rounds in which none of the agent's targets
+// is theirs: it keeps the observer reporting without being an observation of anything.
+type Heartbeat struct {
+	Source Source
+	At     time.Time
+}
+
 // Target is what was probed (from data point attributes, enriched by k8s_net_attributes).
 type Target struct {
 	Kind      TargetKind

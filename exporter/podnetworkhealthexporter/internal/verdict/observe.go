@@ -119,6 +119,60 @@ func (e *Engine) countCandidate(k observation.PairKey, d int) {
 	e.candidates[k.SourceUID] = n
 }
 
+// observerOf returns src's state, created when new, with its identity refreshed (caller
+// holds mu).
+func (e *Engine) observerOf(src observation.Source) *observerState {
+	ob := e.observers[src.UID]
+	if ob == nil {
+		ob = &observerState{}
+		e.observers[src.UID] = ob
+	}
+	ob.namespace, ob.name = src.Namespace, src.Name
+	if src.Node != "" {
+		ob.node = src.Node
+	}
+	return ob
+}
+
+// seen notes a round of the observer dated at that arrived now.
+func (ob *observerState) seen(at, now time.Time) {
+	if at.After(ob.lastSeen) {
+		// Its round length, as it reports: a longer gap is taken at once, a shorter one
+		// slowly, so one late round or points of one round a few ms apart do not make
+		// a slow observer read as silent.
+		if gap := at.Sub(ob.lastSeen); !ob.lastSeen.IsZero() && gap >= time.Second {
+			if gap > ob.interval {
+				ob.interval = gap
+			} else {
+				ob.interval = (3*ob.interval + gap) / 4
+			}
+		}
+		ob.lastSeen = at
+	}
+	ob.lastArrival = now
+}
+
+// Heard feeds the agents' heartbeats (arrival time now): each keeps its observer reporting
+// on a sharded gateway that received none of its observations in that round. A heartbeat
+// judges nothing and votes for nothing. It returns how many were unusable (no source UID,
+// or dated more than MaxFutureSkew after now).
+func (e *Engine) Heard(hbs []observation.Heartbeat, now time.Time) (ignored int) {
+	if len(hbs) == 0 {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	future := now.Add(e.cfg.MaxFutureSkew)
+	for _, hb := range hbs {
+		if hb.Source.UID == "" || hb.At.IsZero() || hb.At.After(future) {
+			ignored++
+			continue
+		}
+		e.observerOf(hb.Source).seen(hb.At, now)
+	}
+	return ignored
+}
+
 // Observe feeds observations (arrival time now). Every observation feeds the per-target
 // judgement as its observer node's vote; only stable pairs, and rotating pairs that failed
 // while their target is otherwise reachable (up to FailingPairsPerSource per source), are
@@ -153,33 +207,12 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 			e.dirtyTargets[tk] = struct{}{}
 		}
 
-		ob := e.observers[o.Source.UID]
-		if ob == nil {
-			ob = &observerState{}
-			e.observers[o.Source.UID] = ob
-		}
-		ob.namespace, ob.name = o.Source.Namespace, o.Source.Name
-		if o.Source.Node != "" {
-			ob.node = o.Source.Node
-		}
+		ob := e.observerOf(o.Source)
 		ob.voter = ""
 		if votes {
 			ob.voter = voterKey(node, o.Source.UID)
 		}
-		if o.Timestamp.After(ob.lastSeen) {
-			// Its round length, as it reports: a longer gap is taken at once, a shorter one
-			// slowly, so one late round or points of one round a few ms apart do not make
-			// a slow observer read as silent.
-			if gap := o.Timestamp.Sub(ob.lastSeen); !ob.lastSeen.IsZero() && gap >= time.Second {
-				if gap > ob.interval {
-					ob.interval = gap
-				} else {
-					ob.interval = (3*ob.interval + gap) / 4
-				}
-			}
-			ob.lastSeen = o.Timestamp
-		}
-		ob.lastArrival = now
+		ob.seen(o.Timestamp, now)
 
 		p := e.pairs[key]
 		switch {
