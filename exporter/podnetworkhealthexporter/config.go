@@ -117,6 +117,10 @@ func (s ShardConfig) Validate() error {
 	return nil
 }
 
+// label is the value of apply.LabelShard on this shard's objects, "<index>-of-<count>": a
+// shard of another count (before or after a change of it) neither resumes nor prunes them.
+func (s ShardConfig) label() string { return fmt.Sprintf("%d-of-%d", s.Index, s.Count) }
+
 // sharded: more than one shard.
 func (s ShardConfig) sharded() bool { return s.Count > 1 }
 

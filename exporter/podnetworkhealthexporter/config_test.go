@@ -170,3 +170,7 @@ func TestShardConfigRanges(t *testing.T) {
 	lease = leaseOf(LeaderElectionConfig{LeaseName: "netpulse-gateway"}, ShardConfig{Count: 3, Index: 2})
 	require.Equal(t, "netpulse-gateway-2", lease.LeaseName, "each shard leads its own")
 }
+
+func TestShardLabelNamesTheCount(t *testing.T) {
+	require.Equal(t, "2-of-3", ShardConfig{Count: 3, Index: 2}.label(), "a shard of another count neither resumes nor prunes it")
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -343,7 +342,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 func (e *pnhExporter) initWriter(client versioned.Interface) {
 	var opts []apply.WriterOption
 	if e.cfg.Shard.sharded() {
-		opts = append(opts, apply.WithObjectLabels(map[string]string{apply.LabelShard: strconv.Itoa(e.cfg.Shard.Index)}))
+		opts = append(opts, apply.WithObjectLabels(map[string]string{apply.LabelShard: e.cfg.Shard.label()}))
 	}
 	e.writer = apply.NewWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten, opts...)
 	if e.checks != nil {

@@ -332,3 +332,19 @@ func Plan(i, n, r int) (stable, rotating []int) {
 	}
 	return stable, rotating
 }
+
+// Heartbeat appends pod_probe's rounds heartbeat (contract.MetricRounds: what an agent
+// sends every gateway shard each round, without attributes) to md, a batch of this agent's
+// from Round.
+func (a *Agent) Heartbeat(md pmetric.Metrics, now time.Time, rounds int64) {
+	m := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().AppendEmpty()
+	m.SetName(contract.MetricRounds)
+	m.SetUnit("{round}")
+	s := m.SetEmptySum()
+	s.SetIsMonotonic(true)
+	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := s.DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(pcommon.NewTimestampFromTime(a.Start))
+	dp.SetTimestamp(pcommon.NewTimestampFromTime(now))
+	dp.SetIntValue(rounds)
+}

@@ -67,9 +67,9 @@ func selfCPU() float64 {
 }
 
 // drive starts a fleet against c and measures it (measure).
-func drive(t *testing.T, c *collector, endpoint string, cl *benchCluster, interval, warm, window, acceptTimeout time.Duration, heapIdle float64) measurement {
+func drive(t *testing.T, c *collector, endpoint string, cl *benchCluster, interval, warm, window, acceptTimeout time.Duration, heapIdle float64, shards int) measurement {
 	t.Helper()
-	f, err := startFleet(endpoint, cl.tls.CAPool, cl.agents, interval)
+	f, err := startFleet(endpoint, cl.tls.CAPool, cl.agents, interval, shards)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +223,10 @@ func TestIngestBench(t *testing.T) {
 	// NETPULSE_INGEST_READ_BUFFER (bytes) overrides the OTLP gRPC receiver's read_buffer_size
 	// in both collectors (otlpreceiver's default, which gateway.yaml keeps, is 512 KiB per
 	// connection, i.e. per agent); unset, both run with what gateway.yaml says.
+	// NETPULSE_INGEST_SHARDS=S (> 1): the gateway is shard 0 of S (pod_network_health's
+	// shard) and each agent sends it what its shard-0 filter passes, plus its heartbeat:
+	// one shard's load in a cluster of NETPULSE_INGEST_AGENTS nodes (docs/sharding.md).
+	shards := envInt(t, "NETPULSE_INGEST_SHARDS", 1)
 	readBuffer := ""
 	if os.Getenv("NETPULSE_INGEST_READ_BUFFER") != "" {
 		readBuffer = strconv.Itoa(envInt(t, "NETPULSE_INGEST_READ_BUFFER", 0))
@@ -246,6 +250,9 @@ func TestIngestBench(t *testing.T) {
 	cl.createGatewayPod(ctx, t, gwName)
 	extra := filepath.Join(cl.dir, "pprof.yaml")
 	extraYAML := "extensions:\n  pprof:\n    endpoint: ${env:POD_IP}:1777\nservice:\n  extensions: [health_check, k8s_token_auth, pprof]\n"
+	if shards > 1 {
+		extraYAML += fmt.Sprintf("exporters:\n  pod_network_health:\n    shard:\n      count: %d\n      index: 0\n", shards)
+	}
 	if readBuffer != "" {
 		extraYAML += "receivers:\n  otlp:\n    protocols:\n      grpc:" + readBufferYAML(readBuffer, "        ") + "\n"
 	}
@@ -271,7 +278,7 @@ func TestIngestBench(t *testing.T) {
 	// The agents start on the gateway now: each one's first request costs a TokenReview at
 	// k8s_token_auth's qps (20/s), so its token cache takes a minute or more to warm up at
 	// N = 1,000. The reference runs meanwhile (its CPU time is its own; the machine is busier).
-	oursFleet, err := startFleet(net.JoinHostPort(gwIP, "4317"), cl.tls.CAPool, cl.agents, interval)
+	oursFleet, err := startFleet(net.JoinHostPort(gwIP, "4317"), cl.tls.CAPool, cl.agents, interval, shards)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +293,7 @@ func TestIngestBench(t *testing.T) {
 	ref := startCollector(t, "reference (otlp -> nop)", "reference", refIP, []string{os.Args[0]},
 		append(slices.Clone(baseEnv), envReferenceConfig+"="+refCfg, "POD_IP="+refIP), filepath.Join(cl.dir, "reference.log"))
 	ref.waitReady(t, "tcp://"+net.JoinHostPort(refIP, "4317"), 30*time.Second)
-	refM := drive(t, ref, net.JoinHostPort(refIP, "4317"), cl, interval, warm, window, 60*time.Second, ref.heapAfterGC(t))
+	refM := drive(t, ref, net.JoinHostPort(refIP, "4317"), cl, interval, warm, window, 60*time.Second, ref.heapAfterGC(t), shards)
 	_ = ref.proc.Stop(10 * time.Second)
 
 	oursM := measure(t, gw, oursFleet, oursBegan, interval, warm, window, 3*time.Minute+time.Duration(n)*time.Second/10, gwIdle)
@@ -312,6 +319,20 @@ func TestIngestBench(t *testing.T) {
 	}
 
 	ratio := func(o, r float64) float64 { return o / r }
+	if shards > 1 {
+		// Every agent still sends each shard a request a round (its heartbeat at least):
+		// the rounds figures are per shard, the data points a shard's share.
+		if hb := delta("otelcol_pod_network_health_datapoints_skipped", "reason", "other_shard"); hb > 0 {
+			t.Errorf("shard 0 skipped %v observations of other shards' targets: the filter and the owner disagree", hb)
+		}
+		fmt.Printf("BENCH ingest_shard_of_%d_agent_rounds_per_core_s ours=%.0frounds/s reference=%.0frounds/s ratio=%.2f\n", shards,
+			oursM.roundsPerCore, refM.roundsPerCore, ratio(oursM.roundsPerCore, refM.roundsPerCore))
+		fmt.Printf("BENCH ingest_shard_of_%d_datapoints_per_round ours=%.1fdp reference=%.1fdp ratio=%.2f\n", shards,
+			float64(oursM.points)/float64(oursM.requests), float64(refM.points)/float64(refM.requests), 1.0)
+		fmt.Printf("BENCH ingest_shard_of_%d_heap_per_agent_n%d ours=%.0fB reference=%.0fB ratio=%.2f\n", shards, n,
+			oursM.heapPerAgent, refM.heapPerAgent, ratio(oursM.heapPerAgent, refM.heapPerAgent))
+		return
+	}
 	fmt.Printf("BENCH ingest_datapoints_per_core_s ours=%.0fdp/s reference=%.0fdp/s ratio=%.2f\n",
 		oursM.pointsPerCore, refM.pointsPerCore, ratio(oursM.pointsPerCore, refM.pointsPerCore))
 	fmt.Printf("BENCH ingest_agent_rounds_per_core_s ours=%.0frounds/s reference=%.0frounds/s ratio=%.2f\n",

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/status"
+
+	"github.com/netpulse/netpulse/internal/shard"
 )
 
 // bearer is what the agent's bearertokenauth extension sends on every RPC.
@@ -34,11 +36,14 @@ func (bearer) RequireTransportSecurity() bool { return true }
 // load is spread as a fleet's is.
 type fleet struct {
 	interval time.Duration
-	agents   []*Agent
-	ids      []agentIdentity
-	conns    []*grpc.ClientConn
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	// shards > 1: each agent sends what its filter for shard 0 of shards passes (the
+	// targets on that shard's nodes) and its heartbeat: one gateway shard's input.
+	shards int
+	agents []*Agent
+	ids    []agentIdentity
+	conns  []*grpc.ClientConn
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	okRequests, okPoints, failed atomic.Int64
 	// firstOK counts agents that have had a request accepted.
@@ -47,9 +52,9 @@ type fleet struct {
 	lastErrs map[string]int
 }
 
-func startFleet(endpoint string, caPool *x509.CertPool, ids []agentIdentity, interval time.Duration) (*fleet, error) {
+func startFleet(endpoint string, caPool *x509.CertPool, ids []agentIdentity, interval time.Duration, shards int) (*fleet, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fleet{interval: interval, ids: ids, cancel: cancel, lastErrs: map[string]int{}}
+	f := &fleet{interval: interval, shards: shards, ids: ids, cancel: cancel, lastErrs: map[string]int{}}
 	start := time.Now().Add(-time.Hour) // the agents' receivers have been running for a while
 	host, _, _ := net.SplitHostPort(endpoint)
 	for i, id := range ids {
@@ -83,9 +88,12 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 	client := pmetricotlp.NewGRPCClient(f.conns[i])
 	n := len(f.agents)
 	ips := func(idx []int) []string {
-		out := make([]string, len(idx))
-		for k, j := range idx {
-			out[k] = f.ids[j].ip.String()
+		out := make([]string, 0, len(idx))
+		for _, j := range idx {
+			if f.shards > 1 && shard.Of(f.ids[j].pod.Spec.NodeName, f.shards) != 0 {
+				continue // another shard's target
+			}
+			out = append(out, f.ids[j].ip.String())
 		}
 		return out
 	}
@@ -99,7 +107,11 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 	accepted := false
 	for r := 0; ; r++ {
 		stable, rotating := Plan(i, n, r)
-		md := f.agents[i].Round(time.Now(), ips(stable), ips(rotating))
+		now := time.Now()
+		md := f.agents[i].Round(now, ips(stable), ips(rotating))
+		if f.shards > 1 {
+			f.agents[i].Heartbeat(md, now, int64(r+1))
+		}
 		points := md.DataPointCount()
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := client.Export(rctx, pmetricotlp.NewExportRequestFromMetrics(md))

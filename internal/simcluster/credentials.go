@@ -30,7 +30,7 @@ func (c *Cluster) setupGatewayTLS(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tls, err := testpki.WriteServing(dir, "netpulse-gateway", "127.0.0.1", "::1", "localhost", "netpulse-gateway.netpulse.svc", HostIPv4.String())
+	tls, err := testpki.WriteServing(dir, "netpulse-gateway", append([]string{"127.0.0.1", "::1", "localhost", "netpulse-gateway.netpulse.svc"}, gatewayIPv4s()...)...)
 	if err != nil {
 		return fmt.Errorf("simcluster: gateway TLS: %w", err)
 	}

@@ -327,7 +327,8 @@ func nftRuleset(f faultState) string {
 		fmt.Fprintf(&b, "\t\tip %s %s accept\n\t\tip6 %s %s accept\n", dir, host4, dir, host6)
 	}
 	b.WriteString("\tchain input {\n\t\ttype filter hook input priority filter; policy accept;\n")
-	exempt("saddr", "iifname", HostIPv4.String(), HostIPv6.String())
+	hosts4 := "{ " + strings.Join(gatewayIPv4s(), ", ") + " }" // the host side: every gateway slot
+	exempt("saddr", "iifname", hosts4, HostIPv6.String())
 	if f.partitioned {
 		fmt.Fprintf(&b, "\t\tip saddr %s counter drop\n\t\tip6 saddr %s counter drop\n", p4, p6)
 	}
@@ -347,9 +348,9 @@ func nftRuleset(f faultState) string {
 		b.WriteString("\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n")
 		if f.muted { // before the host-side exemption
 			fmt.Fprintf(&b, "\t\tip daddr %s tcp dport %d counter drop\n\t\tip6 daddr %s tcp dport %d counter drop\n",
-				HostIPv4, GatewayOTLPPort, HostIPv6, GatewayOTLPPort)
+				hosts4, GatewayOTLPPort, HostIPv6, GatewayOTLPPort)
 		}
-		exempt("daddr", "oifname", HostIPv4.String(), HostIPv6.String())
+		exempt("daddr", "oifname", hosts4, HostIPv6.String())
 		if f.partitioned {
 			fmt.Fprintf(&b, "\t\tip daddr %s counter drop\n\t\tip6 daddr %s counter drop\n", p4, p6)
 		}

@@ -26,6 +26,9 @@ import (
 type GatewayOptions struct {
 	// Name is POD_NAME (and the leader-election identity): default "netpulse-gateway-0".
 	Name string
+	// Slot is the gateway slot (0..GatewaySlots-1): POD_IP is GatewayIPv4(Slot), where the
+	// shipped configuration binds every port. Gateway shards run in slots of their own.
+	Slot int
 	// Config is the collector configuration (default deploy/agent-gateway/config/gateway.yaml).
 	Config string
 	// ExtraConfigs are merged over Config in order (more --config flags; a later file's
@@ -136,8 +139,12 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 	if opts.Config == "" {
 		opts.Config = filepath.Join(c.opts.RepoRoot, "deploy", "agent-gateway", "config", "gateway.yaml")
 	}
+	if opts.Slot < 0 || opts.Slot >= GatewaySlots {
+		return nil, fmt.Errorf("simcluster: gateway slot %d out of range [0, %d)", opts.Slot, GatewaySlots)
+	}
+	podIP := GatewayIPv4(opts.Slot).String()
 	if opts.ReadyURL == "" {
-		opts.ReadyURL = "http://" + net.JoinHostPort(HostIPv4.String(), "13133") + "/"
+		opts.ReadyURL = "http://" + net.JoinHostPort(podIP, "13133") + "/"
 	}
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 90 * time.Second
@@ -145,7 +152,7 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 	env := mergeEnv(append(cleanEnv(),
 		"POD_NAME="+opts.Name,
 		"POD_NAMESPACE="+Namespace,
-		"POD_IP="+HostIPv4.String(),
+		"POD_IP="+podIP,
 		"GOMEMLIMIT=400MiB",
 		"NETPULSE_K8S_AUTH=kubeConfig",
 		"KUBECONFIG="+c.GatewayKubeconfig,
@@ -167,7 +174,7 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{Name: opts.Name, Endpoint: net.JoinHostPort(HostIPv4.String(), strconv.Itoa(GatewayOTLPPort)),
+	g := &Gateway{Name: opts.Name, Endpoint: net.JoinHostPort(podIP, strconv.Itoa(GatewayOTLPPort)),
 		proc: proc, stop: make(chan struct{}), start: start, logf: c.logf}
 	go g.supervise()
 	c.mu.Lock()

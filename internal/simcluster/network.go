@@ -26,7 +26,7 @@ import (
 var (
 	// HostIPv4 and HostIPv6 are the host side of the bridge: the API server, the gateway
 	// slot and test sinks listen here.
-	HostIPv4 = netip.MustParseAddr("198.18.0.1")
+	HostIPv4 = GatewayIPv4(0)
 	HostIPv6 = netip.MustParseAddr("fd00:6e70::1")
 	// Prefix4 and Prefix6 are the simulated network.
 	Prefix4 = netip.MustParsePrefix("198.18.0.0/24")
@@ -36,6 +36,22 @@ var (
 	// kube-proxy with DNAT rules inside the namespaces (services.go).
 	ServiceCIDR = netip.MustParsePrefix("10.0.0.0/24")
 )
+
+// GatewaySlots is how many gateway shards can run at once: slot i listens on
+// GatewayIPv4(i), so their fixed ports (gateway.yaml's) do not collide.
+const GatewaySlots = 4
+
+// GatewayIPv4 is the host address of gateway slot i: 198.18.0.(1+i); slot 0 is HostIPv4.
+func GatewayIPv4(slot int) netip.Addr { return netip.AddrFrom4([4]byte{198, 18, 0, byte(1 + slot)}) }
+
+// gatewayIPv4s lists every slot's address, for nft sets and certificates.
+func gatewayIPv4s() []string {
+	out := make([]string, GatewaySlots)
+	for i := range out {
+		out[i] = GatewayIPv4(i).String()
+	}
+	return out
+}
 
 // MaxNodes bounds Options.Nodes: node i owns 198.18.0.(10+i), and pod-IP generations
 // 1..5 use 198.18.0.(10+i+40*g), which must stay below .255 and not collide.
@@ -181,6 +197,11 @@ func createBridge(ctx context.Context, br string) error {
 	}
 	if err := ip(ctx, "addr", "add", HostIPv4.String()+"/24", "dev", br); err != nil {
 		return err
+	}
+	for slot := 1; slot < GatewaySlots; slot++ {
+		if err := ip(ctx, "addr", "add", GatewayIPv4(slot).String()+"/32", "dev", br); err != nil {
+			return err
+		}
 	}
 	if err := ip(ctx, "addr", "add", HostIPv6.String()+"/64", "dev", br, "nodad"); err != nil {
 		return err

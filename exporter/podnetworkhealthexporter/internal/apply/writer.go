@@ -34,8 +34,8 @@ const (
 	LabelManagedBy      = "app.kubernetes.io/managed-by"
 	LabelManagedByValue = "netpulse"
 	LabelSourcePod      = "netpulse.io/source-pod"
-	// LabelShard names the gateway shard that writes the object (pod_network_health's
-	// shard.index, with shard.count > 1).
+	// LabelShard names the gateway shard that writes the object, "<index>-of-<count>"
+	// (pod_network_health's shard, with count > 1).
 	LabelShard = "netpulse.io/shard"
 )
 

@@ -545,10 +545,10 @@ func TestWriterFlushWaitsForVerdictsOnly(t *testing.T) {
 func TestWriterShardLabels(t *testing.T) {
 	unlabelled := testPNH("old", "n")
 	otherShard := testPNH("theirs", "n")
-	otherShard.Labels[LabelShard] = "0"
+	otherShard.Labels[LabelShard] = "0-of-2"
 	client := fake.NewSimpleClientset(unlabelled, otherShard)
 	var res results
-	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done, WithObjectLabels(map[string]string{LabelShard: "1"}))
+	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done, WithObjectLabels(map[string]string{LabelShard: "1-of-2"}))
 	defer w.Stop()
 	w.StartInformer()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -567,13 +567,13 @@ func TestWriterShardLabels(t *testing.T) {
 	for _, name := range []string{"old", "new"} {
 		got, err := client.NetpulseV1alpha1().PodNetworkHealths("ns").Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, "1", got.Labels[LabelShard], name)
+		assert.Equal(t, "1-of-2", got.Labels[LabelShard], name)
 		assert.Equal(t, LabelManagedByValue, got.Labels[LabelManagedBy], name)
 		assert.Equal(t, map[string]string{"old": "n2", "new": "n"}[name], got.Status.ObservedFromNode, name)
 	}
 	got, err := client.NetpulseV1alpha1().PodNetworkHealths("ns").Get(ctx, "theirs", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "0", got.Labels[LabelShard], "untouched")
+	assert.Equal(t, "0-of-2", got.Labels[LabelShard], "untouched")
 	for _, r := range res.get() {
 		assert.NoError(t, r.Err, r.Key)
 	}
