@@ -17,10 +17,11 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 )
 
-// helm lint --strict passes with the default values and with every optional feature on.
+// helm lint --strict passes with the default values, with every optional feature on, and
+// with them on a sharded gateway.
 func TestLintStrict(t *testing.T) {
 	_, chart := helm(t)
-	for _, args := range [][]string{nil, {"--values", "testdata/all-features.yaml"}} {
+	for _, args := range [][]string{nil, {"--values", "testdata/all-features.yaml"}, {"--values", "testdata/all-features.yaml", "--set", "gateway.shards=3"}} {
 		out, err := runHelm(t, append([]string{"lint", "--strict", chart}, args...)...)
 		require.NoError(t, err, "helm lint --strict %v:\n%s", args, out)
 		require.Contains(t, out, "0 chart(s) failed")

@@ -101,8 +101,6 @@ func validate(t *testing.T, collector, name, cfg string, workload Object) {
 func TestShardedConfigsValidate(t *testing.T) {
 	collector := disttest.Collector(t)
 	bin, chart := helm(t)
-	agent, gateway, err := RenderCollectorConfigs(bin, chart, shards2(), t.TempDir())
-	require.NoError(t, err)
 	withoutShardSettings := func(path string, keys ...string) {
 		cfg := readYAML(t, path)
 		m := cfg
@@ -115,9 +113,15 @@ func TestShardedConfigsValidate(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(path, b, 0o644))
 	}
-	withoutShardSettings(agent, "receivers", "pod_probe", "shards")
-	withoutShardSettings(gateway, "exporters", "pod_network_health", "shard")
-	objs := render(t, shards2())
-	validate(t, collector, "shards", agent, mustFind(t, objs, "DaemonSet", "netpulse-agent"))
-	validate(t, collector, "shards", gateway, mustFind(t, objs, "Deployment", "netpulse-gateway-1"))
+	allSharded := allFeatures(t)
+	allSharded["gateway"].(map[string]any)["shards"] = 3
+	for name, values := range map[string]map[string]any{"shards": shards2(), "all-features sharded": allSharded} {
+		agent, gateway, err := RenderCollectorConfigs(bin, chart, values, t.TempDir())
+		require.NoError(t, err)
+		withoutShardSettings(agent, "receivers", "pod_probe", "shards")
+		withoutShardSettings(gateway, "exporters", "pod_network_health", "shard")
+		objs := render(t, values)
+		validate(t, collector, name, agent, mustFind(t, objs, "DaemonSet", "netpulse-agent"))
+		validate(t, collector, name, gateway, mustFind(t, objs, "Deployment", "netpulse-gateway-1"))
+	}
 }
