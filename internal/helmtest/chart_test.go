@@ -17,10 +17,11 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 )
 
-// helm lint --strict passes with the default values and with every optional feature on.
+// helm lint --strict passes with the default values, with every optional feature on, and
+// with them on a sharded gateway.
 func TestLintStrict(t *testing.T) {
 	_, chart := helm(t)
-	for _, args := range [][]string{nil, {"--values", "testdata/all-features.yaml"}} {
+	for _, args := range [][]string{nil, {"--values", "testdata/all-features.yaml"}, {"--values", "testdata/all-features.yaml", "--set", "gateway.shards=3"}} {
 		out, err := runHelm(t, append([]string{"lint", "--strict", chart}, args...)...)
 		require.NoError(t, err, "helm lint --strict %v:\n%s", args, out)
 		require.Contains(t, out, "0 chart(s) failed")
@@ -107,6 +108,11 @@ func TestBadValuesRefusedWithTheirKey(t *testing.T) {
 		{[]string{"--set", "readinessGate.inject.namespaceLabels.team=1"}, "/readinessGate/inject/namespaceLabels/team"},
 		{[]string{"--set", "image.pullPolicy=Sometimes"}, "/image/pullPolicy"},
 		{[]string{"--set", "agent.config=verbose"}, "/agent/config"},
+		{[]string{"--set", "gateway.shards=0"}, "at '/gateway/shards': minimum: got 0, want 1"},
+		{[]string{"--set", "gateway.shards=65"}, "at '/gateway/shards': maximum: got 65, want 64"},
+		{[]string{"--set", "gateway.shards=two"}, "at '/gateway/shards': got string, want integer"},
+		{[]string{"--set", "gateway.shards=1.5"}, "/gateway/shards"},
+		{[]string{"--set", "gateway.shards=null"}, "missing property 'shards'"}, // would render no gateway at all
 	} {
 		out, err := runHelm(t, append([]string{"template", "netpulse", chart}, c.args...)...)
 		require.Error(t, err, "helm template %v was accepted", c.args)

@@ -140,6 +140,9 @@ func nested(o map[string]any, path ...string) any {
 // to outDir/agent.yaml and outDir/gateway.yaml: what the agents and the gateway of a
 // `helm install` run. The configurations keep their ${env:...} placeholders, so the
 // simulated cluster's environment overrides apply to them as to the files in deploy/.
+// With gateway.shards > 1 the agents' configuration exports to one gateway per shard
+// (NETPULSE_GATEWAY_ENDPOINT_<i>) and every shard runs the one gateway configuration,
+// its index from NETPULSE_SHARD_INDEX (docs/helm.md, Sharding the gateway).
 func RenderCollectorConfigs(helmBin, chartDir string, values map[string]any, outDir string) (agentPath, gatewayPath string, err error) {
 	out, err := Template(helmBin, chartDir, values)
 	if err != nil {

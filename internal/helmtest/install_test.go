@@ -74,7 +74,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com",
 		"crd/prometheusrules.monitoring.coreos.com", "crd/certificates.cert-manager.io")
 	kubectl("create", "namespace", "netpulse-dryrun")
-	for name, values := range map[string]map[string]any{"defaults": nil, "all-features": allFeatures(t)} {
+	for name, values := range map[string]map[string]any{"defaults": nil, "all-features": allFeatures(t), "shards": shards2()} {
 		out, err := Template(bin, chart, values, "--include-crds", "--namespace", "netpulse-dryrun")
 		require.NoError(t, err)
 		objs, err := Decode(out)
@@ -216,6 +216,50 @@ spec:
 	_, err = cs.RbacV1().ClusterRoles().Get(ctx, "netpulse-gateway-node-conditions", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "node-conditions ClusterRole left after switching it off: %v", err)
 	require.False(t, can("netpulse-gateway", "", "nodes", "status", "patch"))
+
+	// Sharding the gateway: the Deployment is replaced by one per shard, each with its
+	// leader Service; the generated certificate, which covered netpulse-gateway only, is
+	// remade for every shard's Service; the shards' Leases may be written.
+	helmOK("upgrade", "netpulse", chart, "-n", "netpulse", "--reuse-values", "--set", "gateway.shards=2")
+	_, err = cs.AppsV1().Deployments("netpulse").Get(ctx, "netpulse-gateway", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the unsharded Deployment left: %v", err)
+	for i := range 2 {
+		name := fmt.Sprintf("netpulse-gateway-%d", i)
+		dep, err := cs.AppsV1().Deployments("netpulse").Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.EqualValues(t, 3, *dep.Spec.Replicas)
+		require.Equal(t, fmt.Sprint(i), dep.Spec.Selector.MatchLabels["netpulse.io/shard"])
+		svc, err := cs.CoreV1().Services("netpulse").Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint(i), svc.Spec.Selector["netpulse.io/shard"])
+		_, err = cs.PolicyV1().PodDisruptionBudgets("netpulse").Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:netpulse:netpulse-gateway",
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:netpulse", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "netpulse", Group: "coordination.k8s.io", Resource: "leases", Name: name, Verb: "update"},
+		}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.True(t, r.Status.Allowed, "Lease %s", name)
+	}
+	resharded, err := cs.CoreV1().Secrets("netpulse").Get(ctx, "netpulse-gateway-tls", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotEqual(t, tlsSecret.Data, resharded.Data, "the certificate for one gateway was kept")
+	for _, host := range []string{"netpulse-gateway.netpulse.svc", "netpulse-gateway-0.netpulse.svc", "netpulse-gateway-1.netpulse.svc.cluster.local"} {
+		verifyServingCert(t, resharded.Data, host)
+	}
+	cm, err = cs.CoreV1().ConfigMaps("netpulse").Get(ctx, "netpulse-agent-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Contains(t, cm.Data["agent.yaml"], "otlp_grpc/shard-1")
+	// Back to one gateway: the certificate, which covers it, is kept.
+	helmOK("upgrade", "netpulse", chart, "-n", "netpulse", "--reuse-values", "--set", "gateway.shards=1")
+	_, err = cs.AppsV1().Deployments("netpulse").Get(ctx, "netpulse-gateway", metav1.GetOptions{})
+	require.NoError(t, err)
+	_, err = cs.AppsV1().Deployments("netpulse").Get(ctx, "netpulse-gateway-1", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "shard 1's Deployment left: %v", err)
+	kept, err = cs.CoreV1().Secrets("netpulse").Get(ctx, "netpulse-gateway-tls", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, resharded.Data, kept.Data, "an upgrade to fewer shards keeps the certificate")
 
 	// helm uninstall removes every object of the release. It deletes neither the CRD nor
 	// any PodNetworkHealth object; the garbage collector deletes the agent pods' objects

@@ -41,7 +41,8 @@ the shipped file unchanged.
 {{/*
 The agent's collector configuration: files/config/agent.yaml (a copy of
 deploy/agent-gateway/config/agent.yaml) with the probe.* values and the release namespace
-applied, then .Values.agent.config deep-merged over it. Rendered as YAML.
+applied, then .Values.agent.config deep-merged over it, then, with gateway.shards > 1,
+split by shard (netpulse.shardAgentConfig). Rendered as YAML.
 */}}
 {{- define "netpulse.agentConfig" -}}
 {{- $cfg := .Files.Get "files/config/agent.yaml" | fromYaml -}}
@@ -52,13 +53,73 @@ applied, then .Values.agent.config deep-merged over it. Rendered as YAML.
 {{- include "netpulse.setDefault" (dict "map" $probe "key" "probe_budget" "value" .Values.probe.budget) -}}
 {{- include "netpulse.setDefault" (dict "map" $cfg.exporters.otlp_grpc "key" "endpoint" "value" (printf "netpulse-gateway.%s.svc:4317" .Release.Namespace)) -}}
 {{- $cfg = mustMergeOverwrite $cfg (deepCopy .Values.agent.config) -}}
+{{- $shards := int .Values.gateway.shards -}}
+{{- if gt $shards 1 -}}
+{{- include "netpulse.shardAgentConfig" (dict "cfg" $cfg "shards" $shards "namespace" .Release.Namespace) -}}
+{{- end -}}
 {{- toYaml $cfg -}}
+{{- end }}
+
+{{/*
+netpulse.shardAgentConfig rewrites a merged agent configuration (.cfg, in place) for
+.shards gateway shards: pod_probe marks each target point with its owning shard
+(netpulse.shard); the otlp_grpc exporter becomes one exporter per shard
+(otlp_grpc/shard-<i>, its settings as the merged otlp_grpc's, endpoint
+${env:NETPULSE_GATEWAY_ENDPOINT_<i>:-netpulse-gateway-<i>.<namespace>.svc:4317}); the
+metrics pipeline becomes one pipeline per shard (metrics/shard-<i>) whose filter/shard-<i>
+drops the points another shard owns (points without the attribute, the observer's
+heartbeat, reach every shard); every other pipeline's otlp_grpc becomes otlp_grpc/shard-0,
+the shard that runs the declared checks. Done after the agent.config merge, so what it
+sets on otlp_grpc or the metrics pipeline applies to every shard; an exporter, processor or
+pipeline of a shard's own name in agent.config is merged over the generated one.
+*/}}
+{{- define "netpulse.shardAgentConfig" -}}
+{{- $cfg := .cfg -}}
+{{- $_ := set $cfg.receivers.pod_probe "shards" .shards -}}
+{{- $exporter := $cfg.exporters.otlp_grpc -}}
+{{- $_ = unset $cfg.exporters "otlp_grpc" -}}
+{{- $processors := default (dict) $cfg.processors -}}
+{{- $_ = set $cfg "processors" $processors -}}
+{{- $pipelines := $cfg.service.pipelines -}}
+{{- $metrics := $pipelines.metrics -}}
+{{- $_ = unset $pipelines "metrics" -}}
+{{- range $name, $p := $pipelines -}}
+{{- if and $p (kindIs "slice" $p.exporters) -}}
+{{- $exporters := list -}}
+{{- range $p.exporters }}{{ $exporters = append $exporters (ternary "otlp_grpc/shard-0" . (eq . "otlp_grpc")) }}{{ end -}}
+{{- $_ = set $p "exporters" $exporters -}}
+{{- end -}}
+{{- end -}}
+{{- range $i := until .shards -}}
+{{- $name := printf "otlp_grpc/shard-%d" $i -}}
+{{- $e := deepCopy $exporter -}}
+{{- $_ = set $e "endpoint" (printf "${env:NETPULSE_GATEWAY_ENDPOINT_%d:-netpulse-gateway-%d.%s.svc:4317}" $i $i $.namespace) -}}
+{{- $_ = set $cfg.exporters $name (mustMergeOverwrite $e (get $cfg.exporters $name | default (dict))) -}}
+{{- $filter := printf "filter/shard-%d" $i -}}
+{{- $f := dict "error_mode" "ignore" "metrics" (dict "datapoint" (list (printf "attributes[\"netpulse.shard\"] != nil and attributes[\"netpulse.shard\"] != %d" $i))) -}}
+{{- $_ = set $processors $filter (mustMergeOverwrite $f (get $processors $filter | default (dict))) -}}
+{{- /* The filter goes before the batch processor (else last): batches hold one shard's points. */ -}}
+{{- $procs := list -}}
+{{- $placed := false -}}
+{{- range $metrics.processors -}}
+{{- if and (not $placed) (or (eq . "batch") (hasPrefix "batch/" .)) }}{{ $procs = append $procs $filter }}{{ $placed = true }}{{ end -}}
+{{- $procs = append $procs . -}}
+{{- end -}}
+{{- if not $placed }}{{ $procs = append $procs $filter }}{{ end -}}
+{{- $exporters := list -}}
+{{- range $metrics.exporters }}{{ $exporters = append $exporters (ternary $name . (eq . "otlp_grpc")) }}{{ end -}}
+{{- $p := dict "receivers" (deepCopy $metrics.receivers) "processors" $procs "exporters" $exporters -}}
+{{- $pname := printf "metrics/shard-%d" $i -}}
+{{- $_ = set $pipelines $pname (mustMergeOverwrite $p (get $pipelines $pname | default (dict))) -}}
+{{- end -}}
 {{- end }}
 
 {{/*
 The gateway's collector configuration: files/config/gateway.yaml (a copy of
 deploy/agent-gateway/config/gateway.yaml) with the switches, the token audience, the write
-budget and the release namespace applied, then .Values.gateway.config deep-merged over it.
+budget and the release namespace applied, then .Values.gateway.config deep-merged over it;
+with gateway.shards > 1, pod_network_health's shard (count, and the index from the
+Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 */}}
 {{- define "netpulse.gatewayConfig" -}}
 {{- $cfg := .Files.Get "files/config/gateway.yaml" | fromYaml -}}
@@ -75,6 +136,11 @@ budget and the release namespace applied, then .Values.gateway.config deep-merge
 {{- if not (kindIs "invalid" .burst) }}{{ $_ = set $pnh "burst" .burst }}{{ end -}}
 {{- end -}}
 {{- $cfg = mustMergeOverwrite $cfg (deepCopy .Values.gateway.config) -}}
+{{- $shards := int .Values.gateway.shards -}}
+{{- if gt $shards 1 -}}
+{{- /* One configuration for every shard: each Deployment sets its index. */ -}}
+{{- $_ = set $cfg.exporters.pod_network_health "shard" (dict "count" $shards "index" "${env:NETPULSE_SHARD_INDEX}") -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end }}
 
@@ -119,4 +185,25 @@ measured under the limit, docs/figures.md "Agent memory"); nothing without a mem
 {{- printf "%dMiB" (max (sub $mib 24) (div $mib 2)) -}}
 {{- end -}}
 {{- end -}}
+{{- end }}
+
+{{/*
+netpulse.gatewayShards is the list of gateway shards to render, each a dict: index (int),
+suffix ("" for a single gateway, else "-<index>": the names netpulse-gateway<suffix>), and
+selector (the labels that select its pods: the name label, plus netpulse.io/shard when
+sharded, so each Deployment's selector is its own).
+*/}}
+{{- define "netpulse.gatewayShards" -}}
+{{- $shards := int .Values.gateway.shards -}}
+{{- $list := list -}}
+{{- range $i := until $shards -}}
+{{- $sel := dict "app.kubernetes.io/name" "netpulse-gateway" -}}
+{{- $suffix := "" -}}
+{{- if gt $shards 1 -}}
+{{- $suffix = printf "-%d" $i -}}
+{{- $_ := set $sel "netpulse.io/shard" (toString $i) -}}
+{{- end -}}
+{{- $list = append $list (dict "index" $i "suffix" $suffix "selector" $sel) -}}
+{{- end -}}
+{{- toJson $list -}}
 {{- end }}
