@@ -244,14 +244,18 @@ deps: ## install the Debian packages tests and demo need (etcd-server, iproute2,
 	@./hack/deps.sh
 
 .PHONY: test
-# The e2e package runs twice: a 4-node full mesh (every scenario but TestSampled*) on
-# deploy/'s collector configuration, then a 16-node, 3-zone cluster where probing is
-# sampled (TestSampled*) on the configuration the Helm chart renders (NETPULSE_E2E_CONFIG=chart).
+# The e2e package runs three times: a 4-node full mesh (every scenario but TestSampled* and
+# TestSharded*) on deploy/'s collector configuration, then a 16-node, 3-zone cluster where
+# probing is sampled (TestSampled*) on the configuration the Helm chart renders
+# (NETPULSE_E2E_CONFIG=chart), then an 8-node cluster with the gateway as the chart's
+# gateway.shards=2 renders it, two shards (TestSharded*).
 E2E_SAMPLED_NODES ?= 16
+E2E_SHARDED_NODES ?= 8
 
 test: deps kube-bins build helm node-bins node-image ## unit + integration + e2e tests (4-node mesh, 16-node sampled, then the chart and image on 3 real nodes), race detector on (needs root)
-	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -skip '^(TestSampled|TestRealNodes)' ./...
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -skip '^(TestSampled|TestSharded|TestRealNodes)' ./...
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SAMPLED_NODES) NETPULSE_E2E_CONFIG=chart $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSampled' ./internal/e2e/
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SHARDED_NODES) NETPULSE_E2E_CONFIG=chart NETPULSE_E2E_SHARDS=2 $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSharded' ./internal/e2e/
 	$(MAKE) --no-print-directory test-real
 	$(MAKE) --no-print-directory test-image
 

@@ -56,6 +56,29 @@ const nodesEnv = "NETPULSE_E2E_NODES"
 // nodes is the cluster size (nodesEnv, default 4); zones spread them (3 from 9 nodes on).
 var nodes, zones = 4, 2
 
+// shardsEnv runs the gateway as that many shards (the chart's gateway.shards, rendered with
+// configEnv=chart; each shard a gateway in a simcluster slot of its own): `make test`'s third
+// pass runs TestSharded* so (docs/sharding.md).
+const shardsEnv = "NETPULSE_E2E_SHARDS"
+
+// shards is the gateway shard count (shardsEnv, default 1).
+var shards = 1
+
+func shardCount() (int, error) {
+	v := os.Getenv(shardsEnv)
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > simcluster.GatewaySlots {
+		return 0, fmt.Errorf("%s=%q: want 1..%d", shardsEnv, v, simcluster.GatewaySlots)
+	}
+	if n > 1 && os.Getenv(configEnv) != "chart" {
+		return 0, fmt.Errorf("%s=%d needs %s=chart (the chart renders the sharded configuration)", shardsEnv, n, configEnv)
+	}
+	return n, nil
+}
+
 func clusterSize() (int, int, error) {
 	n, z := 4, 2
 	if v := os.Getenv(nodesEnv); v != "" {
@@ -74,6 +97,8 @@ func clusterSize() (int, int, error) {
 type env struct {
 	cl *simcluster.Cluster
 	gw *simcluster.Gateway
+	// shardGWs are the gateways of the shards, by index (shards > 1; gw is shardGWs[0]).
+	shardGWs []*simcluster.Gateway
 	// api reads what the gateway wrote (admin credentials).
 	api *apiChecker
 	// agentsStarted is when StartAgents began (for the first-convergence figure).
@@ -131,6 +156,10 @@ func runMain(m *testing.M) int {
 	}
 	var err error
 	if nodes, zones, err = clusterSize(); err != nil {
+		setupErr = err
+		return m.Run()
+	}
+	if shards, err = shardCount(); err != nil {
 		setupErr = err
 		return m.Run()
 	}
@@ -237,7 +266,11 @@ func startEnv() (*env, error) {
 			return e, err
 		}
 		e.renderDir = dir
-		if agentConfig, e.gwConfig, err = helmtest.RenderCollectorConfigs(helmBin, chartDir, nil, dir); err != nil {
+		var values map[string]any
+		if shards > 1 {
+			values = map[string]any{"gateway": map[string]any{"shards": shards}}
+		}
+		if agentConfig, e.gwConfig, err = helmtest.RenderCollectorConfigs(helmBin, chartDir, values, dir); err != nil {
 			return e, fmt.Errorf("rendering the chart's collector configuration: %w", err)
 		}
 		fmt.Fprintf(os.Stderr, "e2e: agent and gateway configuration rendered by the Helm chart (%s)\n", dir)
@@ -248,7 +281,20 @@ func startEnv() (*env, error) {
 	if err := os.WriteFile(e.gwExtra[0], []byte(gatewayViewConfig), 0o644); err != nil {
 		return e, err
 	}
-	if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{Env: e.gwEnv, Config: e.gwConfig, ExtraConfigs: e.gwExtra}); err != nil {
+	agentEnv := map[string]string{"NETPULSE_OPENSHIFT_CHECKS": "true", "NETPULSE_PATH_MTU": "true"}
+	if shards > 1 {
+		// A gateway per shard, each in its own slot (address), each told its index as the
+		// chart's Deployments tell theirs; the agents reach shard i at its slot.
+		for i := range shards {
+			gw, err := cl.StartGateway(ctx, e.shardGateway(i, "a"))
+			if err != nil {
+				return e, err
+			}
+			e.shardGWs = append(e.shardGWs, gw)
+			agentEnv[fmt.Sprintf("NETPULSE_GATEWAY_ENDPOINT_%d", i)] = gw.Endpoint
+		}
+		e.gw = e.shardGWs[0]
+	} else if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{Env: e.gwEnv, Config: e.gwConfig, ExtraConfigs: e.gwExtra}); err != nil {
 		return e, err
 	}
 	e.agentsStarted = time.Now()
@@ -260,9 +306,19 @@ func startEnv() (*env, error) {
 		PeerGrace:       0,
 		// Path-MTU probes on: TestPathMTUBlackHole needs them, and every other scenario
 		// then runs with them too (no false MTUBlackHole on a healthy cluster).
-		Env: map[string]string{"NETPULSE_OPENSHIFT_CHECKS": "true", "NETPULSE_PATH_MTU": "true"},
+		Env: agentEnv,
 	})
 	return e, err
+}
+
+// shardGateway is the gateway of shard i (generation gen names the replica): slot i,
+// NETPULSE_SHARD_INDEX=i, the rendered configuration.
+func (e *env) shardGateway(i int, gen string) simcluster.GatewayOptions {
+	env := map[string]string{"NETPULSE_SHARD_INDEX": strconv.Itoa(i)}
+	for k, v := range e.gwEnv {
+		env[k] = v
+	}
+	return simcluster.GatewayOptions{Name: fmt.Sprintf("netpulse-gateway-%d-%s", i, gen), Slot: i, Env: env, Config: e.gwConfig, ExtraConfigs: e.gwExtra}
 }
 
 func stopEnv(e *env) error {

@@ -148,16 +148,21 @@ func measure(t *testing.T, c *collector, f *fleet, began time.Time, interval, wa
 
 // readBufferYAML is the read_buffer_size line at indent, or nothing without an override.
 func readBufferYAML(size, indent string) string {
+	return bufferYAML("read_buffer_size", size, indent)
+}
+
+// bufferYAML is the key: size line at indent, or nothing without an override.
+func bufferYAML(key, size, indent string) string {
 	if size == "" {
 		return ""
 	}
-	return "\n" + indent + "read_buffer_size: " + size
+	return "\n" + indent + key + ": " + size
 }
 
 // referenceConfig is otlp -> nop with gateway.yaml's OTLP gRPC server settings (TLS,
 // keepalive, read buffer: everything but the authenticator), at ip, plus the pprof
 // extension and the same internal telemetry as the gateway.
-func referenceConfig(t *testing.T, ip, certFile, keyFile, readBuffer string) []byte {
+func referenceConfig(t *testing.T, ip, certFile, keyFile, readBuffer, writeBuffer string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(kubetest.DeployPath("agent-gateway", "config", "gateway.yaml"))
 	if err != nil {
@@ -191,6 +196,9 @@ func referenceConfig(t *testing.T, ip, certFile, keyFile, readBuffer string) []b
 	tlsCfg["cert_file"], tlsCfg["key_file"] = certFile, keyFile
 	if readBuffer != "" {
 		grpc["read_buffer_size"], _ = strconv.Atoi(readBuffer)
+	}
+	if writeBuffer != "" {
+		grpc["write_buffer_size"], _ = strconv.Atoi(writeBuffer)
 	}
 	cfg := map[string]any{
 		"extensions": map[string]any{"pprof": map[string]any{"endpoint": net.JoinHostPort(ip, "1777")}},
@@ -231,6 +239,12 @@ func TestIngestBench(t *testing.T) {
 	if os.Getenv("NETPULSE_INGEST_READ_BUFFER") != "" {
 		readBuffer = strconv.Itoa(envInt(t, "NETPULSE_INGEST_READ_BUFFER", 0))
 	}
+	// NETPULSE_INGEST_WRITE_BUFFER (bytes) likewise overrides write_buffer_size (gRPC's
+	// default, 32 KiB per connection, which gateway.yaml keeps).
+	writeBuffer := ""
+	if os.Getenv("NETPULSE_INGEST_WRITE_BUFFER") != "" {
+		writeBuffer = strconv.Itoa(envInt(t, "NETPULSE_INGEST_WRITE_BUFFER", 0))
+	}
 	if n < ShippedK+ShippedStablePeers+2 {
 		t.Fatalf("NETPULSE_INGEST_AGENTS=%d: at least %d", n, ShippedK+ShippedStablePeers+2)
 	}
@@ -253,8 +267,9 @@ func TestIngestBench(t *testing.T) {
 	if shards > 1 {
 		extraYAML += fmt.Sprintf("exporters:\n  pod_network_health:\n    shard:\n      count: %d\n      index: 0\n", shards)
 	}
-	if readBuffer != "" {
-		extraYAML += "receivers:\n  otlp:\n    protocols:\n      grpc:" + readBufferYAML(readBuffer, "        ") + "\n"
+	if readBuffer != "" || writeBuffer != "" {
+		extraYAML += "receivers:\n  otlp:\n    protocols:\n      grpc:" + readBufferYAML(readBuffer, "        ") +
+			bufferYAML("write_buffer_size", writeBuffer, "        ") + "\n"
 	}
 	if err := os.WriteFile(extra, []byte(extraYAML), 0o600); err != nil {
 		t.Fatal(err)
@@ -287,7 +302,7 @@ func TestIngestBench(t *testing.T) {
 
 	// The reference: the same agents, the same TLS and keepalive, into otlp -> nop.
 	refCfg := filepath.Join(cl.dir, "reference.yaml")
-	if err := os.WriteFile(refCfg, referenceConfig(t, refIP, cl.tls.CertFile, cl.tls.KeyFile, readBuffer), 0o600); err != nil {
+	if err := os.WriteFile(refCfg, referenceConfig(t, refIP, cl.tls.CertFile, cl.tls.KeyFile, readBuffer, writeBuffer), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ref := startCollector(t, "reference (otlp -> nop)", "reference", refIP, []string{os.Args[0]},
