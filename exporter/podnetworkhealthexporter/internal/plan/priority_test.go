@@ -66,3 +66,38 @@ func TestOutagesAreWrittenBeforeUnknowns(t *testing.T) {
 		assert.Equal(t, tc.want, w.Priority, tc.name)
 	}
 }
+
+// A writer that starts on a cluster without conditions writes every node's first condition
+// (False) behind the verdicts; a node found failing, and a change of a written condition,
+// go first.
+func TestFirstHealthyNodeConditionsGoBehindVerdicts(t *testing.T) {
+	r := newRing(12, 3)
+	e := New(verdict.Config{})
+	down := func(src, dst int) bool { return src != 4 && dst != 4 }
+	cur := map[string]*verdict.NodeCondition{}
+	for i := range r.n {
+		cur[fmt.Sprintf("node-%d", i)] = nil
+	}
+	prio := map[string]Priority{}
+	for round := range 8 {
+		e.Observe(r.round(round, down), r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+		d := e.ReconcileNodes(r.at(round).Add(time.Second), cur, verdict.NodeConfig{})
+		for _, w := range d.Writes {
+			c := w.Condition
+			cur[w.Node] = &c
+			if _, seen := prio[w.Node]; !seen {
+				prio[w.Node] = w.Priority
+			}
+		}
+	}
+	require.Len(t, prio, r.n, "every node got its first condition")
+	for node, p := range prio {
+		if node == "node-4" {
+			assert.Equal(t, PriorityVerdict, p, "the failing node's condition goes first")
+			assert.Equal(t, verdict.StatusTrue, cur[node].Status)
+		} else {
+			assert.Equal(t, PriorityUpdate, p, "%s: a first healthy condition waits behind verdicts", node)
+		}
+	}
+}

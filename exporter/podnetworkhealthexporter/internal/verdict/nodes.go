@@ -371,6 +371,12 @@ func (e *Engine) nodeWrite(now time.Time, ns quorum.NodeStatus, cur *NodeConditi
 		// Entering or leaving suppression touches every node at once: behind the
 		// verdicts of objects, within the budget.
 		p = PriorityUpdate
+	case changed && base == nil && want.Status != StatusTrue:
+		// A node's first condition that finds no problem (every node, when a writer starts
+		// on a cluster without conditions): behind the verdicts, as objects' first writes
+		// are. At Verdict priority the N of them held a real outage's writes back for
+		// N / qps seconds (a shard of 8,125 nodes: 27 minutes; docs/sharding.md).
+		p = PriorityUpdate
 	case changed:
 		p = PriorityVerdict
 	}
