@@ -8,3 +8,6 @@
 # NETPULSE_INGEST_AGENTS, _INTERVAL, _WINDOW, _READ_BUFFER tune it (internal/ingestbench).
 set -euo pipefail
 NETPULSE_BENCH=1 go test -count=1 -run TestIngestBench -v -timeout 20m ./internal/ingestbench/
+# One shard of 8 (docs/sharding.md): each agent sends it its targets on that shard's nodes
+# and its heartbeat; ~2 min more.
+NETPULSE_BENCH=1 NETPULSE_INGEST_SHARDS=8 go test -count=1 -run TestIngestBench -v -timeout 20m ./internal/ingestbench/

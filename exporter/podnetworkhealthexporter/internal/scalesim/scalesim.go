@@ -55,6 +55,7 @@ import (
 	"github.com/netpulse/netpulse/internal/ingestbench"
 	"github.com/netpulse/netpulse/internal/k8sindex"
 	"github.com/netpulse/netpulse/internal/planner"
+	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
 )
 
@@ -112,6 +113,11 @@ type Config struct {
 	// jitter, sent, lost, and the duration histogram in classic buckets - explicit_buckets'
 	// 19 bounds, so 20 bucket series, sum and count; the two per-target gauges).
 	PairSeries, TargetSeries int
+	// Shards > 1 plays shard 0 of that many gateway shards (docs/sharding.md): every agent
+	// sends it the points of the targets on shard 0's nodes (what its filter for shard 0
+	// passes) and its heartbeat each round; the dead node is one of shard 0's. The figures
+	// are that shard's: its objects, writes, detection and heap.
+	Shards int
 }
 
 func (c Config) withDefaults() Config {
@@ -381,10 +387,16 @@ func run(cfg Config) (Result, error) {
 	iv := probePlan.Interval()
 	res := Result{N: cfg.N, Interval: iv}
 	dead := cfg.N / 3
+	for cfg.Shards > 1 && shard.Of(members[dead].node, cfg.Shards) != 0 {
+		dead++ // shard 0's node, where the simulated shard sees it
+	}
 	deadNode := members[dead].node
 
 	// The gateway: admission + binding, decoder, engine, writer.
 	pcfg := k8snetattributesprocessor.DefaultGatewayConfig()
+	// The admission remembers max_sources agents (10,000 by default): a larger cluster must
+	// raise it (docs/sharding.md), as this does.
+	pcfg.Admission.MaxSources = max(pcfg.Admission.MaxSources, 2*cfg.N)
 	maxStreams := 0 // the decoder's default, sized for the admission's default
 	if n := cfg.MaxStableTargetsPerSource; n > 0 {
 		pcfg.Admission.MaxStableTargetsPerSource = n
@@ -520,6 +532,9 @@ func run(cfg Config) (Result, error) {
 			lossy := map[string]int{}
 			for _, tm := range probePlan.Targets(src.slot, round) {
 				j := index[tm.ID]
+				if cfg.Shards > 1 && shard.Of(members[j].node, cfg.Shards) != 0 {
+					continue // routed to another shard by the agent's filter
+				}
 				isStable := slices.ContainsFunc(stableM, func(s planner.Member) bool { return s.ID == tm.ID })
 				lost := echoesLost(j, at)
 				for f, a := range members[j].addrs {
@@ -536,6 +551,9 @@ func run(cfg Config) (Result, error) {
 				lastProbed[pairID{int32(i), int32(j)}] = at
 			}
 			md := src.agent.RoundWithLoss(at, stableAddrs, rotatingAddrs, func(a string) int { return lossy[a] })
+			if cfg.Shards > 1 {
+				src.agent.Heartbeat(md, at, int64(round+1))
+			}
 			res.Batches++
 			res.DataPoints += md.DataPointCount()
 			pending = append(pending, delivery{at: at.Add(cfg.Delivery), md: md})
@@ -544,6 +562,9 @@ func run(cfg Config) (Result, error) {
 
 	currentNodes := make(map[string]*verdict.NodeCondition, cfg.N)
 	for _, n := range nodes {
+		if cfg.Shards > 1 && shard.Of(n.Name, cfg.Shards) != 0 {
+			continue // another shard's node: the exporter sets conditions on its own only
+		}
 		currentNodes[n.Name] = nil
 	}
 	nodeByName := make(map[string]*corev1.Node, cfg.N)
@@ -607,6 +628,7 @@ func run(cfg Config) (Result, error) {
 				res.DecodeSkipped += n
 			}
 			res.Observations += len(dr.Observations)
+			e.Heard(dr.Heartbeats, d.at)
 			e.Observe(dr.Observations, d.at)
 		}
 		pending = pending[k:]

@@ -8,12 +8,15 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/netpulse/netpulse/internal/ingestbench"
 )
 
 func logResult(t *testing.T, r Result) {
@@ -62,6 +65,22 @@ func TestScaleModelSmall(t *testing.T) {
 	t.Logf("roll: requests %v, rolled pods judged Unreachable %d", r.Roll, r.RolledUnreachable)
 	assert.Zero(t, r.AfterFailover["create podnetworkhealths"], "no object re-created after the failover")
 	assert.GreaterOrEqual(t, r.AfterFailover["list podnetworkhealths"], 1, "the new writer's informer listed the API")
+}
+
+// One shard of 4 (N=200): it sees the points of its quarter of the targets and every
+// agent's heartbeat. The bounds of the model hold for its share: objects about a quarter of
+// (M+1)·N, the dead node (one of its own) detected within the same rounds, no healthy
+// target or node misjudged, nothing re-created after its writer's failover.
+func TestScaleModelShard(t *testing.T) {
+	cfg := Config{N: 200, Shards: 4, Duration: 16 * time.Minute, RollAt: 2 * time.Minute, FailoverAt: 12 * time.Minute}
+	r, err := Run(t, cfg)
+	require.NoError(t, err)
+	checkBounds(t, cfg, r)
+	c := cfg.withDefaults()
+	assert.LessOrEqual(t, r.ObjectsMax, 2*(c.M+1)*c.N/cfg.Shards, "a shard's objects: its share of 2·(M+1)·N through a roll")
+	assert.Greater(t, r.ObjectsMax, (c.M+1)*c.N/cfg.Shards/2, "and about that share")
+	assert.Zero(t, r.AfterFailover["create podnetworkhealths"], "no object re-created after the failover")
+	t.Logf("shard 0 of %d at N=%d: objects max %d, writes %.2f/s, detection %.2f / %.2f intervals, heap %.1f MiB", cfg.Shards, cfg.N, r.ObjectsMax, r.WritesPerSec, r.DetectVerdictRounds, r.DetectWriteRounds, r.HeapMiB)
 }
 
 // TestScaleBench prints the BENCH lines of `make bench` (NETPULSE_BENCH=1). Every figure
@@ -216,4 +235,54 @@ func fitLine(xs, ys []float64) (a, b float64) {
 	}
 	b = (n*sxy - sx*sy) / (n*sxx - sx*sx)
 	return (sy - b*sx) / n, b
+}
+
+// TestScaleShardBench plays shard 0 of NETPULSE_SCALE_SHARDS (default 8) gateway shards of
+// a cluster of NETPULSE_SCALE_N nodes (default 65,000) for NETPULSE_SCALE_DURATION
+// (default 6m; the node dies at two thirds) at the issue's goal: 10 s rounds (the probe
+// budget raised to N·(K+M)/10 s, so the planner keeps the base interval). It prints that
+// shard's BENCH lines (hack/bench.d/35-scale-shard.sh); the reference is the same shard's
+// run at N/8 nodes, measured in the same test (how its figures grow with the cluster).
+func TestScaleShardBench(t *testing.T) {
+	if os.Getenv("NETPULSE_BENCH") != "1" || os.Getenv("NETPULSE_SCALE_SHARD") != "1" {
+		t.Skip("set NETPULSE_BENCH=1 NETPULSE_SCALE_SHARD=1 (hack/bench.d/35-scale-shard.sh)")
+	}
+	atoi := func(name string, def int) int {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err, name)
+			return n
+		}
+		return def
+	}
+	n, shards := atoi("NETPULSE_SCALE_N", 65000), atoi("NETPULSE_SCALE_SHARDS", 8)
+	dur := 6 * time.Minute
+	if v := os.Getenv("NETPULSE_SCALE_DURATION"); v != "" {
+		var err error
+		dur, err = time.ParseDuration(v)
+		require.NoError(t, err)
+	}
+	run := func(n int) Result {
+		k, m := ingestbench.ShippedK, ingestbench.ShippedStablePeers
+		// Every 4th pod is dual-stack and probed over both families: 1.25 probes a target.
+		cfg := Config{N: n, Shards: shards, Duration: dur, FaultAt: dur * 2 / 3, ProbeBudget: float64(n*(k+m)) * 1.25 / 10}
+		r, err := Run(t, cfg)
+		require.NoError(t, err)
+		logResult(t, r)
+		require.Equal(t, 10*time.Second, r.Interval, "10 s rounds")
+		require.Greater(t, r.DetectVerdictRounds, 0.0, "the dead target was never judged Unreachable")
+		assert.Zero(t, r.FalseUnreachable, "no healthy target judged Unreachable")
+		assert.Zero(t, r.OtherNodesMarked, "no other node blamed")
+		fmt.Printf("# shard 0 of %d, N=%d, %v simulated in %v: batches=%d points=%d objects_max=%d writes=%d (%.2f/s) peak/min=%d backlog_max=%d drain=%v detect_verdict=%.2f detect_write=%.2f intervals heap=%.1fMiB peak_rss=%.0fMiB series=%d\n",
+			shards, n, dur, r.Wall.Round(time.Second), r.Batches, r.DataPoints, r.ObjectsMax, r.Writes, r.WritesPerSec, r.PeakWritesPerMinute, r.MaxBacklog, r.DrainAfterFault,
+			r.DetectVerdictRounds, r.DetectWriteRounds, r.HeapMiB, r.PeakRSSMiB, r.Series)
+		return r
+	}
+	ref := run(n / 8)
+	r := run(n)
+	fmt.Printf("BENCH shard_objects_n%d_s%d ours=%d reference=%d ratio=%.1f\n", n, shards, r.ObjectsMax, ref.ObjectsMax, float64(r.ObjectsMax)/float64(ref.ObjectsMax))
+	fmt.Printf("BENCH shard_heap_mib_n%d_s%d ours=%.1f reference=%.1f ratio=%.1f\n", n, shards, r.HeapMiB, ref.HeapMiB, r.HeapMiB/ref.HeapMiB)
+	fmt.Printf("BENCH shard_writes_per_s_n%d_s%d ours=%.2f reference=%.2f ratio=%.1f\n", n, shards, r.WritesPerSec, ref.WritesPerSec, r.WritesPerSec/max(ref.WritesPerSec, 0.01))
+	fmt.Printf("BENCH shard_detect_write_intervals_n%d_s%d ours=%.2f reference=%.2f ratio=%.1f\n", n, shards, r.DetectWriteRounds, ref.DetectWriteRounds, r.DetectWriteRounds/ref.DetectWriteRounds)
+	fmt.Printf("BENCH shard_series_n%d_s%d ours=%d reference=%d ratio=%.1f\n", n, shards, r.Series, ref.Series, float64(r.Series)/float64(ref.Series))
 }
