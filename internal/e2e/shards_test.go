@@ -225,7 +225,7 @@ func TestShardedCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.shardGWs[1] = gw
-	took = await(t, "the replacement leads shard 1", time.Minute, func() string {
+	await(t, "the replacement leads shard 1", time.Minute, func() string {
 		if h := e.leaseHolder(t, 1); h != gw.Name {
 			return "held by " + h
 		}
