@@ -89,6 +89,13 @@ func TestShardsSplitTheCluster(t *testing.T) {
 	const ns, count, n = "shards", 2, 6
 	const typ = "netpulse.io/PodNetworkProblem"
 	m := &shardedMesh{mesh: newMesh(t, ns, n), shards: make([]exporter.Metrics, count)}
+	// The package's tests share one API server: the nodes (and the condition this test sets
+	// on one of them) go with the test, or the next test's node_problem gauge counts them.
+	t.Cleanup(func() {
+		for _, tg := range m.targets {
+			_ = admin.CoreV1().Nodes().Delete(context.Background(), tg.Node, metav1.DeleteOptions{})
+		}
+	})
 	owned := make([]int, count)
 	for _, tg := range m.targets {
 		owned[shard.Of(tg.Node, count)]++
