@@ -122,6 +122,8 @@ func TestRealNodes(t *testing.T) {
 		{"SidecarCheck", s.sidecarCheck},
 		{"GatewayTakeover", s.gatewayTakeover},
 		{"Matrix", s.matrix},
+		// Last before the uninstall: it replaces the gateway (docs/sharding.md).
+		{"Shards", s.shardsOnRealNodes},
 		{"Uninstall", s.uninstall},
 	} {
 		if !t.Run(step.name, step.fn) {

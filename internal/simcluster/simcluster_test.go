@@ -64,14 +64,14 @@ func TestNftRuleset(t *testing.T) {
 
 	part := nftRuleset(faultState{partitioned: true})
 	for _, want := range []string{
-		"chain input", "chain output", "ip saddr 198.18.0.1 accept", "ip6 saddr fd00:6e70::1 accept",
+		"chain input", "chain output", "ip saddr { 198.18.0.1, 198.18.0.2, 198.18.0.3, 198.18.0.4 } accept", "ip6 saddr fd00:6e70::1 accept",
 		"ip saddr 198.18.0.0/24 counter drop", "ip6 saddr fd00:6e70::/64 counter drop",
 		"ip daddr 198.18.0.0/24 counter drop", "ip6 daddr fd00:6e70::/64 counter drop", "nd-neighbor-solicit",
 	} {
 		require.Contains(t, part, want)
 	}
 	// The host side is accepted before the prefix is dropped.
-	require.Less(t, strings.Index(part, "ip saddr 198.18.0.1 accept"), strings.Index(part, "ip saddr 198.18.0.0/24"))
+	require.Less(t, strings.Index(part, "ip saddr { 198.18.0.1, 198.18.0.2, 198.18.0.3, 198.18.0.4 } accept"), strings.Index(part, "ip saddr 198.18.0.0/24"))
 
 	loss := nftRuleset(faultState{lossPercent: 20})
 	require.Contains(t, loss, "ip saddr 198.18.0.0/24 numgen random mod 100 < 20 counter drop")
@@ -80,11 +80,11 @@ func TestNftRuleset(t *testing.T) {
 	require.NotContains(t, nftRuleset(faultState{lossPercent: 100}), "numgen", "nft takes numgen values 0-99 only")
 
 	mute := nftRuleset(faultState{muted: true})
-	require.Contains(t, mute, "ip daddr 198.18.0.1 tcp dport 4317 counter drop")
+	require.Contains(t, mute, "ip daddr { 198.18.0.1, 198.18.0.2, 198.18.0.3, 198.18.0.4 } tcp dport 4317 counter drop")
 	require.Contains(t, mute, "ip6 daddr fd00:6e70::1 tcp dport 4317 counter drop")
 	require.NotContains(t, mute, "198.18.0.0/24", "the pod network is untouched")
 	// Dropped before the host side is accepted.
-	require.Less(t, strings.Index(mute, "tcp dport 4317"), strings.Index(mute, "ip daddr 198.18.0.1 accept"))
+	require.Less(t, strings.Index(mute, "tcp dport 4317"), strings.Index(mute, "ip daddr { 198.18.0.1, 198.18.0.2, 198.18.0.3, 198.18.0.4 } accept"))
 
 	big := nftRuleset(faultState{dropAbove: 1400})
 	require.Contains(t, big, "ip saddr 198.18.0.0/24 meta length > 1400 counter drop")

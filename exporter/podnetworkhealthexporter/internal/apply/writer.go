@@ -84,6 +84,12 @@ const (
 	// Per-key back-off after a failed write.
 	retryBase = 200 * time.Millisecond
 	retryMax  = 5 * time.Second
+	// forbiddenRetries: a Forbidden answer is retried this many times (~40 s of back-off)
+	// before the write is taken as refused. A restarted kube-apiserver denies every request
+	// until its RBAC authorizer's caches have synced: taking that for a refusal dropped the
+	// verdicts of a partition that began while the API was away (TestAPIServerOutage), and
+	// nothing wrote them until the next heartbeat.
+	forbiddenRetries = 12
 	// heartbeatShare of the budget is what heartbeats may use (heartbeatInterval).
 	heartbeatShare = 0.5
 	// DefaultCheckShare of the budget is what declared checks may use (checks.write_share).
@@ -538,7 +544,7 @@ func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority,
 		w.mu.Unlock()
 		return
 	}
-	if err != nil && Rejected(err) {
+	if err != nil && Rejected(err) && !(apierrors.IsForbidden(err) && w.retries.NumRequeues(key) < forbiddenRetries) {
 		// The API refused this request for what it is (invalid, forbidden, too large...):
 		// the same request would be refused again, so it is not retried; a newer state of
 		// the key is written when it comes.
