@@ -26,8 +26,13 @@ import (
 func TestHealthyMesh(t *testing.T) {
 	e := requireMesh(t)
 	exp := e.healthy("healthy-mesh", e.agentsStarted, pathExpect{maxP50: healthyRTT, zeroLoss: true})
-	// Detection here is the first full mesh of objects, counted from the start of the agents.
-	e.await(t, "detect", exp, convergeTimeout)
+	// Detection here is the full mesh of objects, counted from the start of the agents. The
+	// test runs after the scenarios of files named before it (TestFlappingLink among them),
+	// and the loss a scenario left in a pair's window is rewritten as 0 only when the
+	// write-on-change policy next writes that pair's loss (at most once a minute, after a
+	// gateway restart's takeover grace): 3 minutes, not the first convergence's 1 (a
+	// clean-clone run saw node-3's pairs still at the flap's 0.39 after 60 s).
+	e.await(t, "detect", exp, 3*time.Minute)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
