@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/shard"
 )
 
 // The shipped agent's probing (deploy/agent-gateway/config/agent.yaml over pod_probe's
@@ -337,14 +338,6 @@ func Plan(i, n, r int) (stable, rotating []int) {
 // sends every gateway shard each round, without attributes) to md, a batch of this agent's
 // from Round.
 func (a *Agent) Heartbeat(md pmetric.Metrics, now time.Time, rounds int64) {
-	m := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().AppendEmpty()
-	m.SetName(contract.MetricRounds)
-	m.SetUnit("{round}")
-	s := m.SetEmptySum()
-	s.SetIsMonotonic(true)
-	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	dp := s.DataPoints().AppendEmpty()
-	dp.SetStartTimestamp(pcommon.NewTimestampFromTime(a.Start))
-	dp.SetTimestamp(pcommon.NewTimestampFromTime(now))
-	dp.SetIntValue(rounds)
+	shard.AppendRounds(md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics(),
+		pcommon.NewTimestampFromTime(a.Start), pcommon.NewTimestampFromTime(now), rounds)
 }

@@ -4,7 +4,10 @@
 // Package pdatautil holds small pdata helpers more than one component needs.
 package pdatautil
 
-import "go.opentelemetry.io/collector/pdata/pmetric"
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
 
 // DataPointCount is the number of data points of one metric, whatever its type.
 func DataPointCount(m pmetric.Metric) int {
@@ -21,4 +24,31 @@ func DataPointCount(m pmetric.Metric) int {
 		return m.Summary().DataPoints().Len()
 	}
 	return 0
+}
+
+// EachPointAttributes calls fn with the attributes of every data point of m, whatever its
+// type.
+func EachPointAttributes(m pmetric.Metric, fn func(pcommon.Map)) {
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		for i := range m.Gauge().DataPoints().Len() {
+			fn(m.Gauge().DataPoints().At(i).Attributes())
+		}
+	case pmetric.MetricTypeSum:
+		for i := range m.Sum().DataPoints().Len() {
+			fn(m.Sum().DataPoints().At(i).Attributes())
+		}
+	case pmetric.MetricTypeHistogram:
+		for i := range m.Histogram().DataPoints().Len() {
+			fn(m.Histogram().DataPoints().At(i).Attributes())
+		}
+	case pmetric.MetricTypeExponentialHistogram:
+		for i := range m.ExponentialHistogram().DataPoints().Len() {
+			fn(m.ExponentialHistogram().DataPoints().At(i).Attributes())
+		}
+	case pmetric.MetricTypeSummary:
+		for i := range m.Summary().DataPoints().Len() {
+			fn(m.Summary().DataPoints().At(i).Attributes())
+		}
+	}
 }

@@ -13,7 +13,14 @@
 // (S-1)/S of the keys (docs/sharding.md).
 package shard
 
-import "hash/fnv"
+import (
+	"hash/fnv"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/netpulse/netpulse/internal/contract"
+)
 
 // Attribute is the data-point attribute (int) that carries a point's shard, 0..count-1.
 // The agents' heartbeat (contract.MetricRounds) carries none, so every shard receives it and
@@ -33,4 +40,21 @@ func Of(key string, count int) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
 	return int(h.Sum32() % uint32(count))
+}
+
+// AppendRounds appends the agents' heartbeat to ms: contract.MetricRounds, a cumulative
+// monotonic sum of the rounds published since start, one point at now, without attributes.
+// pod_probe sends it; the tests and benchmarks that play agents build it here too.
+func AppendRounds(ms pmetric.MetricSlice, start, now pcommon.Timestamp, rounds int64) {
+	m := ms.AppendEmpty()
+	m.SetName(contract.MetricRounds)
+	m.SetUnit("{round}")
+	m.SetDescription("Probe rounds this agent published since it started: its heartbeat to every gateway shard.")
+	sum := m.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := sum.DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(now)
+	dp.SetIntValue(rounds)
 }

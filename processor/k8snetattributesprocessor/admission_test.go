@@ -23,6 +23,7 @@ import (
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/k8sindex"
+	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/metadatatest"
 )
 
@@ -371,15 +372,10 @@ func TestAdmissionRoundsHeartbeat(t *testing.T) {
 	p := newTestProcessor(t, admissionConfig(nil), testIndex(t))
 	md := statusBatch(agentResource(), point{addr: targetIP4, extra: map[string]any{"netpulse.shard": int64(1)}})
 	ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
-	hb := ms.AppendEmpty()
-	hb.SetName(contract.MetricRounds)
-	hb.SetUnit("beats")
-	sum := hb.SetEmptySum()
-	sum.SetIsMonotonic(true)
-	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	dp := sum.DataPoints().AppendEmpty()
-	dp.SetIntValue(7)
-	dp.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+	shard.AppendRounds(ms, 0, pcommon.NewTimestampFromTime(time.Now()), 7)
+	hb := ms.At(ms.Len() - 1)
+	hb.SetUnit("beats") // a sender's own unit: the contract's replaces it
+	dp := hb.Sum().DataPoints().At(0)
 	dp.Attributes().PutStr("destination.address", targetIP4)
 	dp.Attributes().PutStr("anything", "else")
 	forged := ms.AppendEmpty()

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/pdatautil"
 	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 )
@@ -169,25 +170,7 @@ func (e *emitter) stampShards(md pmetric.Metrics, now time.Time) {
 		for j := range sms.Len() {
 			ms := sms.At(j).Metrics()
 			for k := range ms.Len() {
-				m := ms.At(k)
-				switch m.Type() {
-				case pmetric.MetricTypeGauge:
-					for l := range m.Gauge().DataPoints().Len() {
-						stamp(m.Gauge().DataPoints().At(l).Attributes())
-					}
-				case pmetric.MetricTypeSum:
-					for l := range m.Sum().DataPoints().Len() {
-						stamp(m.Sum().DataPoints().At(l).Attributes())
-					}
-				case pmetric.MetricTypeExponentialHistogram:
-					for l := range m.ExponentialHistogram().DataPoints().Len() {
-						stamp(m.ExponentialHistogram().DataPoints().At(l).Attributes())
-					}
-				case pmetric.MetricTypeHistogram:
-					for l := range m.Histogram().DataPoints().Len() {
-						stamp(m.Histogram().DataPoints().At(l).Attributes())
-					}
-				}
+				pdatautil.EachPointAttributes(ms.At(k), stamp)
 			}
 		}
 	}
@@ -201,17 +184,7 @@ func (e *emitter) stampShards(md pmetric.Metrics, now time.Time) {
 	} else {
 		sm = rms.At(0).ScopeMetrics().At(0)
 	}
-	m := sm.Metrics().AppendEmpty()
-	m.SetName(contract.MetricRounds)
-	m.SetUnit("{round}")
-	m.SetDescription("Probe rounds this agent published since it started: its heartbeat to every gateway shard.")
-	sum := m.SetEmptySum()
-	sum.SetIsMonotonic(true)
-	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	dp := sum.DataPoints().AppendEmpty()
-	dp.SetStartTimestamp(e.roundsStart)
-	dp.SetTimestamp(pcommon.NewTimestampFromTime(now))
-	dp.SetIntValue(e.rounds)
+	shard.AppendRounds(sm.Metrics(), e.roundsStart, pcommon.NewTimestampFromTime(now), e.rounds)
 }
 
 // emitRound records one round's observations and returns the metrics.

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/pdatautil"
 	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 )
@@ -30,20 +31,7 @@ func shardsOf(t *testing.T, md pmetric.Metrics) map[string]map[string]int64 {
 			for k := range ms.Len() {
 				m := ms.At(k)
 				var attrs []pcommon.Map
-				switch m.Type() {
-				case pmetric.MetricTypeGauge:
-					for l := range m.Gauge().DataPoints().Len() {
-						attrs = append(attrs, m.Gauge().DataPoints().At(l).Attributes())
-					}
-				case pmetric.MetricTypeSum:
-					for l := range m.Sum().DataPoints().Len() {
-						attrs = append(attrs, m.Sum().DataPoints().At(l).Attributes())
-					}
-				case pmetric.MetricTypeExponentialHistogram:
-					for l := range m.ExponentialHistogram().DataPoints().Len() {
-						attrs = append(attrs, m.ExponentialHistogram().DataPoints().At(l).Attributes())
-					}
-				}
+				pdatautil.EachPointAttributes(m, func(a pcommon.Map) { attrs = append(attrs, a) })
 				if out[m.Name()] == nil {
 					out[m.Name()] = map[string]int64{}
 				}

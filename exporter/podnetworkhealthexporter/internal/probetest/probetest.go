@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/shard"
 )
 
 // Agent produces what the pod_probe receiver, enriched by k8s_net_attributes, emits for
@@ -150,13 +151,5 @@ func (a *Agent) Round(ts time.Time, targets []Target, results []Outcome) pmetric
 // Heartbeat appends the agent's rounds heartbeat (contract.MetricRounds, what pod_probe
 // sends to sharded gateways) to md, which must hold this agent's Resource.
 func (a *Agent) Heartbeat(md pmetric.Metrics, ts time.Time, rounds int64) {
-	m := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().AppendEmpty()
-	m.SetName(contract.MetricRounds)
-	s := m.SetEmptySum()
-	s.SetIsMonotonic(true)
-	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	dp := s.DataPoints().AppendEmpty()
-	dp.SetStartTimestamp(a.start)
-	dp.SetTimestamp(pcommon.NewTimestampFromTime(ts))
-	dp.SetIntValue(rounds)
+	shard.AppendRounds(md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics(), a.start, pcommon.NewTimestampFromTime(ts), rounds)
 }
