@@ -253,6 +253,7 @@ E2E_SAMPLED_NODES ?= 16
 E2E_SHARDED_NODES ?= 8
 
 test: deps kube-bins build helm node-bins node-image ## unit + integration + e2e tests (4-node mesh, 16-node sampled, then the chart and image on 3 real nodes), race detector on (needs root)
+	$(MAKE) --no-print-directory sweep
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -skip '^(TestSampled|TestSharded|TestRealNodes)' ./...
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SAMPLED_NODES) NETPULSE_E2E_CONFIG=chart $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSampled' ./internal/e2e/
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SHARDED_NODES) NETPULSE_E2E_CONFIG=chart NETPULSE_E2E_SHARDS=2 $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSharded' ./internal/e2e/
@@ -265,6 +266,10 @@ test: deps kube-bins build helm node-bins node-image ## unit + integration + e2e
 .PHONY: test-real
 test-real: kube-bins build helm node-bins node-image ## the Helm chart and image on a local cluster of 3 real nodes (kubelet, containerd, CNI, kube-proxy, CoreDNS): install, partition, upgrade, takeover, matrix, footprint, uninstall (root)
 	NETPULSE_KUBE_NO_BUILD=1 $(GO) test -timeout 20m -count=1 -v $(TEST_FLAGS) -run '^TestRealNodes$$' ./internal/e2ereal/ 2>&1 | tee $(BIN)/test-real.log | grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok |panic)|figure:|Error|realnodes_test.go' ; exit $${PIPESTATUS[0]}
+
+.PHONY: sweep
+sweep: ## remove what crashed or interrupted runs left (real-node cgroups and mounts, namespaces and bridges of any prefix, orphaned control-plane dirs); a no-op while a cluster runs (root)
+	$(GO) run ./hack/sweep
 
 .PHONY: test-short
 test-short: ## unit tests only (no control plane, no network namespaces)

@@ -127,7 +127,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = Sweep(ctx, c.logf); err != nil {
 		return c, err
 	}
-	if err = simcluster.CheckAddressesFree(); err != nil {
+	if err = simcluster.ClearAddressPlan(ctx, c.logf); err != nil {
 		return c, err
 	}
 	var rnd [3]byte

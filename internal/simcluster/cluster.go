@@ -146,7 +146,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("simcluster: Zones=%d out of range [1, 26]", opts.Zones)
 	}
 	if opts.Prefix == "" {
-		opts.Prefix = "np"
+		opts.Prefix = DefaultPrefix
 	}
 	if !prefixRE.MatchString(opts.Prefix) {
 		return nil, fmt.Errorf("simcluster: Prefix %q must be 1-4 lower-case letters", opts.Prefix)
@@ -188,7 +188,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = sweep(ctx, opts.Prefix, c.logf); err != nil {
 		return c, fmt.Errorf("simcluster: sweep leftovers: %w", err)
 	}
-	if err = checkAddressesFree(); err != nil {
+	if err = clearAddressPlan(ctx, c.logf); err != nil {
 		return c, err
 	}
 	var rnd [3]byte

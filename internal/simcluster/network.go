@@ -362,13 +362,16 @@ func isBridge(link string) bool {
 	return err == nil
 }
 
-// checkAddressesFree fails when some interface already holds the host addresses (e.g. a
-// bridge of another prefix): the plan would be ambiguous.
-func checkAddressesFree() error {
+// addressHolder is a host interface holding an address of the plan.
+type addressHolder struct{ link, addr string }
+
+// addressHolders lists the host interfaces that hold addresses overlapping the plan.
+func addressHolders() ([]addressHolder, error) {
 	out, err := exec.Command("ip", "-o", "addr", "show").Output()
 	if err != nil {
-		return fmt.Errorf("ip addr show: %w", err)
+		return nil, fmt.Errorf("ip addr show: %w", err)
 	}
+	var hs []addressHolder
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
 		for i := 0; i+1 < len(f); i++ {
@@ -380,9 +383,54 @@ func checkAddressesFree() error {
 				continue
 			}
 			if p.Overlaps(Prefix4) || p.Overlaps(Prefix6) {
-				return fmt.Errorf("simcluster: %s already has %s (overlapping %s / %s); remove it or run SweepLeftovers", f[1], f[i+1], Prefix4, Prefix6)
+				hs = append(hs, addressHolder{link: strings.TrimSuffix(f[1], ":"), addr: f[i+1]})
 			}
 		}
+	}
+	return hs, nil
+}
+
+// runBridgeRE matches a bridge name any run gives ("<1-4 lower-case letters><6 hex>").
+var runBridgeRE = regexp.MustCompile(`^[a-z]{1,4}[0-9a-f]{6}$`)
+
+// clearAddressPlan sweeps the runs whose bridges still hold the plan's addresses, whatever
+// their prefix, then fails if anything else holds them. The caller holds the host-wide
+// lock, so such a run is not live: it crashed, or its host was stopped under it (a
+// snapshotted CI machine keeps links and namespaces but not processes). Sweeping only the
+// caller's own prefix let a crashed real-node run ("npr") block every simulated start.
+func clearAddressPlan(ctx context.Context, logf func(string, ...any)) error {
+	hs, err := addressHolders()
+	if err != nil {
+		return err
+	}
+	swept := map[string]bool{}
+	for _, h := range hs {
+		if !runBridgeRE.MatchString(h.link) || !isBridge(h.link) {
+			continue
+		}
+		prefix := h.link[:len(h.link)-6]
+		if swept[prefix] {
+			continue
+		}
+		swept[prefix] = true
+		logf("simcluster: %s holds %s; sweeping the leftovers of prefix %q", h.link, h.addr, prefix)
+		if err := sweep(ctx, prefix, logf); err != nil {
+			return fmt.Errorf("simcluster: sweep leftovers of prefix %q: %w", prefix, err)
+		}
+	}
+	return checkAddressesFree()
+}
+
+// checkAddressesFree fails when some interface already holds the host addresses (one
+// that is not a run's bridge, which clearAddressPlan would have swept): the plan would be
+// ambiguous.
+func checkAddressesFree() error {
+	hs, err := addressHolders()
+	if err != nil {
+		return err
+	}
+	if len(hs) > 0 {
+		return fmt.Errorf("simcluster: %s already has %s (overlapping %s / %s); remove it (make sweep removes a crashed run's)", hs[0].link, hs[0].addr, Prefix4, Prefix6)
 	}
 	return nil
 }

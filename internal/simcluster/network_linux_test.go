@@ -8,7 +8,9 @@ package simcluster
 import (
 	"context"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -39,7 +41,7 @@ func TestNetworkFaults(t *testing.T) {
 	c := &Cluster{opts: Options{Nodes: 3, Zones: 2, Prefix: "np"}, logf: t.Logf, lock: lock, byName: map[string]*nodeState{}, RunID: "0000aa"}
 	t.Cleanup(func() { require.NoError(t, c.Stop()) })
 	require.NoError(t, sweep(ctx, "np", t.Logf))
-	require.NoError(t, checkAddressesFree())
+	require.NoError(t, clearAddressPlan(ctx, t.Logf))
 	require.NoError(t, c.setupNetwork(ctx))
 	n1, n2, n3 := c.nodes[0], c.nodes[1], c.nodes[2]
 
@@ -119,4 +121,44 @@ func ping(t *testing.T, netns string, addr netip.Addr) (time.Duration, bool) {
 	ms, err := strconv.ParseFloat(string(m[1]), 64)
 	require.NoError(t, err, string(out))
 	return time.Duration(ms * float64(time.Millisecond)), true
+}
+
+// TestClearAddressPlanSweepsOtherPrefixes: a crashed run of another prefix (here "npq",
+// as the real-node cluster's "npr" once was on a CI machine restored from a snapshot)
+// still holds the plan's addresses; a start sweeps it instead of failing, and leaves alone
+// an interface that is not a run's.
+func TestClearAddressPlanSweepsOtherPrefixes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates network namespaces")
+	}
+	netnstest.RequireRoot(t)
+	lockCtx, cancelLock := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancelLock()
+	lock, err := acquireLock(lockCtx, 40*time.Minute, t.Logf)
+	require.NoError(t, err)
+	defer lock.release()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, clearAddressPlan(ctx, t.Logf))
+
+	br, netns, veth := bridgeName("npq", "0000bb"), netnsName("npq", "0000bb", 1), hostVethName("npq", "0000bb", 1)
+	t.Cleanup(func() { _ = sweep(context.Background(), "npq", t.Logf) })
+	require.NoError(t, createBridge(ctx, br))
+	require.NoError(t, createNodeNetns(ctx, netns, br, veth, nodeIPv4(1), nodeIPv6(1)))
+	require.Error(t, checkAddressesFree(), "the leftover bridge holds the plan")
+
+	require.NoError(t, clearAddressPlan(ctx, t.Logf))
+	require.True(t, linkGone(br), "bridge %s swept", br)
+	require.True(t, linkGone(veth), "veth %s swept", veth)
+	_, err = os.Stat(filepath.Join("/run/netns", netns))
+	require.True(t, os.IsNotExist(err), "netns %s swept", netns)
+
+	// Not a run's name: reported, never deleted.
+	other := "npplan-other"
+	require.NoError(t, exec.Command("ip", "link", "add", other, "type", "bridge").Run())
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", other).Run() })
+	require.NoError(t, exec.Command("ip", "addr", "add", HostIPv4.String()+"/24", "dev", other).Run())
+	err = clearAddressPlan(ctx, t.Logf)
+	require.ErrorContains(t, err, other)
+	require.False(t, linkGone(other))
 }

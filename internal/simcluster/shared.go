@@ -28,6 +28,19 @@ func LockHost(ctx context.Context, timeout time.Duration, logf func(string, ...a
 	return &HostLock{l: l}, nil
 }
 
+// TryLockHost takes the host-wide lock without waiting; it fails, naming the holder, while
+// a cluster runs.
+func TryLockHost() (*HostLock, error) {
+	l, err := tryLock()
+	if err != nil {
+		return nil, err
+	}
+	return &HostLock{l: l}, nil
+}
+
+// DefaultPrefix names a simulated cluster's namespaces and links unless Options.Prefix does.
+const DefaultPrefix = "np"
+
 // Release releases the lock; safe to call more than once.
 func (h *HostLock) Release() {
 	if h != nil {
@@ -41,8 +54,11 @@ func Sweep(ctx context.Context, prefix string, logf func(string, ...any)) error 
 	return sweep(ctx, prefix, logf)
 }
 
-// CheckAddressesFree fails when an interface already holds the bridge's host addresses.
-func CheckAddressesFree() error { return checkAddressesFree() }
+// ClearAddressPlan sweeps the crashed runs (any prefix) whose bridges hold the plan's
+// addresses, then fails if anything else holds them; the caller holds the host lock.
+func ClearAddressPlan(ctx context.Context, logf func(string, ...any)) error {
+	return clearAddressPlan(ctx, logf)
+}
 
 // CreateBridge creates a bridge named br holding HostIPv4 and HostIPv6.
 func CreateBridge(ctx context.Context, br string) error { return createBridge(ctx, br) }
