@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -334,6 +335,9 @@ func TestIngestBench(t *testing.T) {
 	}
 
 	ratio := func(o, r float64) float64 { return o / r }
+	if shards == 1 {
+		reportSeries(t, gw, n)
+	}
 	if shards > 1 {
 		// Every agent still sends each shard a request a round (its heartbeat at least):
 		// the rounds figures are per shard, the data points a shard's share.
@@ -363,4 +367,42 @@ func TestIngestBench(t *testing.T) {
 		"gateway busy %.2f cores, reference %.2f cores; the client (all agents, this process) used %.2f and %.2f cores",
 		n, interval, 6*(ShippedK+ShippedStablePeers), ShippedK, ShippedStablePeers, ShippedICMPCount, window,
 		oursM.cores, refM.cores, oursM.clientCPU/window.Seconds(), refM.clientCPU/window.Seconds())
+}
+
+// reportSeries counts the series the gateway exports, from the exporters' own output (the
+// prometheus exporter's /metrics for the per-pair families, the internal telemetry for the
+// per-target gauges), against what the scale simulation computes for the same cluster:
+// 27 per stable pair and 2 per target (docs/telemetry-contract.md). The simulation's
+// series figures at 65,000 nodes are that arithmetic; this is where it meets an exporter.
+func reportSeries(t *testing.T, gw *collector, n int) {
+	t.Helper()
+	const pairSeries, targetSeries = 27, 2 // scalesim.Config's defaults
+	exported := gw.scrape(t, "8889")
+	tel := gw.telemetry(t)
+	perPair, perTarget := 0, 0
+	families := map[string]int{}
+	for k := range exported {
+		name, _, _ := strings.Cut(k, "{")
+		if strings.HasPrefix(name, "netpulse_") {
+			perPair++
+			families[name]++
+		}
+	}
+	for k := range tel {
+		name, _, _ := strings.Cut(k, "{")
+		if name == "otelcol_pod_network_health_target_reachable" || name == "otelcol_pod_network_health_target_failing_observers" {
+			perTarget++
+		}
+	}
+	// Every agent has ShippedStablePeers stable peers, one address family; every agent pod
+	// is some agent's target within the run (K rotating of n-1 a round).
+	stablePairs := n * ShippedStablePeers
+	computed := stablePairs*pairSeries + n*targetSeries
+	counted := perPair + perTarget
+	t.Logf("exported series: %d per-pair (%d stable pairs x %d computed) in families %v; %d per-target (%d targets x %d computed)",
+		perPair, stablePairs, pairSeries, families, perTarget, n, targetSeries)
+	fmt.Printf("BENCH ingest_series_counted_n%d ours=%dseries reference=%dseries ratio=%.3f\n", n, counted, computed, float64(counted)/float64(computed))
+	if perPair == 0 || perTarget == 0 {
+		t.Errorf("no series exported (per-pair %d, per-target %d)", perPair, perTarget)
+	}
 }

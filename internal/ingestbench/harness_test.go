@@ -328,14 +328,21 @@ func (c *collector) saveProfile(t *testing.T, path, file string) {
 // telemetry scrapes the collector's own metrics (:8888) as name{labels} -> value.
 func (c *collector) telemetry(t *testing.T) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, "8888") + "/metrics")
+	return c.scrape(t, "8888")
+}
+
+// scrape reads a Prometheus text endpoint of the collector (:8888 its own telemetry, :8889
+// the gateway's prometheus exporter) as name{labels} -> value, one entry per series.
+func (c *collector) scrape(t *testing.T, port string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, port) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Buffer(make([]byte, 1<<20), 1<<20) // a line is one series; 1 MiB bounds a label set
 	for sc.Scan() {
 		l := sc.Text()
 		if l == "" || l[0] == '#' {
