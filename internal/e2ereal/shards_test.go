@@ -78,4 +78,33 @@ func (s *suite) shardsOnRealNodes(t *testing.T) {
 		t.Logf("reports other than Reachable while the gateway was resharded: %s", strings.Join(transient, "\n"))
 	}
 	s.figure("helm upgrade --set gateway.shards=2 → both shards leading, agents rolled, every pair Reachable and labelled by its target node's shard %.0f s after the upgrade; %d transient reports during the change", d.Seconds(), len(transient))
+
+	// What sharding costs every node: an agent now runs a filter and an OTLP exporter (its
+	// own connection and queue) per shard. Read from the cgroup after 30 s of steady state;
+	// it must still fit the memory request Footprint holds the unsharded agent to.
+	time.Sleep(30 * time.Second)
+	for _, p := range s.pods(t, "app.kubernetes.io/name=netpulse-agent") {
+		n, err := s.cl.Node(p.Spec.NodeName)
+		require.NoError(t, err)
+		for _, cst := range p.Status.ContainerStatuses {
+			if cst.ContainerID == "" || cst.State.Running == nil {
+				continue
+			}
+			id := cst.ContainerID[strings.Index(cst.ContainerID, "://")+3:]
+			usage, rss, cpu, err := n.ContainerUsage(string(p.UID), string(p.Status.QOSClass), id)
+			require.NoError(t, err)
+			var req string
+			for _, c := range p.Spec.Containers {
+				if c.Name == cst.Name {
+					if r := c.Resources.Requests.Memory(); !r.IsZero() {
+						req = r.String()
+						require.Less(t, rss, r.Value(), "%s/%s with %d shards: anonymous memory above its memory request", p.Name, cst.Name, shards)
+					}
+				}
+			}
+			age := time.Since(cst.State.Running.StartedAt.Time)
+			s.figure("%s/%s on %s with %d shards: memory working set %.1f MiB, anonymous %.1f MiB (request %s), CPU %.2f%% of a core over its %.0f s",
+				p.Name, cst.Name, p.Spec.NodeName, shards, float64(usage)/(1<<20), float64(rss)/(1<<20), req, 100*cpu.Seconds()/age.Seconds(), age.Seconds())
+		}
+	}
 }
