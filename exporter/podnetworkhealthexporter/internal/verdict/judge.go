@@ -234,7 +234,7 @@ func (e *Engine) expirePairs(now time.Time, pairKeys map[observation.PairKey]str
 		}
 		failing := v == observation.VerdictUnreachable
 		switch {
-		case p.stable && now.Sub(p.lastStable) > e.cfg.TargetTTL && !failing:
+		case p.stable && !failing && (now.Sub(p.lastStable) > e.cfg.TargetTTL || e.ringMovedOff(k, p)):
 			p.stable = false // no longer a stable peer: kept only while failing
 			e.countCandidate(k, +1)
 			if now.Sub(p.lastFailure) > e.cfg.FailingPairRetention {
@@ -252,6 +252,26 @@ func (e *Engine) expirePairs(now time.Time, pairKeys map[observation.PairKey]str
 		}
 	}
 	return deletes
+}
+
+// RingMovedRounds: a stable pair its observer has not observed for this many of its rounds,
+// while it observed other stable pairs, is no longer its stable peer. Its ring moved: the
+// peer's pod was replaced (a DaemonSet roll) or deleted, or a node joined. Without this the
+// pair's object stayed TargetTTL, and through a roll the objects exceeded (M+1)·N (2.8·N
+// at N = 5,000 in the scale simulation). Three rounds, not one, so that a round's points
+// split over requests or one lost request do not drop an object only to re-create it.
+const RingMovedRounds = 3
+
+// ringMovedOff reports whether k's observer has gone on observing stable pairs for
+// RingMovedRounds of its rounds without k (caller holds mu). A silent observer, or one
+// whose round length is not known yet, moves nothing; nor does a pair resumed from the API
+// and not observed since (its lastStable is this replica's clock, not the observer's).
+func (e *Engine) ringMovedOff(k observation.PairKey, p *pairInfo) bool {
+	ob := e.observers[k.SourceUID]
+	if p.seeded || ob == nil || ob.silent || ob.interval <= 0 {
+		return false
+	}
+	return ob.lastStable.Sub(p.lastStable) > RingMovedRounds*ob.interval
 }
 
 // duePairs returns, ordered by key, the pairs of pairKeys and the objects not written for

@@ -67,7 +67,10 @@ type observerState struct {
 	namespace, name, node string
 	lastSeen              time.Time // newest round
 	lastArrival           time.Time // when its newest observation arrived
-	interval              time.Duration
+	// lastStable: its newest stable observation of any pair. A stable pair it has not
+	// observed for RingMovedRounds of its rounds before that is no longer its stable peer.
+	lastStable time.Time
+	interval   time.Duration
 	silent                bool
 	// voter: the key of the node it votes for in the per-target judgement ("" when it
 	// does not vote).
@@ -226,6 +229,9 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 			p.stable = true
 			if o.Timestamp.After(p.lastStable) {
 				p.lastStable = o.Timestamp
+			}
+			if o.Timestamp.After(ob.lastStable) {
+				ob.lastStable = o.Timestamp
 			}
 		case p != nil && p.stable && o.Timestamp.After(p.lastStable):
 			// Its observer probes it as a rotating peer now: the ring moved (membership
