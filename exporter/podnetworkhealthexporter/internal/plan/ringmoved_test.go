@@ -17,8 +17,9 @@ import (
 // A stable pair whose observer's ring moved off it (its peer's pod replaced in a roll) loses
 // its object within a few rounds instead of TargetTTL, so that a roll does not pile up
 // objects beyond (M+1)·N; a pair its observer skipped for fewer than RingMovedRounds rounds
-// keeps its object (no delete and re-create); and a pair that was failing when the ring
-// moved stays readable for FailingPairRetention like any failing pair.
+// keeps its object (no delete and re-create); a pair that was failing when the ring moved
+// stays readable for FailingPairRetention like any failing pair, unless its failures began
+// only once the gateway's index found the target pod leaving (the deletion's failures).
 func TestRingMovedOffDropsTheOldStablePair(t *testing.T) {
 	r := newRing(10, 3)
 	const replacedAt, skipFrom, skipTo = 8, 20, 22 // node-5's pod replaced at round 8; 7→8 skipped in rounds 20-21
@@ -33,16 +34,23 @@ func TestRingMovedOffDropsTheOldStablePair(t *testing.T) {
 		}
 		return obs
 	}
-	run := func(failingWhenMoved bool) (deletedAt map[string]int, live map[observation.PairKey]ObjectWrite) {
+	// failing: 4→5 fails in the three rounds before the replacement; leaving: the gateway's
+	// index found agent-5 terminating from the first of them (a deletion's failures).
+	run := func(failing, leaving bool) (deletedAt map[string]int, live map[observation.PairKey]ObjectWrite) {
 		e := New(verdict.Config{})
 		deletedAt = map[string]int{}
 		live = map[observation.PairKey]ObjectWrite{}
 		for round := range 40 {
 			ok := healthy
-			if failingWhenMoved && round >= replacedAt-3 && round < replacedAt {
+			if failing && round >= replacedAt-3 && round < replacedAt {
 				ok = func(s, d int) bool { return !(s == 4 && d == 5) }
 			}
 			obs := r.round(round, ok)
+			if leaving && round >= replacedAt-3 && round < replacedAt {
+				for i := range obs {
+					obs[i].TargetLeaving = obs[i].Target.Name == "agent-5"
+				}
+			}
 			if round >= replacedAt {
 				obs = replaced(obs)
 			}
@@ -68,7 +76,7 @@ func TestRingMovedOffDropsTheOldStablePair(t *testing.T) {
 		return deletedAt, live
 	}
 
-	deletedAt, live := run(false)
+	deletedAt, live := run(false, false)
 	at, ok := deletedAt["agent-4→agent-5"]
 	require.True(t, ok, "agent-4's old stable pair (towards the replaced pod) was never deleted in 40 rounds")
 	assert.LessOrEqual(t, at, replacedAt+verdict.RingMovedRounds+2, "deleted within a few rounds of the replacement, not TargetTTL (%v)", verdict.DefaultTargetTTL)
@@ -81,7 +89,12 @@ func TestRingMovedOffDropsTheOldStablePair(t *testing.T) {
 	assert.True(t, pairs["agent-4→agent-5b"], "the new stable pair has its object")
 	assert.True(t, pairs["agent-7→agent-8"])
 
-	deletedAt, _ = run(true)
+	deletedAt, _ = run(true, false)
 	_, dropped := deletedAt["agent-4→agent-5"]
 	assert.False(t, dropped, "a pair failing when its ring moved is kept for FailingPairRetention (%v)", verdict.DefaultFailingPairRetention)
+
+	deletedAt, _ = run(true, true)
+	at, dropped = deletedAt["agent-4→agent-5"]
+	require.True(t, dropped, "a pair that failed only once its target pod was leaving is not held for the failing pairs' retention")
+	assert.LessOrEqual(t, at, replacedAt+verdict.RingMovedRounds+2)
 }

@@ -232,15 +232,20 @@ func (e *Engine) expirePairs(now time.Time, pairKeys map[observation.PairKey]str
 		if !ok || keepSilent(k) {
 			continue
 		}
-		failing := v == observation.VerdictUnreachable
+		// Failures that began once the target pod was leaving are its deletion's, not the
+		// path's: they neither keep the pair followed nor hold its object for the failing
+		// pairs' retention (a roll's pairs towards replaced pods held 2·N objects for it).
+		leavingOnly := e.failedOnlyLeaving(p)
+		failing := v == observation.VerdictUnreachable && !leavingOnly
+		retained := !leavingOnly && now.Sub(p.lastFailure) <= e.cfg.FailingPairRetention
 		switch {
 		case p.stable && !failing && (now.Sub(p.lastStable) > e.cfg.TargetTTL || e.ringMovedOff(k, p)):
 			p.stable = false // no longer a stable peer: kept only while failing
 			e.countCandidate(k, +1)
-			if now.Sub(p.lastFailure) > e.cfg.FailingPairRetention {
+			if !retained {
 				drop(k)
 			}
-		case !p.stable && !failing && now.Sub(p.lastFailure) > e.cfg.FailingPairRetention:
+		case !p.stable && !failing && !retained:
 			drop(k)
 		case !p.stable && e.observerDistrusted(k.SourceUID):
 			// A rotating pair of an observer whose node lost the pod network: its
@@ -252,6 +257,28 @@ func (e *Engine) expirePairs(now time.Time, pairKeys map[observation.PairKey]str
 		}
 	}
 	return deletes
+}
+
+// failedOnlyLeaving reports whether p's failing rounds all began after its target pod was
+// found leaving (terminating or deleted, as the gateway's own index says: a sender cannot
+// set it), in every address family that fails (caller holds mu). A failure that began
+// before, an outage the pod then left, is the path's and keeps its retention.
+func (e *Engine) failedOnlyLeaving(p *pairInfo) bool {
+	ts := e.targets[p.target]
+	if ts == nil || !ts.leaving || ts.leavingSince.IsZero() {
+		return false
+	}
+	failed := false
+	for _, f := range p.families {
+		if f.fails == 0 {
+			continue
+		}
+		if f.failSince.Before(ts.leavingSince) {
+			return false
+		}
+		failed = true
+	}
+	return failed
 }
 
 // RingMovedRounds: a stable pair its observer has not observed for this many of its rounds,

@@ -71,7 +71,7 @@ type observerState struct {
 	// observed for RingMovedRounds of its rounds before that is no longer its stable peer.
 	lastStable time.Time
 	interval   time.Duration
-	silent                bool
+	silent     bool
 	// voter: the key of the node it votes for in the per-target judgement ("" when it
 	// does not vote).
 	voter string
@@ -203,6 +203,9 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 			}
 			if !o.Timestamp.Before(ts.lastSeen) {
 				mergeTarget(&ts.target, &o.Target)
+				if o.TargetLeaving && !ts.leaving {
+					ts.leavingSince = o.Timestamp
+				}
 				ts.leaving = o.TargetLeaving
 				ts.disrupted(o.TargetDisruption, o.Timestamp)
 			}

@@ -112,8 +112,10 @@ type targetState struct {
 	failing, reaching int
 	lastSeen          time.Time
 	// leaving: the newest observation found the target pod terminating or deleted
-	// (observation.Observation.TargetLeaving).
-	leaving bool
+	// (observation.Observation.TargetLeaving), since leavingSince: the first observation
+	// of that unbroken run.
+	leaving      bool
+	leavingSince time.Time
 	// disruption: the newest observation's known disruption of the target (drain,
 	// termination, node NotReady, not started; "" when none), since disruptedSince: the
 	// first observation of the current unbroken disruption.
