@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo '-dirty')"
+commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo '-dirty')"
 echo "make bench at commit $commit" >&2
 
 run() {

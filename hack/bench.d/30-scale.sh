@@ -7,5 +7,5 @@
 # of which N = 5,000 took 9.5 min; 1,790 s at acce259 on a busier machine), peak RSS ~1 GiB.
 # hack/scale-figures.sh writes its table into docs/figures.md.
 set -euo pipefail
-echo "# scale bench at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo '-dirty')"
+echo "# scale bench at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo '-dirty')"
 NETPULSE_BENCH=1 go test -count=1 -timeout 60m -run TestScaleBench -v ./exporter/podnetworkhealthexporter/internal/scalesim/

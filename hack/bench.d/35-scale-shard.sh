@@ -6,5 +6,5 @@
 # detection, series. ~5 min and ~1.5 GiB on 2 shared cores.
 # NETPULSE_SCALE_N, NETPULSE_SCALE_SHARDS and NETPULSE_SCALE_DURATION tune it.
 set -euo pipefail
-echo "# shard scale bench at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo '-dirty')"
+echo "# shard scale bench at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo '-dirty')"
 NETPULSE_BENCH=1 NETPULSE_SCALE_SHARD=1 go test -count=1 -timeout 60m -run TestScaleShardBench -v ./exporter/podnetworkhealthexporter/internal/scalesim/

@@ -39,7 +39,8 @@ func checkBounds(t *testing.T, cfg Config, r Result) {
 		assert.LessOrEqual(t, r.ObjectsMax, (cfg.M+1)*cfg.N, "objects <= (M+1)·N at any time")
 	} else {
 		// A roll leaves the objects of pairs towards deleted pods until the engine retires
-		// them (TestScaleBench: up to 2.9·N at N = 5,000): (M+1)·N does not hold through a roll.
+		// them, a few rounds after their observers' rings moved (TestScaleBench: up to 2.3·N
+		// at N = 5,000, 2.8·N before verdict.RingMovedRounds): (M+1)·N does not hold through a roll.
 		assert.LessOrEqual(t, r.ObjectsMax, 2*(cfg.M+1)*cfg.N, "objects <= 2·(M+1)·N through a roll")
 	}
 	assert.Greater(t, r.Objects, 0)
