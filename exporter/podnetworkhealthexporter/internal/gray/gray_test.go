@@ -1,0 +1,192 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package gray
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+
+func TestWindowScalesForgetTheOld(t *testing.T) {
+	w := NewWindow(8, 10*time.Second)
+	w.Add(t0, 10, 5)                     // slot 0
+	w.Add(t0.Add(15*time.Second), 10, 1) // slot 1
+	w.Add(t0.Add(75*time.Second), 10, 0) // slot 7
+	s := w.Scales(t0.Add(75*time.Second), time.Time{}, nil)
+	require.NotEmpty(t, s)
+	assert.Equal(t, Counts{Sent: 10}, s[0].Counts, "the newest slot alone")
+	assert.Equal(t, Counts{Sent: 30, Lost: 6}, s[len(s)-1].Counts, "the whole window")
+	// 85 s: slot 0 has left the window.
+	w.Add(t0.Add(85*time.Second), 10, 0)
+	assert.Equal(t, Counts{Sent: 30, Lost: 1}, w.Total(t0.Add(85*time.Second)))
+	// notBefore cuts the older slots.
+	s = w.Scales(t0.Add(85*time.Second), t0.Add(70*time.Second), nil)
+	assert.Equal(t, Counts{Sent: 20}, s[len(s)-1].Counts)
+	// Long after, nothing is left.
+	assert.Equal(t, Counts{}, w.Total(t0.Add(time.Hour)))
+}
+
+func TestStatistics(t *testing.T) {
+	assert.InDelta(t, 0.01407, KL(0.01, 0.001), 1e-4)
+	assert.Zero(t, LLR(1, 1000, 0.001), "at the background: no evidence")
+	assert.Greater(t, LLR(20, 144, 0.001), 12.0)
+	assert.InDelta(t, 0.0, WilsonLower(0, 100, 2), 1e-12)
+	assert.InDelta(t, 0.0385, WilsonUpper(0, 100, 2), 1e-3)
+	assert.InDelta(t, 853, SamplesToDetect(0.01, 0.001, 12), 1)
+	assert.True(t, math.IsInf(SamplesToDetect(0.001, 0.001, 12), 1))
+}
+
+// feed adds one round of echoes of a target with loss p from observers observers, each
+// sending echoes echoes.
+func feed(rng *rand.Rand, w *Window, c *Contributors, at time.Time, p float64, observers, echoes int, span time.Duration) {
+	for o := range observers {
+		lost := 0
+		for range echoes {
+			if rng.Float64() < p {
+				lost++
+			}
+		}
+		w.Add(at, uint64(echoes), uint64(lost))
+		if c != nil {
+			c.Add(string(rune('a'+o)), uint64(echoes), uint64(lost), at, span)
+		}
+	}
+}
+
+// detect runs the loss judgement on a target lossy at p from start, at the shipped
+// budget (10 s rounds, 4 observers, 3 echoes), and returns the rounds to a verdict (-1:
+// none within limit).
+func detect(seed uint64, p float64, limit int) int {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	w := NewWindow(60, 30*time.Second)
+	var c Contributors
+	var l Loss
+	cfg := LossConfig{}
+	for r := range limit {
+		at := t0.Add(time.Duration(r) * 10 * time.Second)
+		feed(rng, w, &c, at, p, 4, 3, 30*time.Minute)
+		_, top := c.Top()
+		if cfg.Judge(&l, w, top, at) && l.Lossy {
+			return r + 1
+		}
+	}
+	return -1
+}
+
+func TestLossIsJudgedAndBackgroundIsNot(t *testing.T) {
+	for seed := range uint64(20) {
+		r := detect(seed, 0.05, 200)
+		require.Positive(t, r, "seed %d: 5%% loss judged", seed)
+		assert.LessOrEqual(t, r, 18, "seed %d: 5%% loss within 3 minutes at 10 s rounds", seed)
+		assert.Equal(t, -1, detect(seed, 0.001, 180), "seed %d: 30 minutes of 0.1%% background loss: no verdict", seed)
+	}
+}
+
+func TestLossClearsWithHysteresis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 1))
+	w := NewWindow(60, 30*time.Second)
+	var l Loss
+	cfg := LossConfig{}
+	at := t0
+	for range 30 {
+		at = at.Add(10 * time.Second)
+		feed(rng, w, nil, at, 0.2, 4, 3, 0)
+		cfg.Judge(&l, w, Counts{}, at)
+	}
+	require.True(t, l.Lossy)
+	assert.InDelta(t, 0.2, l.Level, 0.08)
+	cleared := -1
+	for r := range 120 {
+		at = at.Add(10 * time.Second)
+		feed(rng, w, nil, at, 0, 4, 3, 0)
+		if cfg.Judge(&l, w, Counts{}, at) {
+			cleared = r
+			break
+		}
+	}
+	require.False(t, l.Lossy, "healed")
+	assert.Positive(t, cleared, "not on the first healthy round")
+	// The old episode still fills the long scales: no new verdict on it.
+	for range 60 {
+		at = at.Add(10 * time.Second)
+		feed(rng, w, nil, at, 0, 4, 3, 0)
+		assert.False(t, cfg.Judge(&l, w, Counts{}, at) && l.Lossy, "the cleared episode sets nothing again")
+	}
+}
+
+func TestOneContributorIsLeftOut(t *testing.T) {
+	// One observer loses everything it sends (a lossy observer, or a liar); three others
+	// see no loss: the target is not lossy.
+	w := NewWindow(60, 30*time.Second)
+	var c Contributors
+	var l Loss
+	for r := range 120 {
+		at := t0.Add(time.Duration(r) * 10 * time.Second)
+		w.Add(at, 3, 3)
+		c.Add("liar", 3, 3, at, 30*time.Minute)
+		for _, o := range []string{"a", "b", "c"} {
+			w.Add(at, 3, 0)
+			c.Add(o, 3, 0, at, 30*time.Minute)
+		}
+		_, top := c.Top()
+		LossConfig{}.Judge(&l, w, top, at)
+		require.False(t, l.Lossy, "round %d: one node's losses make no verdict", r)
+	}
+	// Without leaving it out the same counts are judged lossy: the test can fail.
+	LossConfig{}.Judge(&l, w, Counts{}, t0.Add(1200*time.Second))
+	assert.True(t, l.Lossy)
+}
+
+func TestContributorsAreBounded(t *testing.T) {
+	var c Contributors
+	for i := range 1000 {
+		c.Add(string(rune(i)), 3, uint64(i%3), t0, time.Minute)
+	}
+	assert.LessOrEqual(t, c.Distinct(), 4)
+	k, top := c.Top()
+	assert.NotEmpty(t, k)
+	assert.Equal(t, uint64(2), top.Lost)
+}
+
+func TestLatencyBaselineAndRun(t *testing.T) {
+	var b Baseline
+	cfg := LatencyConfig{}
+	for range 100 {
+		b.Learn(cfg, 200*time.Microsecond)
+	}
+	require.True(t, b.Warm(cfg))
+	assert.InDelta(t, 200e3, float64(b.RTT()), 1e3)
+	assert.False(t, b.High(cfg, 5*time.Millisecond))
+	assert.True(t, b.High(cfg, 21*time.Millisecond), "+20 ms is high")
+	// A congestion does not become the baseline within it.
+	for range 200 {
+		b.Learn(cfg, 200*time.Millisecond)
+	}
+	assert.True(t, b.High(cfg, 200*time.Millisecond), "still high after 200 high samples")
+
+	var l Latency
+	for i := range 2 {
+		assert.False(t, cfg.Step(&l, true, t0.Add(time.Duration(i)*time.Second), t0), "not before 3 rounds")
+	}
+	assert.False(t, cfg.Step(&l, true, t0.Add(time.Second), t0), "the same round counts once")
+	assert.True(t, cfg.Step(&l, true, t0.Add(2*time.Second), t0))
+	assert.True(t, l.High)
+	assert.True(t, Majority(2, 3))
+	assert.False(t, Majority(1, 1), "one voter is never a majority")
+	assert.False(t, Majority(2, 4))
+}
+
+func TestConfigValidate(t *testing.T) {
+	assert.NoError(t, LossConfig{}.Validate())
+	assert.ErrorContains(t, LossConfig{Threshold: 0.0005}.Validate(), "threshold")
+	assert.ErrorContains(t, LossConfig{Background: 1}.Validate(), "background")
+	assert.ErrorContains(t, LatencyConfig{Margin: -1}.Validate(), "margin")
+}

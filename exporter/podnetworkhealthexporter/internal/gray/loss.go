@@ -1,0 +1,213 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package gray
+
+import (
+	"fmt"
+	"time"
+)
+
+// LossConfig configures the loss judgement. Zero fields take the defaults.
+type LossConfig struct {
+	// Background is the loss rate a healthy pod network has (default 0.001: 0.1 %, the
+	// background the false-positive goal names; healthy data-centre fabrics lose
+	// 1e-5..1e-4). The test asks whether the loss is not this.
+	Background float64
+	// Threshold is the smallest estimated loss rate reported (default 0.005): a rate
+	// above the background but below this, however certain, is not a problem worth a
+	// verdict. Clearing needs the recent rate confidently below max(Threshold, level/3).
+	Threshold float64
+	// Evidence is the log-likelihood ratio (nats) a window's counts must reach against
+	// the background (default 12: false-alarm odds of e^-12 ≈ 6e-6 per test).
+	Evidence float64
+	// ClearZ is the confidence (standard deviations) of the upper bound that clears a
+	// verdict (default 2).
+	ClearZ float64
+}
+
+// Defaults of LossConfig.
+const (
+	DefaultBackground = 0.001
+	DefaultThreshold  = 0.005
+	DefaultEvidence   = 12.0
+	DefaultClearZ     = 2.0
+)
+
+// WithDefaults fills zero fields.
+func (c LossConfig) WithDefaults() LossConfig {
+	if c.Background <= 0 {
+		c.Background = DefaultBackground
+	}
+	if c.Threshold <= 0 {
+		c.Threshold = DefaultThreshold
+	}
+	if c.Evidence <= 0 {
+		c.Evidence = DefaultEvidence
+	}
+	if c.ClearZ <= 0 {
+		c.ClearZ = DefaultClearZ
+	}
+	return c
+}
+
+// Validate refuses values the test cannot work with, naming the key.
+func (c LossConfig) Validate() error {
+	switch {
+	case c.Background < 0 || c.Background >= 1:
+		return fmt.Errorf("background: %v out of range [0, 1)", c.Background)
+	case c.Threshold < 0 || c.Threshold >= 1:
+		return fmt.Errorf("threshold: %v out of range [0, 1)", c.Threshold)
+	case c.Threshold > 0 && c.Threshold <= c.WithDefaults().Background:
+		return fmt.Errorf("threshold: %v must be above background (%v)", c.Threshold, c.WithDefaults().Background)
+	case c.Evidence < 0 || c.Evidence > 100:
+		return fmt.Errorf("evidence: %v out of range [0, 100] nats", c.Evidence)
+	case c.ClearZ < 0 || c.ClearZ > 10:
+		return fmt.Errorf("clear_z: %v out of range [0, 10]", c.ClearZ)
+	}
+	return nil
+}
+
+// Loss is the loss verdict of one target or observer.
+type Loss struct {
+	Lossy bool
+	// Since: when it was judged lossy (zero while not).
+	Since time.Time
+	// EvidenceStart: where the evidence of the current episode begins (the deciding
+	// scale's start); clearing looks only at evidence after it.
+	EvidenceStart time.Time
+	// Cleared: when the last episode ended; a new one is judged only on evidence after it,
+	// so the long scales that still hold the old episode do not set it again.
+	Cleared time.Time
+	// Level: the loss rate of the newest passing test (the hysteresis bound is a third
+	// of it).
+	Level float64
+	// Figures: the counts behind the verdict (the deciding scale while lossy, the whole
+	// window otherwise).
+	Figures Scale
+}
+
+// Judge re-evaluates l from the window's scales at now. except is the largest
+// contributor's counts: a scale passes only when its losses without except's still carry
+// a third of the evidence, so that no single node (a lossy observer, a compromised agent)
+// makes a verdict alone. It reports whether Lossy changed.
+func (c LossConfig) Judge(l *Loss, w *Window, except Counts, now time.Time) bool {
+	c = c.WithDefaults()
+	var buf [16]Scale
+	notBefore := l.Cleared
+	if l.Lossy {
+		notBefore = l.EvidenceStart
+	}
+	scales := w.Scales(now, notBefore, buf[:0])
+	best, bestLLR := -1, 0.0
+	for i, s := range scales {
+		if s.Ratio() < c.Threshold {
+			continue
+		}
+		v := LLR(s.Lost, s.Sent, c.Background)
+		if v < c.Evidence || v <= bestLLR {
+			continue
+		}
+		// The others' losses alone (the leave-one-out counts are conservative: except's
+		// losses may be older than the scale, and its echoes stay in the denominator).
+		if LLR(s.Lost-min(except.Lost, s.Lost), s.Sent, c.Background) < c.Evidence/3 {
+			continue
+		}
+		best, bestLLR = i, v
+	}
+	if !l.Lossy {
+		if best < 0 || c.healthy(scales[:best+1], c.Threshold) {
+			if len(scales) > 0 {
+				l.Figures = scales[len(scales)-1]
+			}
+			return false
+		}
+		l.Lossy, l.Since, l.EvidenceStart, l.Level, l.Figures = true, now, scales[best].Start, scales[best].Ratio(), scales[best]
+		return true
+	}
+	if best >= 0 {
+		l.Level, l.Figures = scales[best].Ratio(), scales[best]
+	} else if len(scales) > 0 {
+		l.Figures = scales[len(scales)-1]
+	}
+	if !c.healthy(scales, max(c.Threshold, l.Level/3)) {
+		return false
+	}
+	l.Lossy, l.Since, l.Cleared, l.Level = false, time.Time{}, now, 0
+	return true
+}
+
+// healthy reports whether some scale's upper bound is below bound: the recent rate is,
+// with ClearZ confidence, below it.
+func (c LossConfig) healthy(scales []Scale, bound float64) bool {
+	for _, s := range scales {
+		if WilsonUpper(s.Lost, s.Sent, c.ClearZ) < bound {
+			return true
+		}
+	}
+	return false
+}
+
+// Contributors remembers the few senders with the most lost echoes in the window, so the
+// largest can be left out of a judgement: one node (a lossy observer, or a compromised
+// agent reporting loss) never makes a target lossy alone, nor one lossy target its
+// observers. Four entries, ~150 bytes: bounded per target whatever the senders do; a
+// sender replaces the entry with the fewest losses only when it lost more.
+type Contributors struct {
+	e [4]contributor
+}
+
+type contributor struct {
+	key        string
+	sent, lost uint64
+	last       time.Time
+}
+
+// Add counts a sender's echoes at ts; entries not updated within span are forgotten.
+func (c *Contributors) Add(key string, sent, lost uint64, ts time.Time, span time.Duration) {
+	weakest := -1
+	for i := range c.e {
+		x := &c.e[i]
+		if x.key != "" && ts.Sub(x.last) > span {
+			*x = contributor{}
+		}
+		if x.key == key {
+			x.sent += sent
+			x.lost += lost
+			if ts.After(x.last) {
+				x.last = ts
+			}
+			return
+		}
+		if weakest < 0 || x.key == "" || (c.e[weakest].key != "" && x.lost < c.e[weakest].lost) {
+			weakest = i
+		}
+	}
+	if lost == 0 {
+		return // only senders that lost something are worth a slot
+	}
+	if w := &c.e[weakest]; w.key == "" || lost > w.lost {
+		*w = contributor{key: key, sent: sent, lost: lost, last: ts}
+	}
+}
+
+// Top returns the sender with the most lost echoes ("" when none lost any).
+func (c *Contributors) Top() (key string, counts Counts) {
+	for _, x := range c.e {
+		if x.key != "" && x.lost > counts.Lost {
+			key, counts = x.key, Counts{Sent: x.sent, Lost: x.lost}
+		}
+	}
+	return key, counts
+}
+
+// Distinct counts the senders that lost echoes.
+func (c *Contributors) Distinct() int {
+	n := 0
+	for _, x := range c.e {
+		if x.key != "" && x.lost > 0 {
+			n++
+		}
+	}
+	return n
+}

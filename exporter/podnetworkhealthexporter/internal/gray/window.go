@@ -1,0 +1,138 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package gray
+
+import "time"
+
+// Counts are echoes sent and lost.
+type Counts struct{ Sent, Lost uint64 }
+
+// Ratio is Lost/Sent (0 without samples).
+func (c Counts) Ratio() float64 {
+	if c.Sent == 0 {
+		return 0
+	}
+	return float64(min(c.Lost, c.Sent)) / float64(c.Sent)
+}
+
+// Sub removes o, never below zero.
+func (c Counts) Sub(o Counts) Counts {
+	return Counts{Sent: c.Sent - min(o.Sent, c.Sent), Lost: c.Lost - min(o.Lost, c.Lost)}
+}
+
+// Scale is the counts of the newest slots of a window: Span back from the newest slot's end.
+type Scale struct {
+	Counts
+	Span time.Duration
+	// Start is the start of the oldest slot in it.
+	Start time.Time
+}
+
+// slot counts the echoes of one time slot; id is its start divided by the slot width.
+type slot struct {
+	id         int64
+	sent, lost uint32
+}
+
+// Window counts echoes in Slots time slots of Width: 8 bytes a slot, so the default (60
+// slots of 30 s: half an hour) is about 0.5 KB per target or observer, whatever the probe
+// rate. Evidence older than the window is forgotten, never averaged in.
+type Window struct {
+	ring   []slot
+	width  int64
+	newest int64
+	used   bool
+}
+
+// NewWindow returns a window of slots slots of width.
+func NewWindow(slots int, width time.Duration) *Window {
+	return &Window{ring: make([]slot, max(slots, 1)), width: max(int64(width), int64(time.Millisecond))}
+}
+
+// Add counts sent echoes of which lost were lost, at ts. Counts older than the window are
+// dropped; a slot saturates rather than wraps.
+func (w *Window) Add(ts time.Time, sent, lost uint64) {
+	if sent == 0 {
+		return
+	}
+	id := floorDiv(ts.UnixNano(), w.width)
+	n := int64(len(w.ring))
+	if !w.used || id > w.newest {
+		w.newest, w.used = id, true
+	}
+	if id <= w.newest-n {
+		return
+	}
+	s := &w.ring[((id%n)+n)%n]
+	if s.id != id {
+		if s.id > id && (s.sent > 0) {
+			return
+		}
+		*s = slot{id: id}
+	}
+	s.sent = satAdd(s.sent, sent)
+	s.lost = satAdd(s.lost, min(lost, sent))
+}
+
+func satAdd(a uint32, b uint64) uint32 {
+	if v := uint64(a) + b; v < 1<<32 {
+		return uint32(v)
+	}
+	return 1<<32 - 1
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// Scales returns the cumulative counts of the newest 1, 2, 4, ... slots and of the whole
+// window, ending at now's slot, over slots that start at or after notBefore (zero: no such
+// bound). Scales without samples are left out; they are ordered shortest first.
+func (w *Window) Scales(now, notBefore time.Time, out []Scale) []Scale {
+	out = out[:0]
+	if !w.used {
+		return out
+	}
+	n := int64(len(w.ring))
+	cur := floorDiv(now.UnixNano(), w.width)
+	var acc Counts
+	var emitted uint64
+	next := int64(1)
+	for k := int64(0); k < n; k++ {
+		id := cur - k
+		start := time.Unix(0, id*w.width)
+		if !notBefore.IsZero() && start.Before(notBefore.Truncate(time.Duration(w.width))) {
+			if acc.Sent > emitted { // the evidence since notBefore, whatever its scale
+				out = append(out, Scale{Counts: acc, Span: time.Duration(k * w.width), Start: start.Add(time.Duration(w.width))})
+			}
+			break
+		}
+		if s := &w.ring[((id%n)+n)%n]; s.id == id {
+			acc.Sent += uint64(s.sent)
+			acc.Lost += uint64(s.lost)
+		}
+		if k+1 == next || k+1 == n {
+			if acc.Sent > 0 {
+				out = append(out, Scale{Counts: acc, Span: time.Duration((k + 1) * w.width), Start: start})
+				emitted = acc.Sent
+			}
+			next *= 2
+		}
+	}
+	return out
+}
+
+// Total is the counts of the whole window ending at now.
+func (w *Window) Total(now time.Time) Counts {
+	var buf [16]Scale
+	s := w.Scales(now, time.Time{}, buf[:0])
+	if len(s) == 0 {
+		return Counts{}
+	}
+	return s[len(s)-1].Counts
+}
