@@ -78,3 +78,43 @@ func SamplesToDetect(p, p0, h float64) float64 {
 	}
 	return h / KL(p, p0)
 }
+
+// UnconditionalLoss recovers the echo loss rate q from the share c of echoes lost in the
+// rounds that were answered (at least one of e echoes came back): those rounds hide the
+// rounds random loss emptied, so c = (q - q^e)/(1 - q^e) is below q (0.57 for q = 0.75 and
+// e = 3). Gray judgement counts only answered rounds (a round without any answer is an
+// outage's evidence, judged by reachability), and this undoes the bias.
+func UnconditionalLoss(c, e float64) float64 {
+	if c <= 0 || e <= 1 {
+		return clamp01(c)
+	}
+	lo, hi := c, 1.0
+	for range 40 {
+		q := (lo + hi) / 2
+		qe := math.Pow(q, e)
+		if (q-qe)/(1-qe) < c {
+			lo = q
+		} else {
+			hi = q
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// RunLength is how many failed rounds in a row random loss at rate q (rounds of e
+// echoes, each failing with probability q^e) makes with probability below 1e-4: what a
+// run of failures must exceed before it is an outage rather than loss (at least 0, at
+// most 64).
+func RunLength(q, e float64) int {
+	if q <= 0 {
+		return 0
+	}
+	f := math.Pow(q, max(e, 1))
+	if f <= 0 {
+		return 0
+	}
+	if f >= 0.9 {
+		return 64
+	}
+	return min(int(math.Ceil(math.Log(1e-4)/math.Log(f))), 64)
+}

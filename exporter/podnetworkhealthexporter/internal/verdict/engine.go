@@ -81,6 +81,8 @@ type Config struct {
 	// package decides who is an agent. A source that does not vote still has its own
 	// pairs summarised.
 	Voter func(src observation.Source) (node string, votes bool)
+	// Gray configures the gray judgement (loss and latency; gray.go).
+	Gray GrayConfig
 }
 
 // Defaults of Config.
@@ -130,6 +132,7 @@ func (c Config) withDefaults() Config {
 	if c.FailingPairsPerSource <= 0 {
 		c.FailingPairsPerSource = DefaultFailingPairsPerSource
 	}
+	c.Gray = c.Gray.withDefaults()
 	return c
 }
 
@@ -203,6 +206,10 @@ type Engine struct {
 	// termStart: when this leadership term resumed (Resume).
 	termStart time.Time
 	nodes     nodeStates
+	// gray: the effective gray configuration; grayObservers the observer nodes' gray
+	// state, by voter key (O(N), forgotten TargetTTL after their last report).
+	gray          GrayConfig
+	grayObservers map[string]*observerGray
 }
 
 // New returns an Engine.
@@ -210,7 +217,9 @@ func New(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
 	return &Engine{
 		cfg:                cfg,
-		judge:              judgeConfig{quorum: cfg.TargetQuorum, recovery: cfg.TargetRecovery},
+		judge:              judgeConfig{quorum: cfg.TargetQuorum, recovery: cfg.TargetRecovery, graySlot: cfg.Gray.SlotWidth},
+		gray:               cfg.Gray,
+		grayObservers:      map[string]*observerGray{},
 		summ:               NewSummarizer(cfg.Summary),
 		candidates:         map[string]int{},
 		targets:            map[TargetKey]*targetState{},

@@ -56,6 +56,9 @@ type PairState struct {
 	// or down before it failed (TargetStatus.Disruption); the object says Unknown with it
 	// as the reason, and no Event is emitted.
 	Disruption string
+	// Gray: the pair's gray verdict (packet loss or high latency) and where it is blamed
+	// (unset for seeded pairs and pairs that are not Reachable).
+	Gray PairGray
 }
 
 // Judgement is what one Judge found.
@@ -68,6 +71,8 @@ type Judgement struct {
 	TargetChanges []TargetStatus
 	// ObserverChanges: observers that fell silent or reported again.
 	ObserverChanges []ObserverStatus
+	// GrayChanges: targets whose gray verdict (loss, latency) changed, for logs.
+	GrayChanges []GrayTarget
 	// Heartbeat is the heartbeat interval in force.
 	Heartbeat time.Duration
 }
@@ -80,7 +85,8 @@ func (e *Engine) Judge(now time.Time) Judgement {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var j Judgement
-	j.TargetChanges = e.judgeTargets()
+	e.judgeGrayObservers(now)
+	j.TargetChanges, j.GrayChanges = e.judgeTargets(now)
 	pairKeys := e.pairKeys()
 	e.escalatePairs(pairKeys)
 	for k, t := range e.targets {
@@ -102,8 +108,9 @@ func (e *Engine) Judge(now time.Time) Judgement {
 
 // judgeTargets re-judges the targets observed since the last call (all after Resume) and
 // returns those whose verdict changed, ordered by time (caller holds mu).
-func (e *Engine) judgeTargets() []TargetStatus {
+func (e *Engine) judgeTargets(now time.Time) ([]TargetStatus, []GrayTarget) {
 	var changes []TargetStatus
+	var grayChanges []GrayTarget
 	judgeKeys := e.dirtyTargets
 	if e.fullPass {
 		judgeKeys = map[TargetKey]struct{}{}
@@ -114,13 +121,21 @@ func (e *Engine) judgeTargets() []TargetStatus {
 	judge := e.judge
 	judge.voters = e.voterNodes()
 	for k := range judgeKeys {
-		if t := e.targets[k]; t != nil && t.judge(judge, e.distrusted) {
+		t := e.targets[k]
+		if t == nil {
+			continue
+		}
+		if t.judge(judge, e.distrusted) {
 			changes = append(changes, t.status())
+		}
+		if e.judgeGray(t, now) {
+			grayChanges = append(grayChanges, GrayTarget{Key: t.key, Node: t.target.Node, Status: e.targetGrayStatus(t)})
 		}
 	}
 	clear(e.dirtyTargets)
 	slices.SortFunc(changes, func(a, b TargetStatus) int { return a.Since.Compare(b.Since) })
-	return changes
+	slices.SortFunc(grayChanges, func(a, b GrayTarget) int { return compareTargetKeys(a.Key, b.Key) })
+	return changes, grayChanges
 }
 
 // pairKeys is the set of pairs to look at: those observed since the last call, or all
@@ -347,6 +362,9 @@ func (e *Engine) duePairs(now time.Time, pairKeys map[observation.PairKey]struct
 			if s.Verdict == observation.VerdictUnreachable {
 				st.Disruption = e.pairDisruption(k)
 			}
+			if s.Verdict == observation.VerdictReachable && st.BadObserverNode == "" && st.SilentObserver == "" {
+				st.Gray = e.pairGray(k, p, s)
+			}
 		}
 		out = append(out, st)
 	}
@@ -452,7 +470,8 @@ func (e *Engine) degradedFamilies(p *pairInfo, v observation.Verdict) (failing [
 		tk := p.target
 		tk.Family = familyNames[i]
 		t := e.targets[tk]
-		if f.fails >= e.summ.Config().FailuresToUnreachable || (t != nil && t.verdict == observation.VerdictUnreachable && !f.lastOK) {
+		other := &p.families[1-i]
+		if (f.fails >= e.summ.Config().FailuresToUnreachable && !other.explains(f.fails)) || (t != nil && t.verdict == observation.VerdictUnreachable && !f.lastOK) {
 			failing = append(failing, familyNames[i])
 			if since.IsZero() || f.failSince.Before(since) {
 				since = f.failSince

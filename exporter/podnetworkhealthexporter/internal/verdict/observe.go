@@ -4,7 +4,11 @@
 package verdict
 
 import (
+	"math"
+	"math/bits"
 	"time"
+
+	"github.com/netpulse/netpulse/internal/contract"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 )
@@ -34,6 +38,25 @@ type familyRounds struct {
 	lastOK    bool
 	fails     int       // consecutive failed rounds
 	failSince time.Time // the first of them
+	// recent: the outcomes of the newest 16 rounds (bit set: failed), recentN of them.
+	recent  uint16
+	recentN uint8
+}
+
+// explains reports whether this family's own recent failure rate makes a run of fails
+// failed rounds in the other family likely by chance (above 1e-4): random loss, which hits
+// both families alike, and not one family failing. A family that answers every round
+// explains nothing.
+func (f *familyRounds) explains(fails int) bool {
+	if f.recentN == 0 {
+		return false
+	}
+	failed := bits.OnesCount16(f.recent)
+	if failed == 0 {
+		return false
+	}
+	rate := (float64(failed) + 1) / (float64(f.recentN) + 2) // Laplace: never 0 or 1
+	return math.Pow(rate, float64(fails)) > 1e-4
 }
 
 func familyIndex(f string) int {
@@ -49,6 +72,11 @@ func (f *familyRounds) add(at time.Time, ok bool) {
 	switch {
 	case at.After(f.lastRound):
 		f.lastRound, f.lastOK = at, ok
+		f.recent <<= 1
+		if !ok {
+			f.recent |= 1
+		}
+		f.recentN = min(f.recentN+1, 16)
 		if ok {
 			f.fails = 0
 		} else {
@@ -59,6 +87,7 @@ func (f *familyRounds) add(at time.Time, ok bool) {
 		}
 	case at.Equal(f.lastRound) && ok && !f.lastOK:
 		f.lastOK, f.fails = true, 0 // another probe of the round succeeded
+		f.recent &^= 1
 	}
 }
 
@@ -209,7 +238,12 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 				ts.leaving = o.TargetLeaving
 				ts.disrupted(o.TargetDisruption, o.Timestamp)
 			}
-			ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: node, ok: o.Success})
+			rtt, sent := roundRTT(o), uint64(0)
+			if o.ProbeType == contract.ProbeTypeICMP {
+				sent = o.Sent
+			}
+			ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: node, ok: o.Success, rtt: rtt, sent: sent})
+			e.observeGray(ts, voterKey(node, o.Source.UID), o, now)
 			e.dirtyTargets[tk] = struct{}{}
 		}
 

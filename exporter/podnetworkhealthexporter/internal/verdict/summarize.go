@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/gray"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -116,11 +117,15 @@ type machine struct {
 	consecFail, consecSucc int
 	failStart, succStart   time.Time
 	failErrorType          string
+	// runEchoes: ICMP echoes sent in the current run of failed rounds (all lost).
+	runEchoes uint64
 }
 
 type probeAgg struct {
 	probes, failures, sent, lost uint64
-	hist                         observation.Histogram
+	// okSent, okLost: echoes of the answered rounds (partialRun).
+	okSent, okLost uint64
+	hist           observation.Histogram
 }
 
 type observer struct{ uid, node string }
@@ -310,6 +315,10 @@ func (s *Summarizer) applyRound(p *pairState, round []*observation.Observation) 
 			}
 			a.sent += o.Sent
 			a.lost += min(o.Lost, o.Sent)
+			if o.Success {
+				a.okSent += o.Sent
+				a.okLost += min(o.Lost, o.Sent)
+			}
 			if o.RTT.Count() > 0 {
 				a.hist.Merge(&o.RTT)
 			}
@@ -444,9 +453,15 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*observat
 		if m.consecFail == 0 {
 			m.failStart = ts
 			m.failErrorType = firstErrorType(round)
+			m.runEchoes = 0
 		}
 		m.consecFail++
-		if m.verdict != observation.VerdictUnreachable && m.consecFail >= s.cfg.FailuresToUnreachable {
+		for _, o := range round {
+			if o.ProbeType == contract.ProbeTypeICMP {
+				m.runEchoes += o.Sent
+			}
+		}
+		if m.verdict != observation.VerdictUnreachable && m.consecFail >= s.cfg.FailuresToUnreachable && m.consecFail >= s.partialRun(p) {
 			msg = truncate(fmt.Sprintf("unreachable after %d consecutive failed rounds: %s", m.consecFail, failureText(round)), maxMessage)
 			if s.openOutage(p, msg) {
 				flapping = true
@@ -461,6 +476,30 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*observat
 		s.pending[p.key].Flapping = true
 	}
 	return msg
+}
+
+// partialRun is how many failed rounds in a row a pair that answered part of its echoes
+// in its window needs before it is Unreachable: a run random loss would make with
+// probability 1e-4 or more is loss, not an outage (gray.RunLength), at the rate of its
+// answered rounds' losses, unbiased (gray.UnconditionalLoss). A pair whose answered rounds
+// lost nothing needs FailuresToUnreachable, as before (caller holds mu).
+func (s *Summarizer) partialRun(p *pairState) int {
+	i := observation.ProbeIndex(contract.ProbeTypeICMP)
+	var sent, lost uint64
+	n := int64(s.cfg.Slots)
+	for j := range p.ring {
+		sl := &p.ring[j]
+		if !sl.used || sl.id <= p.newest-n {
+			continue
+		}
+		sent += sl.probes[i].okSent
+		lost += sl.probes[i].okLost
+	}
+	if sent < 12 || lost == 0 {
+		return 0
+	}
+	e := max(float64(p.m.runEchoes)/float64(max(p.m.consecFail, 1)), 1)
+	return gray.RunLength(gray.UnconditionalLoss(float64(lost)/float64(sent), e), e)
 }
 
 // openOutage makes the pair Unreachable and starts an outage at the first failed round of

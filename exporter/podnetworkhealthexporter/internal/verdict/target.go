@@ -60,6 +60,9 @@ type tobs struct {
 	observer string // the observing pod's UID
 	node     string // its node ("" when unknown: the UID stands in)
 	ok       bool
+	// rtt: the round's median ICMP RTT (0 when none); sent: its echoes.
+	rtt  time.Duration
+	sent uint64
 }
 
 // voterKey is who votes: the observer's node, or its pod when the node is unknown (with
@@ -82,6 +85,9 @@ type vote struct {
 	ok       bool
 	// prevFails: the node's consecutive failed rounds before this one.
 	prevFails int
+	// rtt: the round's median ICMP RTT (0 when none); sent: its ICMP echoes (capped).
+	rtt  time.Duration
+	sent uint16
 }
 
 func (v *vote) key() string { return voterKey(v.node, v.observer) }
@@ -124,6 +130,8 @@ type targetState struct {
 	// excuse: the disruption that explains the failures of the newest run (set instead of
 	// an Unreachable verdict; "" otherwise).
 	excuse string
+	// g: the gray judgement (loss and latency; nil until echoes or RTTs arrive).
+	g *targetGray
 }
 
 // disrupted records the newest observation's disruption.
@@ -164,14 +172,22 @@ func (t *targetState) add(o tobs) {
 		}
 		switch {
 		case o.at.After(v.at):
-			*v = vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok, prevFails: min(v.fails(), maxFailRun)}
-		case o.at.Equal(v.at) && o.ok:
-			v.ok = true // another probe of the round succeeded
+			*v = vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok, prevFails: min(v.fails(), maxFailRun), rtt: o.rtt, sent: uint16(min(o.sent, 1<<15))}
+		case o.at.Equal(v.at):
+			if o.ok {
+				v.ok = true // another probe of the round succeeded
+			}
+			if o.rtt > 0 {
+				v.rtt = o.rtt
+			}
+			if o.sent > 0 {
+				v.sent = uint16(min(o.sent, 1<<15))
+			}
 		}
 		t.seen(o.at)
 		return
 	}
-	nv := vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok}
+	nv := vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok, rtt: o.rtt, sent: uint16(min(o.sent, 1<<15))}
 	if t.n == targetVotes {
 		oldest := 0
 		for i := 1; i < t.n; i++ {
@@ -209,6 +225,8 @@ type judgeConfig struct {
 	// (Engine.voterNodes). The quorums shrink with the cluster, never with the target's
 	// own observers: a target only one node reports about is judged by a full quorum.
 	voters int
+	// graySlot: the gray window's slot width (partialRun).
+	graySlot time.Duration
 }
 
 // quorums are the failing and reaching observer nodes a verdict needs.
@@ -285,7 +303,9 @@ func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) 
 	next := t.verdict
 	excuse := ""
 	switch {
-	case q > 0 && nf >= q && (q == cfg.quorum || failCount >= 2):
+	case q > 0 && nf >= q && (q == cfg.quorum || failCount >= 2) && failCount >= t.partialRun(fails, cfg.graySlot):
+		// (A target that was answering part of its echoes needs a run that random loss
+		// would not make: gray loss is PacketLoss, never Unreachable.)
 		next = observation.VerdictUnreachable
 		// Expected to fail: the cluster itself said so before the run. No verdict against
 		// it. A target already judged Unreachable without an excuse stays so: a disruption

@@ -1,0 +1,492 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package verdict
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/gray"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/internal/contract"
+)
+
+// Gray failures: packet loss and latency judged per target (all its observers' echoes,
+// rotating probes included) and per observer node (all its targets), and localised by
+// which side the evidence agrees on. The statistics are internal/gray's.
+
+// GrayConfig configures the gray judgement. Zero fields take the defaults.
+type GrayConfig struct {
+	Loss    gray.LossConfig
+	Latency gray.LatencyConfig
+	// SlotWidth and Slots: the window the loss evidence is counted in (defaults 30 s and
+	// 60: the last half hour, judged over its newest 1, 2, 4, ... slots).
+	SlotWidth time.Duration
+	Slots     int
+}
+
+// Defaults of GrayConfig.
+const (
+	DefaultGraySlotWidth = 30 * time.Second
+	DefaultGraySlots     = 60
+)
+
+func (c GrayConfig) withDefaults() GrayConfig {
+	c.Loss, c.Latency = c.Loss.WithDefaults(), c.Latency.WithDefaults()
+	if c.SlotWidth <= 0 {
+		c.SlotWidth = DefaultGraySlotWidth
+	}
+	if c.Slots <= 0 {
+		c.Slots = DefaultGraySlots
+	}
+	return c
+}
+
+// Span is how far back the loss evidence reaches.
+func (c GrayConfig) Span() time.Duration {
+	c = c.withDefaults()
+	return time.Duration(c.Slots) * c.SlotWidth
+}
+
+// Gray sides: where the evidence agrees the problem is.
+const (
+	SideTarget   = "target"   // most of its observers see it
+	SideObserver = "observer" // it sees it towards most of its targets: its own problem
+	SideBoth     = "node"     // both: the node's own network
+	SidePath     = "path"     // this pair alone
+)
+
+// GrayStatus is a gray verdict with its figures.
+type GrayStatus struct {
+	Lossy bool
+	// Loss figures: lost of sent echoes over Span (the deciding window while lossy).
+	Sent, Lost uint64
+	Span       time.Duration
+	LossSince  time.Time
+	// Observers: distinct nodes (observers of a target, targets of an observer) whose
+	// echoes were lost in the window (at most 4 are remembered).
+	Contributors int
+
+	HighLatency      bool
+	LatencySince     time.Time
+	Median, Baseline time.Duration
+	// Exceeding of Voters: observer nodes whose newest round was high.
+	Exceeding, Voters int
+}
+
+// Degraded reports whether either verdict holds.
+func (g GrayStatus) Degraded() bool { return g.Lossy || g.HighLatency }
+
+// LossInterval is the 95 % Wilson interval of the loss rate.
+func (g GrayStatus) LossInterval() (lo, hi float64) {
+	return gray.WilsonLower(g.Lost, g.Sent, 1.96), gray.WilsonUpper(g.Lost, g.Sent, 1.96)
+}
+
+// targetGray is one target's gray state: ~0.5 KB of slots, 4 contributors, a baseline.
+type targetGray struct {
+	window  *gray.Window
+	contrib gray.Contributors
+	loss    gray.Loss
+	base    gray.Baseline
+	lat     gray.Latency
+	newest  time.Time
+}
+
+// observerGray is one observer node's gray state (by its voter key).
+type observerGray struct {
+	window  *gray.Window
+	contrib gray.Contributors
+	loss    gray.Loss
+	lat     gray.Latency
+	// highShare: a running share of its rounds that were high against their targets'
+	// baselines; highN how many counted.
+	highShare float64
+	highN     int
+	newest    time.Time
+	lastSeen  time.Time
+	dirty     bool
+}
+
+// observerHighMinRounds: rounds an observer's high share needs before it judges.
+const observerHighMinRounds = 6
+
+// roundRTT is the median RTT of an ICMP observation (0 when none): kernel receive
+// timestamps against local send times in the agent, so scheduling is not in it.
+func roundRTT(o *observation.Observation) time.Duration {
+	if o.ProbeType != contract.ProbeTypeICMP || o.RTT.Count() == 0 || !o.Success {
+		return 0
+	}
+	v, ok := o.RTT.Quantile(0.5)
+	if !ok {
+		return 0
+	}
+	return secondsToDuration(v)
+}
+
+// observeGray feeds one observation's echoes and RTT to its target's and its observer
+// node's gray state (caller holds mu). The target side leaves out observers already
+// judged lossy (their loss is theirs) and the observer side targets already judged lossy,
+// so one bad node does not spread its verdict to its peers; what is counted before that
+// is bounded by the leave-one-out test.
+func (e *Engine) observeGray(ts *targetState, voter string, o *observation.Observation, now time.Time) {
+	if o.Sent == 0 && o.RTT.Count() == 0 {
+		return
+	}
+	g := e.gray
+	og := e.grayObservers[voter]
+	if og == nil {
+		og = &observerGray{window: gray.NewWindow(g.Slots, g.SlotWidth)}
+		e.grayObservers[voter] = og
+	}
+	og.lastSeen, og.dirty = now, true
+	if ts.g == nil {
+		ts.g = &targetGray{window: gray.NewWindow(g.Slots, g.SlotWidth)}
+	}
+	tg := ts.g
+	observerBad := og.loss.Lossy || e.distrusted(o.Source.Node)
+	if o.Sent > 0 && o.Success {
+		// Answered rounds only: a round nothing answered is an outage's evidence
+		// (reachability judges it); partial answers are the gray signal.
+		lost := min(o.Lost, o.Sent)
+		if !observerBad {
+			tg.window.Add(o.Timestamp, o.Sent, lost)
+			tg.contrib.Add(voter, o.Sent, lost, o.Timestamp, g.Span())
+		}
+		if !tg.loss.Lossy {
+			og.window.Add(o.Timestamp, o.Sent, lost)
+			og.contrib.Add(targetNodeKey(ts), o.Sent, lost, o.Timestamp, g.Span())
+		}
+	}
+	if o.Timestamp.After(tg.newest) {
+		tg.newest = o.Timestamp
+	}
+	if o.Timestamp.After(og.newest) {
+		og.newest = o.Timestamp
+	}
+	rtt := roundRTT(o)
+	if rtt <= 0 {
+		return
+	}
+	if !og.lat.High && !observerBad {
+		tg.base.Learn(g.Latency, rtt)
+	}
+	if tg.base.Warm(g.Latency) && !tg.lat.High {
+		x := 0.0
+		if tg.base.High(g.Latency, rtt) {
+			x = 1
+		}
+		og.highN++
+		og.highShare += (x - og.highShare) / float64(min(og.highN, 10))
+	}
+}
+
+// targetNodeKey is what an observer's losses are attributed to: the target's node, else
+// the target itself.
+func targetNodeKey(ts *targetState) string {
+	if ts.target.Node != "" {
+		return "node:" + ts.target.Node
+	}
+	return ts.key.String()
+}
+
+// judgeGray re-judges one target's loss and latency at now (caller holds mu). It reports
+// whether a gray verdict changed.
+func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
+	tg := ts.g
+	if tg == nil {
+		return false
+	}
+	_, top := tg.contrib.Top()
+	changed := e.gray.Loss.Judge(&tg.loss, tg.window, top, now)
+
+	// Latency: the newest round of each observer node, leaving out observers whose own
+	// latency or loss is judged high (theirs, not the target's).
+	exceeding, voters := 0, 0
+	var rtts []time.Duration
+	for _, v := range ts.votes[:ts.n] {
+		if v.rtt <= 0 || tg.newest.Sub(v.at) > e.gray.SlotWidth {
+			continue
+		}
+		if og := e.grayObservers[v.key()]; og != nil && (og.lat.High || og.loss.Lossy) {
+			continue
+		}
+		if e.distrusted(v.node) {
+			continue
+		}
+		voters++
+		rtts = append(rtts, v.rtt)
+		if tg.base.High(e.gray.Latency, v.rtt) {
+			exceeding++
+		}
+	}
+	tg.lat.Exceeding, tg.lat.Voters, tg.lat.Baseline = exceeding, voters, tg.base.RTT()
+	if len(rtts) > 0 {
+		slices.Sort(rtts)
+		tg.lat.Median = rtts[len(rtts)/2]
+	}
+	if voters > 0 && e.gray.Latency.Step(&tg.lat, gray.Majority(exceeding, voters), tg.newest, now) {
+		changed = true
+	}
+	return changed
+}
+
+// judgeGrayObservers re-judges the observer nodes that reported since the last call and
+// forgets those gone for TargetTTL (caller holds mu).
+func (e *Engine) judgeGrayObservers(now time.Time) {
+	for k, og := range e.grayObservers {
+		if now.Sub(og.lastSeen) > e.cfg.TargetTTL {
+			delete(e.grayObservers, k)
+			continue
+		}
+		if !og.dirty {
+			continue
+		}
+		og.dirty = false
+		_, top := og.contrib.Top()
+		e.gray.Loss.Judge(&og.loss, og.window, top, now)
+		// Latency: most of its recent rounds were high against their targets' baselines.
+		high := og.lat.High
+		switch {
+		case og.highN < observerHighMinRounds:
+			high = false
+		case og.highShare >= 0.6:
+			high = true
+		case og.highShare <= 0.3:
+			high = false
+		}
+		e.gray.Latency.Step(&og.lat, high, og.newest, now)
+	}
+}
+
+// targetGrayStatus is a target's gray verdict, with the observer side's when the same
+// node's observer is judged too (caller holds mu).
+func (e *Engine) targetGrayStatus(ts *targetState) GrayStatus {
+	tg := ts.g
+	if tg == nil {
+		return GrayStatus{}
+	}
+	st := GrayStatus{
+		Lossy: tg.loss.Lossy, Sent: tg.loss.Figures.Sent, Lost: tg.loss.Figures.Lost, Span: tg.loss.Figures.Span,
+		LossSince: tg.loss.Since, Contributors: tg.contrib.Distinct(),
+		HighLatency: tg.lat.High, LatencySince: tg.lat.Since, Median: tg.lat.Median, Baseline: tg.lat.Baseline,
+		Exceeding: tg.lat.Exceeding, Voters: tg.lat.Voters,
+	}
+	return st
+}
+
+// observerGrayStatus is an observer node's gray verdict (caller holds mu).
+func (e *Engine) observerGrayStatus(voter string) GrayStatus {
+	og := e.grayObservers[voter]
+	if og == nil {
+		return GrayStatus{}
+	}
+	return GrayStatus{
+		Lossy: og.loss.Lossy, Sent: og.loss.Figures.Sent, Lost: og.loss.Figures.Lost, Span: og.loss.Figures.Span,
+		LossSince: og.loss.Since, Contributors: og.contrib.Distinct(),
+		HighLatency: og.lat.High, LatencySince: og.lat.Since, Exceeding: int(math.Round(og.highShare * 100)), Voters: og.highN,
+	}
+}
+
+// PairGray is the gray verdict of one pair: which side it is blamed on, with the figures.
+type PairGray struct {
+	// Reason: v1alpha1.ReasonPacketLoss or ReasonHighLatency ("" when neither).
+	Reason string
+	// Side: SideTarget, SideObserver, SideBoth or SidePath.
+	Side string
+	// Node: the node blamed ("" for SidePath).
+	Node   string
+	Status GrayStatus
+}
+
+// pairGray localises a pair's gray verdict (caller holds mu): its target's side (most of
+// the target's observers see it), its observer node's side (it sees it towards most of its
+// targets), both (the node's own network), or the pair's own path (its own window passes
+// the loss test while neither end is judged).
+func (e *Engine) pairGray(k observation.PairKey, p *pairInfo, s observation.Summary) PairGray {
+	ts := e.targets[p.target]
+	var tgt, obs GrayStatus
+	if ts != nil {
+		tgt = e.targetGrayStatus(ts)
+	}
+	voter := ""
+	if ob := e.observers[k.SourceUID]; ob != nil {
+		voter = ob.voter
+	}
+	if voter != "" {
+		obs = e.observerGrayStatus(voter)
+	}
+	targetNode := ""
+	if ts != nil {
+		targetNode = ts.target.Node
+	}
+	pick := func(tOn, oOn bool, reason string, t, o GrayStatus) (PairGray, bool) {
+		switch {
+		case tOn && oOn:
+			return PairGray{Reason: reason, Side: SideTarget, Node: targetNode, Status: t}, true
+		case tOn:
+			return PairGray{Reason: reason, Side: SideTarget, Node: targetNode, Status: t}, true
+		case oOn:
+			return PairGray{Reason: reason, Side: SideObserver, Node: s.ObservedFromNode, Status: o}, true
+		}
+		return PairGray{}, false
+	}
+	if g, ok := pick(tgt.Lossy, obs.Lossy, reasonPacketLoss, tgt, obs); ok {
+		return g
+	}
+	if g, ok := pick(tgt.HighLatency, obs.HighLatency, reasonHighLatency, tgt, obs); ok {
+		return g
+	}
+	// The pair's own window: a path-specific loss neither end explains.
+	if s.Sent > 0 && s.LossRatio >= e.gray.Loss.Threshold && gray.LLR(s.Lost, s.Sent, e.gray.Loss.Background) >= e.gray.Loss.Evidence {
+		return PairGray{Reason: reasonPacketLoss, Side: SidePath, Status: GrayStatus{Lossy: true, Sent: s.Sent, Lost: s.Lost, Span: s.WindowEnd.Sub(s.WindowStart)}}
+	}
+	return PairGray{}
+}
+
+// The API's reasons (v1alpha1.ReasonPacketLoss, ReasonHighLatency), without importing the
+// API into the verdict stage's hot path twice.
+const (
+	reasonPacketLoss  = "PacketLoss"
+	reasonHighLatency = "HighLatency"
+)
+
+// GrayTarget is one target's gray verdict, for the gauges and the view.
+type GrayTarget struct {
+	Key    TargetKey
+	Node   string
+	Status GrayStatus
+}
+
+// GrayNode is one node's localised gray verdict: its targets' side, its observer's side,
+// or both.
+type GrayNode struct {
+	Node   string
+	Reason string // PacketLoss or HighLatency (loss first)
+	Side   string // SideTarget, SideObserver or SideBoth
+	Status GrayStatus
+}
+
+// GrayNodes localises the gray verdicts to nodes, sorted: a node is blamed when a target
+// on it is judged lossy or slow by its observers (target side), or its observer is judged
+// lossy or slow towards its targets (observer side). Systemic reports whether more than
+// half the nodes with gray evidence are blamed: then the fault is the cluster's, and no
+// node should carry it (the node condition suppresses itself).
+func (e *Engine) GrayNodes() (nodes []GrayNode, systemic bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	byNode := map[string]*GrayNode{}
+	seen := map[string]struct{}{}
+	add := func(node, side string, st GrayStatus) {
+		if node == "" {
+			return
+		}
+		seen[node] = struct{}{}
+		if !st.Degraded() {
+			return
+		}
+		reason := reasonHighLatency
+		if st.Lossy {
+			reason = reasonPacketLoss
+		}
+		n := byNode[node]
+		if n == nil {
+			byNode[node] = &GrayNode{Node: node, Reason: reason, Side: side, Status: st}
+			return
+		}
+		if n.Side != side {
+			n.Side = SideBoth
+		}
+		if reason == reasonPacketLoss && n.Reason != reasonPacketLoss {
+			n.Reason, n.Status = reason, st
+		}
+	}
+	for _, ts := range e.targets {
+		if ts.g != nil {
+			add(ts.target.Node, SideTarget, e.targetGrayStatus(ts))
+		}
+	}
+	nodeOf := map[string]string{}
+	for _, ob := range e.observers {
+		if ob.voter != "" {
+			nodeOf[ob.voter] = ob.node
+		}
+	}
+	for voter := range e.grayObservers {
+		add(nodeOf[voter], SideObserver, e.observerGrayStatus(voter))
+	}
+	for _, n := range byNode {
+		nodes = append(nodes, *n)
+	}
+	slices.SortFunc(nodes, func(a, b GrayNode) int {
+		switch {
+		case a.Node < b.Node:
+			return -1
+		case a.Node > b.Node:
+			return 1
+		}
+		return 0
+	})
+	return nodes, len(seen) >= 4 && 2*len(nodes) > len(seen)
+}
+
+// GrayTargets returns the targets judged lossy or slow.
+func (e *Engine) GrayTargets() []GrayTarget {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []GrayTarget
+	for _, ts := range e.targets {
+		if st := e.targetGrayStatus(ts); st.Degraded() {
+			out = append(out, GrayTarget{Key: ts.key, Node: ts.target.Node, Status: st})
+		}
+	}
+	slices.SortFunc(out, func(a, b GrayTarget) int { return compareTargetKeys(a.Key, b.Key) })
+	return out
+}
+
+// partialRun is how many failed rounds (summed over the failing observer nodes) a run
+// needs before a target that was answering part of its echoes is judged Unreachable: a
+// run random loss would make with probability 1e-4 or more is loss, never an outage
+// (gray.RunLength). The rate is that of the target's answered rounds in the newest minute
+// or more of its window, unbiased (gray.UnconditionalLoss). A target that lost nothing in
+// its answered rounds needs no more than the quorum (caller holds mu).
+func (ts *targetState) partialRun(fails []vote, slotWidth time.Duration) int {
+	tg := ts.g
+	if tg == nil || len(fails) == 0 {
+		return 0
+	}
+	var buf [16]gray.Scale
+	scales := tg.window.Scales(fails[0].at, time.Time{}, buf[:0])
+	if len(scales) == 0 {
+		return 0
+	}
+	pre := scales[len(scales)-1].Counts
+	for _, s := range scales {
+		if s.Span >= max(time.Minute, slotWidth) {
+			pre = s.Counts
+			break
+		}
+	}
+	if pre.Sent < 12 || pre.Lost == 0 {
+		return 0
+	}
+	echoes := 0.0
+	for _, v := range fails {
+		echoes += float64(v.sent)
+	}
+	e := max(echoes/float64(len(fails)), 1)
+	return gray.RunLength(gray.UnconditionalLoss(pre.Ratio(), e), e)
+}
+
+// LossText renders loss figures for messages: "5.2 % (95 % CI 3.1-8.0 %) of 1440 echoes
+// over 2m0s".
+func (g GrayStatus) LossText() string {
+	lo, hi := g.LossInterval()
+	r := 0.0
+	if g.Sent > 0 {
+		r = float64(g.Lost) / float64(g.Sent)
+	}
+	return fmt.Sprintf("%.1f %% (95 %% CI %.1f-%.1f %%) of %d echoes over %v", 100*r, 100*lo, 100*hi, g.Sent, g.Span.Round(time.Second))
+}
