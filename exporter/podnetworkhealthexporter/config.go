@@ -4,13 +4,16 @@
 package podnetworkhealthexporter
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/gray"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/shard"
 )
@@ -88,6 +91,7 @@ type Config struct {
 	NodeConditions NodeConditionsConfig `mapstructure:"node_conditions"`
 	Zones          ZonesConfig          `mapstructure:"zones"`
 	ReadinessGate  ReadinessGateConfig  `mapstructure:"readiness_gate"`
+	Gray           GrayConfig           `mapstructure:"gray"`
 	Checks         ChecksConfig         `mapstructure:"checks"`
 	// Shard: this gateway's share of the targets when several gateway shards judge them
 	// (docs/sharding.md).
@@ -209,6 +213,67 @@ type NodeConditionsConfig struct {
 // a ZoneNetworkHealth object, Events and a gauge, and the node quorum does not count them
 // (no node condition floods a zone). Zones are the nodes' topology.kubernetes.io/zone
 // labels, as the gateway's k8s_net_attributes index reads them.
+// GrayConfig: how packet loss and latency are judged (docs/gray.md in this component).
+type GrayConfig struct {
+	// Window: how far back loss evidence reaches, judged over its newest 1, 2, 4, ...
+	// slots of SlotWidth (defaults 30m and 30s).
+	Window    time.Duration     `mapstructure:"window"`
+	SlotWidth time.Duration     `mapstructure:"slot_width"`
+	Loss      GrayLossConfig    `mapstructure:"loss"`
+	Latency   GrayLatencyConfig `mapstructure:"latency"`
+}
+
+// GrayLossConfig: PacketLoss when a window's answered echoes lose at least threshold and
+// their log-likelihood ratio against the background reaches evidence (nats).
+type GrayLossConfig struct {
+	Background float64 `mapstructure:"background"`
+	Threshold  float64 `mapstructure:"threshold"`
+	Evidence   float64 `mapstructure:"evidence"`
+}
+
+// GrayLatencyConfig: HighLatency when most observer nodes' newest round is above
+// baseline·(1+relative)+margin (or above bound, when set) for rounds rounds.
+type GrayLatencyConfig struct {
+	Relative float64       `mapstructure:"relative"`
+	Margin   time.Duration `mapstructure:"margin"`
+	Bound    time.Duration `mapstructure:"bound"`
+	Rounds   int           `mapstructure:"rounds"`
+}
+
+// Validate checks the windows and each test's values, naming the key.
+func (g GrayConfig) Validate() error {
+	var errs []error
+	if g.SlotWidth < time.Second || g.SlotWidth > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("slot_width: %v out of range [1s, 10m]", g.SlotWidth))
+	} else if g.Window < g.SlotWidth || g.Window/g.SlotWidth > 240 {
+		errs = append(errs, fmt.Errorf("window: %v must span 1 to 240 slots of slot_width %v", g.Window, g.SlotWidth))
+	}
+	if err := g.verdict().Loss.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("loss::%w", err))
+	}
+	if g.Loss.Threshold > 0 && g.Loss.Background > 0 && g.Loss.Threshold <= g.Loss.Background {
+		errs = append(errs, fmt.Errorf("loss::threshold: %v must be above loss::background %v", g.Loss.Threshold, g.Loss.Background))
+	}
+	if err := g.verdict().Latency.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("latency::%w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// verdict maps the configuration onto the verdict stage's.
+func (g GrayConfig) verdict() verdict.GrayConfig {
+	slots := 0
+	if g.SlotWidth > 0 {
+		slots = int(g.Window / g.SlotWidth)
+	}
+	return verdict.GrayConfig{
+		Loss:      gray.LossConfig{Background: g.Loss.Background, Threshold: g.Loss.Threshold, Evidence: g.Loss.Evidence},
+		Latency:   gray.LatencyConfig{Relative: g.Latency.Relative, Margin: g.Latency.Margin, Bound: g.Latency.Bound, Rounds: g.Latency.Rounds},
+		SlotWidth: g.SlotWidth,
+		Slots:     slots,
+	}
+}
+
 type ZonesConfig struct {
 	// Enabled judges zone pairs. WriteObjects (default true) also writes ZoneNetworkHealth
 	// objects and their Events (RBAC: zonenetworkhealths, zonenetworkhealths/status);

@@ -181,6 +181,7 @@ func engineConfig(cfg *Config) verdict.Config {
 		WritesPerSecond:      float64(cfg.QPS),
 		MaxProbeInterval:     cfg.MaxProbeInterval,
 		MaxFutureSkew:        observation.FutureSkew(cfg.MinProbeInterval),
+		Gray:                 cfg.Gray.verdict(),
 	}
 }
 
@@ -481,7 +482,13 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 		}
 	}
 	e.droppedSeen = dropped
+	for _, g := range res.GrayChanges {
+		e.logger.Info("pod_network_health: target gray verdict", zap.String("target", g.Key.String()), zap.String("node", g.Node),
+			zap.Bool("packet_loss", g.Status.Lossy), zap.Bool("high_latency", g.Status.HighLatency),
+			zap.String("loss", g.Status.LossText()), zap.Duration("rtt_p50", g.Status.Median), zap.Duration("rtt_baseline", g.Status.Baseline))
+	}
 	e.emitEvents(res.Events)
+	e.emitPlanned(res.Degraded)
 	return len(res.TargetChanges) > 0
 }
 
@@ -536,7 +543,15 @@ func (e *pnhExporter) emitEvents(ts []observation.Transition) {
 	if e.eventsRL == nil {
 		return
 	}
-	for _, ev := range plan.PairEvents(ts) {
+	e.emitPlanned(plan.PairEvents(ts))
+}
+
+// emitPlanned writes the pairs' Events under the pairs' Event limiter.
+func (e *pnhExporter) emitPlanned(evs []plan.Event) {
+	if e.eventsRL == nil {
+		return
+	}
+	for _, ev := range evs {
 		if !e.eventsRL.Allow() {
 			e.tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("priority", writequeue.Event.String())))
 			e.logger.Info("pod_network_health: event rate limit reached; event dropped", zap.String("pair", ev.Key.String()), zap.String("reason", ev.Reason))

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/gray"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
@@ -66,7 +67,7 @@ func createDefaultConfig() component.Config {
 		MaxOutages:            20,
 		Heartbeat:             10 * time.Minute,
 		RTTTolerance:          0.2,
-		LossTolerance:         0.05,
+		LossTolerance:         0.02,
 		TargetTTL:             10 * time.Minute,
 		TargetQuorum:          3,
 		TargetRecovery:        2,
@@ -90,6 +91,9 @@ func createDefaultConfig() component.Config {
 			MinHealthyShare: zones.DefaultMinHealthyShare, MinHold: plan.DefaultZoneMinHold, Retention: plan.DefaultZoneRetention},
 		ReadinessGate: ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1},
 		Shard:         ShardConfig{Count: 1},
+		Gray: GrayConfig{Window: 30 * time.Minute, SlotWidth: 30 * time.Second,
+			Loss:    GrayLossConfig{Background: gray.DefaultBackground, Threshold: gray.DefaultThreshold, Evidence: gray.DefaultEvidence},
+			Latency: GrayLatencyConfig{Relative: gray.DefaultRelative, Margin: gray.DefaultMargin, Rounds: gray.DefaultLatencyRounds}},
 		Checks: ChecksConfig{
 			Heartbeat: 10 * time.Minute, PruneAfter: 48 * time.Hour, MaxChecks: 10000,
 			MaxChecksPerNamespace: defaultMaxChecksPerNamespace, WriteShare: apply.DefaultCheckShare, EventsPerMinute: 30,

@@ -59,7 +59,7 @@ func desiredOf(w plan.ObjectWrite, now time.Time) *apply.Desired {
 			Restate: func(st *v1alpha1.PodNetworkHealthStatus) { markObserverSilent(st, silent, now) }}
 	}
 	obj := objectOf(w.Summary)
-	setDegraded(&obj.Status, w.Summary, w.DegradedFamilies, w.DegradedSince)
+	setDegraded(&obj.Status, w.Summary, w.DegradedFamilies, w.DegradedSince, w.Gray)
 	switch {
 	case w.BadObserverNode != "":
 		markObserverUnhealthy(&obj.Status, w.BadObserverNode)
@@ -195,9 +195,10 @@ func statusOf(s observation.Summary) v1alpha1.PodNetworkHealthStatus {
 }
 
 // setDegraded adds the Degraded condition: True when an address family of a reachable pair
-// fails while another answers, False when every probed family answers, Unknown while the
-// pair is not Reachable.
-func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, families []string, since time.Time) {
+// fails while another answers, on a path-MTU black hole, or on judged packet loss or high
+// latency (verdict.PairGray, with its figures and the side it is blamed on), False when
+// none holds, Unknown while the pair is not Reachable.
+func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, families []string, since time.Time, g verdict.PairGray) {
 	cond := metav1.Condition{Type: v1alpha1.ConditionDegraded, LastTransitionTime: metav1.NewTime(s.VerdictSince.Truncate(time.Second))}
 	switch {
 	case s.Verdict != observation.VerdictReachable:
@@ -214,6 +215,16 @@ func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, fam
 		cond.Message = fmt.Sprintf("%d-byte packets pass; full-size don't-fragment packets vanish without an ICMP error (a path-MTU black hole: a hop with a smaller MTU drops them, and its fragmentation-needed/packet-too-big replies are lost)", s.MTUPasses)
 		if !s.MTUSince.IsZero() {
 			cond.LastTransitionTime = metav1.NewTime(s.MTUSince.Truncate(time.Second))
+		}
+	case g.Reason != "":
+		cond.Status, cond.Reason = metav1.ConditionTrue, g.Reason
+		cond.Message = plan.GrayMessage(g)
+		since := g.Status.LossSince
+		if g.Reason == v1alpha1.ReasonHighLatency {
+			since = g.Status.LatencySince
+		}
+		if !since.IsZero() {
+			cond.LastTransitionTime = metav1.NewTime(since.Truncate(time.Second))
 		}
 	default:
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonAddressFamiliesReachable
@@ -312,6 +323,8 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
 					p.MTUPasses = 1 // a black hole of unknown size is still one
 				}
 				p.DegradedFamilies = plan.DegradedMTU
+			case c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency):
+				p.DegradedFamilies = c.Reason // a gray verdict: resumed as written, judged again
 			case c.Status == metav1.ConditionTrue:
 				p.DegradedFamilies = degradedFamiliesOf(c.Message)
 			}

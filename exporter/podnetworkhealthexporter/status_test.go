@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,7 +82,7 @@ func TestDegradedCondition(t *testing.T) {
 		return metav1.Condition{}
 	}
 	var st v1alpha1.PodNetworkHealthStatus
-	setDegraded(&st, s, []string{"ipv6"}, at.Add(30*time.Second))
+	setDegraded(&st, s, []string{"ipv6"}, at.Add(30*time.Second), verdict.PairGray{})
 	c := cond(st)
 	require.Equal(t, metav1.ConditionTrue, c.Status)
 	require.Equal(t, v1alpha1.ReasonAddressFamilyUnreachable, c.Reason)
@@ -89,7 +90,7 @@ func TestDegradedCondition(t *testing.T) {
 	require.Equal(t, at.Add(30*time.Second), c.LastTransitionTime.Time)
 
 	st = v1alpha1.PodNetworkHealthStatus{}
-	setDegraded(&st, s, nil, time.Time{})
+	setDegraded(&st, s, nil, time.Time{}, verdict.PairGray{})
 	require.Equal(t, metav1.ConditionFalse, cond(st).Status)
 	require.Equal(t, v1alpha1.ReasonAddressFamiliesReachable, cond(st).Reason)
 
@@ -97,7 +98,7 @@ func TestDegradedCondition(t *testing.T) {
 	st = v1alpha1.PodNetworkHealthStatus{}
 	m := s
 	m.MTUBlackHole, m.MTUPasses, m.MTUSince = true, 1280, at.Add(20*time.Second)
-	setDegraded(&st, m, nil, time.Time{})
+	setDegraded(&st, m, nil, time.Time{}, verdict.PairGray{})
 	require.Equal(t, metav1.ConditionTrue, cond(st).Status)
 	require.Equal(t, v1alpha1.ReasonMTUBlackHole, cond(st).Reason)
 	require.Contains(t, cond(st).Message, "1280-byte packets pass")
@@ -106,12 +107,12 @@ func TestDegradedCondition(t *testing.T) {
 	p := persistedOf(obj)
 	require.Equal(t, 1280, p.MTUPasses, "a new writer resumes the black hole")
 	st = v1alpha1.PodNetworkHealthStatus{}
-	setDegraded(&st, m, []string{"ipv6"}, at)
+	setDegraded(&st, m, []string{"ipv6"}, at, verdict.PairGray{})
 	require.Equal(t, v1alpha1.ReasonAddressFamilyUnreachable, cond(st).Reason)
 
 	st = v1alpha1.PodNetworkHealthStatus{}
 	s.Verdict = observation.VerdictUnreachable
-	setDegraded(&st, s, nil, time.Time{})
+	setDegraded(&st, s, nil, time.Time{}, verdict.PairGray{})
 	require.Equal(t, metav1.ConditionUnknown, cond(st).Status)
 	require.Equal(t, v1alpha1.ReasonNotReachable, cond(st).Reason)
 }
@@ -152,7 +153,7 @@ func TestPersistedRoundTrip(t *testing.T) {
 	s.Verdict = observation.VerdictReachable
 	s.Outages = nil
 	obj = objectOf(s)
-	setDegraded(&obj.Status, s, []string{"ipv6"}, at)
+	setDegraded(&obj.Status, s, []string{"ipv6"}, at, verdict.PairGray{})
 	p = persistedOf(obj)
 	require.Equal(t, "ipv6", p.DegradedFamilies)
 }

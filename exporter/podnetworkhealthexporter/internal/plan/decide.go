@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/gray"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 )
 
@@ -27,7 +28,9 @@ type Policy struct {
 	// RTTFloor ... but never for a move below this absolute amount (default 100us), so that
 	// the jitter of sub-millisecond RTTs never causes writes.
 	RTTFloor time.Duration
-	// LossTolerance is how far (absolute) the loss ratio may move (default 0.05).
+	// LossTolerance is how far (absolute) the loss ratio may move (default 0.02), and the
+	// written ratio must also lie outside the current window's 3-sigma Wilson interval: a
+	// move the counts make certain, not one lost echo.
 	LossTolerance float64
 	// MinChangeInterval: latency- and loss-driven writes happen at most this often after the
 	// previous write (default 1m; negative disables it); verdict changes are always written
@@ -41,7 +44,7 @@ const (
 	DefaultHeartbeatInterval = 10 * time.Minute
 	DefaultRTTTolerance      = 0.2
 	DefaultRTTFloor          = 100 * time.Microsecond
-	DefaultLossTolerance     = 0.05
+	DefaultLossTolerance     = 0.02
 	DefaultMinChangeInterval = time.Minute
 )
 
@@ -120,7 +123,7 @@ func Decide(last observation.Written, cur observation.Summary, now time.Time, p 
 		switch {
 		case cur.HasLoss != last.HasLoss:
 			change = ReasonLoss
-		case cur.HasLoss && math.Abs(cur.LossRatio-last.LossRatio) > p.LossTolerance+1e-12:
+		case cur.HasLoss && math.Abs(cur.LossRatio-last.LossRatio) > p.LossTolerance+1e-12 && lossMoved(last.LossRatio, cur):
 			change = ReasonLoss
 		}
 	}
@@ -136,6 +139,22 @@ func Decide(last observation.Written, cur observation.Summary, now time.Time, p 
 		return true, ReasonHeartbeat
 	}
 	return false, ReasonWithin
+}
+
+// lossMovedZ: a written loss ratio is stale when it lies outside the current window's
+// Wilson interval at this many standard deviations.
+const lossMovedZ = 3
+
+// lossMoved reports whether the written loss ratio is no longer a plausible reading of the
+// current window's counts: one lost echo more or less among a window's ~90 (5 minutes of
+// 10 s rounds of 3 echoes) moves the ratio by 1.1 %, and at a 0.1 % background that would
+// rewrite objects all the time (about 0.3 writes/s at 5,000 nodes) for noise. Without
+// counts (non-ICMP figures) the tolerance alone decides.
+func lossMoved(written float64, cur observation.Summary) bool {
+	if cur.Sent == 0 {
+		return true
+	}
+	return written < gray.WilsonLower(cur.Lost, cur.Sent, lossMovedZ) || written > gray.WilsonUpper(cur.Lost, cur.Sent, lossMovedZ)
 }
 
 func (p Policy) withDefaults() Policy {

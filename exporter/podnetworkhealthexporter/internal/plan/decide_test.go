@@ -59,14 +59,17 @@ func TestDecideRules(t *testing.T) {
 		{"RTT gone", func() (bool, string) {
 			return later(2*time.Minute, func(s *observation.Summary) { s.RTT = observation.Latency{} })
 		}, want{true, ReasonLatency}},
-		{"loss within 0.05", func() (bool, string) {
-			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio = 0.06 })
+		{"loss within 0.02", func() (bool, string) {
+			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio, s.Lost = 0.0222, 2 })
 		}, want{false, ReasonWithin}},
-		{"loss beyond 0.05", func() (bool, string) {
-			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio = 0.061 })
+		{"loss beyond 0.02 but within the counts' noise", func() (bool, string) {
+			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio, s.Lost = 0.0333, 3 })
+		}, want{false, ReasonWithin}},
+		{"loss beyond 0.02 and beyond the counts' noise", func() (bool, string) {
+			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio, s.Lost = 0.111, 10 })
 		}, want{true, ReasonLoss}},
 		{"loss change within MinChangeInterval is deferred", func() (bool, string) {
-			return later(30*time.Second, func(s *observation.Summary) { s.LossRatio = 0.5 })
+			return later(30*time.Second, func(s *observation.Summary) { s.LossRatio, s.Lost = 0.5, 45 })
 		}, want{false, ReasonDeferred}},
 		{"loss and RTT while Unreachable restate the verdict", func() (bool, string) {
 			w := observation.WrittenFrom(observation.Summary{Key: simKey, Verdict: observation.VerdictUnreachable, HasLoss: true, LossRatio: 0.3, Sent: 30, Lost: 9}, t0)
@@ -93,7 +96,7 @@ func TestDecideHeartbeatPolicy(t *testing.T) {
 	assert.Equal(t, ReasonHeartbeat, r)
 	w, _ = Decide(written, s, t0.Add(5*time.Minute), Policy{})
 	assert.False(t, w, "zero policy = defaults: 10m heartbeat")
-	s.LossRatio = 0.5
+	s.LossRatio, s.Lost = 0.5, 45
 	w, r = Decide(written, s, t0.Add(time.Second), Policy{MinChangeInterval: -1})
 	assert.Equal(t, []any{true, ReasonLoss}, []any{w, r}, "MinChangeInterval disabled")
 }

@@ -51,8 +51,12 @@ type ObjectWrite struct {
 	DegradedFamilies []string
 	// DegradedSince: the first failed round of the earliest failing family.
 	DegradedSince time.Time
-	Delete        bool
-	Reason        string // Reason* or "observer", "family", "disruption", "delete"
+	// Gray: the pair's gray verdict (PacketLoss, HighLatency) and where it is blamed.
+	Gray verdict.PairGray
+	// enteredGray: this write begins a gray episode on an existing object (one Event).
+	enteredGray bool
+	Delete      bool
+	Reason      string // Reason* or "observer", "family", "disruption", "delete"
 	// Heartbeat is the heartbeat interval in force: an unchanged status is rewritten
 	// within it (status.freshUntil promises twice that).
 	Heartbeat time.Duration
@@ -107,8 +111,12 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 		return ObjectWrite{}, false
 	}
 	degradedText := strings.Join(st.DegradedFamilies, ",")
-	if len(st.DegradedFamilies) == 0 && s.MTUBlackHole {
+	switch {
+	case len(st.DegradedFamilies) > 0:
+	case s.MTUBlackHole:
 		degradedText = DegradedMTU // what the object's Degraded condition says changes with it
+	case st.Gray.Reason != "":
+		degradedText = st.Gray.Reason // PacketLoss or HighLatency
 	}
 	write, reason := Decide(st.Last.Written, s, now, policy)
 	prio := Priority(0)
@@ -128,6 +136,11 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 		write, reason, prio = true, "observer", PriorityVerdict
 	case st.HasObject && degradedText != st.Last.Degraded:
 		write, reason, prio = true, "family", PriorityVerdict
+		if isGray(degradedText) || isGray(st.Last.Degraded) && degradedText == "" {
+			// Loss or latency judged, or cleared: news, but no outage begins or ends, so
+			// it goes behind those that do (and ahead of heartbeats).
+			reason, prio = "gray", PriorityUpdate
+		}
 	case st.HasObject && (st.SilentObserver != "") != st.Last.Silent:
 		write, reason, prio = true, "observer", PriorityUpdate
 	case st.Disruption != st.Last.Disruption:
@@ -140,12 +153,23 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 		return ObjectWrite{}, false
 	}
 	return ObjectWrite{
-		Key: st.Key, Summary: s, BadObserverNode: st.BadObserverNode, SilentObserver: st.SilentObserver, Disruption: st.Disruption,
-		DegradedFamilies: st.DegradedFamilies, DegradedSince: st.DegradedSince, Reason: reason,
+		enteredGray: st.HasObject && isGray(degradedText) && degradedText != st.Last.Degraded,
+		Key:         st.Key, Summary: s, BadObserverNode: st.BadObserverNode, SilentObserver: st.SilentObserver, Disruption: st.Disruption,
+		DegradedFamilies: st.DegradedFamilies, DegradedSince: st.DegradedSince, Gray: st.Gray, Reason: reason,
 		Priority: prio,
 		record: verdict.ObjectRecord{Written: observation.WrittenFrom(s, now), BadObserver: st.BadObserverNode != "",
 			Degraded: degradedText, Silent: st.SilentObserver != "", Disruption: st.Disruption},
 	}, true
+}
+
+// Degraded records of gray verdicts (ObjectRecord.Degraded): the condition's reason.
+const (
+	DegradedPacketLoss  = "PacketLoss"
+	DegradedHighLatency = "HighLatency"
+)
+
+func isGray(degraded string) bool {
+	return degraded == DegradedPacketLoss || degraded == DegradedHighLatency
 }
 
 // alarming reports whether a verdict change from old to new begins or ends an outage (to
@@ -180,10 +204,15 @@ type Result struct {
 	Objects []ObjectWrite
 	// Events: verdict changes of pairs that have objects, ordered by time.
 	Events []observation.Transition
+	// Degraded: one Event per object whose Degraded condition turns to PacketLoss or
+	// HighLatency (an episode begins); its end is in the object, not an Event.
+	Degraded []Event
 	// TargetChanges: per-target verdict changes, for logs and metrics.
 	TargetChanges []verdict.TargetStatus
 	// ObserverChanges: observers that fell silent or reported again.
 	ObserverChanges []verdict.ObserverStatus
+	// GrayChanges: targets whose loss or latency verdict changed, for logs.
+	GrayChanges []verdict.GrayTarget
 	// Heartbeat is the heartbeat interval in force.
 	Heartbeat time.Duration
 }
@@ -211,13 +240,14 @@ func (e *Engine) WithPolicy(p Policy) *Engine {
 // written, and collects the Events of pairs that have objects.
 func (e *Engine) Reconcile(now time.Time) Result {
 	j := e.Judge(now)
-	res := Result{TargetChanges: j.TargetChanges, ObserverChanges: j.ObserverChanges, Heartbeat: j.Heartbeat}
+	res := Result{TargetChanges: j.TargetChanges, ObserverChanges: j.ObserverChanges, GrayChanges: j.GrayChanges, Heartbeat: j.Heartbeat}
 	for _, w := range e.Pairs.Plan(j, now) {
 		if w.Delete || e.Record(w.Key, w.record) {
 			res.Objects = append(res.Objects, w)
 		}
 	}
 	res.Events = e.Events()
+	res.Degraded = degradedEvents(res.Objects)
 	slices.SortStableFunc(res.Objects, func(a, b ObjectWrite) int { return int(a.Priority) - int(b.Priority) })
 	return res
 }
