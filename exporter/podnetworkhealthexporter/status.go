@@ -324,7 +324,7 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
 				}
 				p.DegradedFamilies = plan.DegradedMTU
 			case c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency):
-				p.DegradedFamilies = c.Reason // a gray verdict: resumed as written, judged again
+				p.DegradedFamilies = plan.GrayRecord(c.Reason, c.Message) // resumed as written, judged again
 			case c.Status == metav1.ConditionTrue:
 				p.DegradedFamilies = degradedFamiliesOf(c.Message)
 			}

@@ -88,6 +88,10 @@ type Summary struct {
 	LossRatio  float64
 	HasLoss    bool
 	Sent, Lost uint64
+	// AnsweredSent and AnsweredLost: the ICMP echoes of the rounds that were answered (at
+	// least one reply): partial loss, what the gray judgement weighs (a round nothing
+	// answered is an outage's evidence).
+	AnsweredSent, AnsweredLost uint64
 
 	// Probes holds one result per probe type seen, in the order icmp, tcp, http, dns.
 	Probes []ProbeResult

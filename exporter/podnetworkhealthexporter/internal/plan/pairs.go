@@ -116,7 +116,7 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 	case s.MTUBlackHole:
 		degradedText = DegradedMTU // what the object's Degraded condition says changes with it
 	case st.Gray.Reason != "":
-		degradedText = st.Gray.Reason // PacketLoss or HighLatency
+		degradedText = st.Gray.Reason + "/" + st.Gray.Side // a change of blame is news too
 	}
 	write, reason := Decide(st.Last.Written, s, now, policy)
 	prio := Priority(0)
@@ -153,7 +153,7 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 		return ObjectWrite{}, false
 	}
 	return ObjectWrite{
-		enteredGray: st.HasObject && isGray(degradedText) && degradedText != st.Last.Degraded,
+		enteredGray: st.HasObject && isGray(degradedText) && !isGray(st.Last.Degraded),
 		Key:         st.Key, Summary: s, BadObserverNode: st.BadObserverNode, SilentObserver: st.SilentObserver, Disruption: st.Disruption,
 		DegradedFamilies: st.DegradedFamilies, DegradedSince: st.DegradedSince, Gray: st.Gray, Reason: reason,
 		Priority: prio,
@@ -168,8 +168,24 @@ const (
 	DegradedHighLatency = "HighLatency"
 )
 
+// isGray reports whether an ObjectRecord.Degraded is a gray verdict ("PacketLoss/target",
+// "HighLatency/observer", ...).
 func isGray(degraded string) bool {
-	return degraded == DegradedPacketLoss || degraded == DegradedHighLatency
+	r, _, _ := strings.Cut(degraded, "/")
+	return r == DegradedPacketLoss || r == DegradedHighLatency
+}
+
+// GrayRecord is the ObjectRecord.Degraded of a Degraded condition written for a gray
+// verdict (reason and message: GrayMessage), so a takeover resumes it without a rewrite.
+func GrayRecord(reason, message string) string {
+	side := verdict.SideTarget
+	switch {
+	case strings.Contains(message, "at the observer's own node"):
+		side = verdict.SideObserver
+	case strings.Contains(message, "on this path alone"):
+		side = verdict.SidePath
+	}
+	return reason + "/" + side
 }
 
 // alarming reports whether a verdict change from old to new begins or ends an outage (to

@@ -215,7 +215,7 @@ type Engine struct {
 // New returns an Engine.
 func New(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
-	return &Engine{
+	e := &Engine{
 		cfg:                cfg,
 		judge:              judgeConfig{quorum: cfg.TargetQuorum, recovery: cfg.TargetRecovery, graySlot: cfg.Gray.SlotWidth},
 		gray:               cfg.Gray,
@@ -236,6 +236,9 @@ func New(cfg Config) *Engine {
 		seededBad:          map[string]bool{},
 		nodes:              nodeStates{},
 	}
+	// Summarizer.Add runs under e.mu (Observe), so the floor reads the targets directly.
+	e.summ.runFloor = e.pairRunFloor
+	return e
 }
 
 // Config returns the effective configuration.

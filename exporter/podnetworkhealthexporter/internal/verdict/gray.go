@@ -69,6 +69,8 @@ type GrayStatus struct {
 	// Observers: distinct nodes (observers of a target, targets of an observer) whose
 	// echoes were lost in the window (at most 4 are remembered).
 	Contributors int
+	// Window: the answered echoes of the whole window, an episode that cleared included.
+	Window gray.Counts
 
 	HighLatency      bool
 	LatencySince     time.Time
@@ -202,12 +204,13 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 	_, top := tg.contrib.Top()
 	changed := e.gray.Loss.Judge(&tg.loss, tg.window, top, now)
 
-	// Latency: the newest round of each observer node, leaving out observers whose own
-	// latency or loss is judged high (theirs, not the target's).
+	// Latency: the newest round of each observer node that probed it in the last third of
+	// a slot (10 s: one shipped round), leaving out observers whose own latency or loss is
+	// judged high (theirs, not the target's).
 	exceeding, voters := 0, 0
 	var rtts []time.Duration
 	for _, v := range ts.votes[:ts.n] {
-		if v.rtt <= 0 || tg.newest.Sub(v.at) > e.gray.SlotWidth {
+		if v.rtt <= 0 || tg.newest.Sub(v.at) > e.gray.SlotWidth/3 {
 			continue
 		}
 		if og := e.grayObservers[v.key()]; og != nil && (og.lat.High || og.loss.Lossy) {
@@ -270,7 +273,7 @@ func (e *Engine) targetGrayStatus(ts *targetState) GrayStatus {
 	}
 	st := GrayStatus{
 		Lossy: tg.loss.Lossy, Sent: tg.loss.Figures.Sent, Lost: tg.loss.Figures.Lost, Span: tg.loss.Figures.Span,
-		LossSince: tg.loss.Since, Contributors: tg.contrib.Distinct(),
+		LossSince: tg.loss.Since, Contributors: tg.contrib.Distinct(), Window: tg.window.Total(tg.newest),
 		HighLatency: tg.lat.High, LatencySince: tg.lat.Since, Median: tg.lat.Median, Baseline: tg.lat.Baseline,
 		Exceeding: tg.lat.Exceeding, Voters: tg.lat.Voters,
 	}
@@ -285,7 +288,7 @@ func (e *Engine) observerGrayStatus(voter string) GrayStatus {
 	}
 	return GrayStatus{
 		Lossy: og.loss.Lossy, Sent: og.loss.Figures.Sent, Lost: og.loss.Figures.Lost, Span: og.loss.Figures.Span,
-		LossSince: og.loss.Since, Contributors: og.contrib.Distinct(),
+		LossSince: og.loss.Since, Contributors: og.contrib.Distinct(), Window: og.window.Total(og.newest),
 		HighLatency: og.lat.High, LatencySince: og.lat.Since, Exceeding: int(math.Round(og.highShare * 100)), Voters: og.highN,
 	}
 }
@@ -339,11 +342,23 @@ func (e *Engine) pairGray(k observation.PairKey, p *pairInfo, s observation.Summ
 	if g, ok := pick(tgt.HighLatency, obs.HighLatency, reasonHighLatency, tgt, obs); ok {
 		return g
 	}
-	// The pair's own window: a path-specific loss neither end explains.
-	if s.Sent > 0 && s.LossRatio >= e.gray.Loss.Threshold && gray.LLR(s.Lost, s.Sent, e.gray.Loss.Background) >= e.gray.Loss.Evidence {
-		return PairGray{Reason: reasonPacketLoss, Side: SidePath, Status: GrayStatus{Lossy: true, Sent: s.Sent, Lost: s.Lost, Span: s.WindowEnd.Sub(s.WindowStart)}}
+	// The pair's own window: a path-specific loss neither end explains - and neither end's
+	// window is building evidence of its own (a third of the verdict's: the pair's stable
+	// observer is the largest contributor its target leaves out, so the target's verdict
+	// can come a few rounds after the pair's own evidence, and blaming the path meanwhile
+	// would be wrong).
+	own := gray.Counts{Sent: s.AnsweredSent, Lost: s.AnsweredLost}
+	if own.Sent > 0 && own.Ratio() >= e.gray.Loss.Threshold && gray.LLR(own.Lost, own.Sent, e.gray.Loss.Background) >= e.gray.Loss.Evidence &&
+		!e.building(tgt) && !e.building(obs) {
+		return PairGray{Reason: reasonPacketLoss, Side: SidePath, Status: GrayStatus{Lossy: true, Sent: own.Sent, Lost: own.Lost, Span: s.WindowEnd.Sub(s.WindowStart)}}
 	}
 	return PairGray{}
+}
+
+// building reports whether an end's whole window (a cleared episode included: the pair's
+// own window may still hold it) carries a third of the evidence a verdict needs.
+func (e *Engine) building(st GrayStatus) bool {
+	return gray.LLR(st.Window.Lost, st.Window.Sent, e.gray.Loss.Background) >= e.gray.Loss.Evidence/3
 }
 
 // The API's reasons (v1alpha1.ReasonPacketLoss, ReasonHighLatency), without importing the
@@ -448,28 +463,18 @@ func (e *Engine) GrayTargets() []GrayTarget {
 
 // partialRun is how many failed rounds (summed over the failing observer nodes) a run
 // needs before a target that was answering part of its echoes is judged Unreachable: a
-// run random loss would make with probability 1e-4 or more is loss, never an outage
-// (gray.RunLength). The rate is that of the target's answered rounds in the newest minute
-// or more of its window, unbiased (gray.UnconditionalLoss). A target that lost nothing in
-// its answered rounds needs no more than the quorum (caller holds mu).
-func (ts *targetState) partialRun(fails []vote, slotWidth time.Duration) int {
+// run random loss would make with probability 1e-8 or more is loss, never an outage
+// (gray.RunLength). The loss rate is the larger of two estimates, each taken only when
+// two observer nodes or more saw partial answers (one compromised agent alone cannot
+// delay a real outage's verdict; with an honest lossy observer beside it, its share of the
+// echoes, a quarter at K+M = 4, bounds what it adds: a round or so): the partial answers
+// among the newest votes (at the onset of the loss, before the window holds any), and the
+// target's answered rounds in its window's scales; both are unbiased
+// (gray.UnconditionalLoss). A target that
+// lost nothing in its answered rounds needs no more than the quorum (caller holds mu).
+func (ts *targetState) partialRun(vs, fails []vote, slotWidth time.Duration) int {
 	tg := ts.g
 	if tg == nil || len(fails) == 0 {
-		return 0
-	}
-	var buf [16]gray.Scale
-	scales := tg.window.Scales(fails[0].at, time.Time{}, buf[:0])
-	if len(scales) == 0 {
-		return 0
-	}
-	pre := scales[len(scales)-1].Counts
-	for _, s := range scales {
-		if s.Span >= max(time.Minute, slotWidth) {
-			pre = s.Counts
-			break
-		}
-	}
-	if pre.Sent < 12 || pre.Lost == 0 {
 		return 0
 	}
 	echoes := 0.0
@@ -477,7 +482,82 @@ func (ts *targetState) partialRun(fails []vote, slotWidth time.Duration) int {
 		echoes += float64(v.sent)
 	}
 	e := max(echoes/float64(len(fails)), 1)
-	return gray.RunLength(gray.UnconditionalLoss(pre.Ratio(), e), e)
+
+	// The partial answers among the newest votes (at the onset of the loss, before the
+	// window holds any): the rate of the rounds that were answered with losses, from two
+	// observer nodes at least. A healthy target's answers lose nothing, so this adds
+	// nothing before a real outage.
+	var partial gray.Counts
+	nodes := 0
+	for _, v := range vs {
+		if !v.ok || v.lost == 0 || fails[0].at.Sub(v.at) > slotWidth {
+			continue
+		}
+		partial.Sent += uint64(v.sent)
+		partial.Lost += uint64(v.lost)
+		nodes++
+	}
+	q := 0.0
+	if nodes >= 2 {
+		q = gray.UnconditionalLoss(partial.Ratio(), e)
+	}
+
+	// The window's answered rounds: the highest rate of its scales with a dozen echoes at
+	// least (the newest slots hold the loss; longer scales dilute it with the time before).
+	if tg.contrib.Distinct() >= 2 {
+		var buf [16]gray.Scale
+		for _, s := range tg.window.Scales(fails[0].at, time.Time{}, buf[:0]) {
+			if s.Sent >= 12 && s.Lost > 0 {
+				q = max(q, gray.UnconditionalLoss(s.Ratio(), e))
+			}
+		}
+	}
+	return gray.RunLength(q, e)
+}
+
+// pairRunFloor is the run of failed rounds a pair's failures must exceed before they are
+// more than the random loss of its target or of its observer's node (caller holds mu): a
+// rotating pair visited a few times has too few echoes of its own to tell.
+func (e *Engine) pairRunFloor(k observation.PairKey) int {
+	p := e.pairs[k]
+	if p == nil {
+		return 0
+	}
+	floor := e.partialRunOf(p.target)
+	if ob := e.observers[k.SourceUID]; ob != nil && ob.voter != "" {
+		if og := e.grayObservers[ob.voter]; og != nil && og.contrib.Distinct() >= 2 {
+			var buf [16]gray.Scale
+			q := 0.0
+			for _, s := range og.window.Scales(og.newest, time.Time{}, buf[:0]) {
+				if s.Sent >= 12 && s.Lost > 0 {
+					q = max(q, gray.UnconditionalLoss(s.Ratio(), 3))
+				}
+			}
+			floor = max(floor, gray.RunLength(q, 3))
+		}
+	}
+	return floor
+}
+
+// partialRunOf is partialRun for the target k's current votes (caller holds mu): what a
+// rotating pair's run of failed visits must exceed before it is path-specific.
+func (e *Engine) partialRunOf(k TargetKey) int {
+	ts := e.targets[k]
+	if ts == nil || ts.g == nil {
+		return 0
+	}
+	var buf [targetVotes]vote
+	vs := ts.sortedVotes(&buf, e.distrusted)
+	var fails []vote
+	for _, v := range vs {
+		if !v.ok {
+			fails = append(fails, v)
+		}
+	}
+	if len(fails) == 0 {
+		return 0
+	}
+	return ts.partialRun(vs, fails, e.gray.SlotWidth)
 }
 
 // LossText renders loss figures for messages: "5.2 % (95 % CI 3.1-8.0 %) of 1440 echoes

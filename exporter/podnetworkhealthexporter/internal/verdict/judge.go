@@ -174,7 +174,9 @@ func (e *Engine) escalatePairs(pairKeys map[observation.PairKey]struct{}) {
 			continue
 		}
 		if !p.stable {
-			if v, fails, ok := e.summ.Verdict(k); ok && fails >= 2 && v != observation.VerdictUnreachable {
+			// Two failed visits, or more when the target loses part of its echoes to
+			// every observer: such failures are its loss, not this path's.
+			if v, fails, ok := e.summ.Verdict(k); ok && fails >= 2 && v != observation.VerdictUnreachable && fails >= e.pairRunFloor(k) {
 				e.summ.Escalate(k, "failed on consecutive visits while other observers reach the target")
 			}
 		}

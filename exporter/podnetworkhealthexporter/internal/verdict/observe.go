@@ -238,11 +238,11 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 				ts.leaving = o.TargetLeaving
 				ts.disrupted(o.TargetDisruption, o.Timestamp)
 			}
-			rtt, sent := roundRTT(o), uint64(0)
+			rtt, sent, lost := roundRTT(o), uint64(0), uint64(0)
 			if o.ProbeType == contract.ProbeTypeICMP {
-				sent = o.Sent
+				sent, lost = o.Sent, o.Lost
 			}
-			ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: node, ok: o.Success, rtt: rtt, sent: sent})
+			ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: node, ok: o.Success, rtt: rtt, sent: sent, lost: lost})
 			e.observeGray(ts, voterKey(node, o.Source.UID), o, now)
 			e.dirtyTargets[tk] = struct{}{}
 		}

@@ -98,6 +98,10 @@ type Summarizer struct {
 	gen     uint64 // Transitions calls
 	ignored uint64
 	late    uint64
+	// runFloor, when set, is the run of failed rounds the pair's target needs before its
+	// failures are more than its random loss (Engine.partialRunOf): a rotating pair visited
+	// a few times has too few echoes of its own to tell.
+	runFloor func(observation.PairKey) int
 }
 
 // NewSummarizer returns a Summarizer.
@@ -480,7 +484,7 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*observat
 
 // partialRun is how many failed rounds in a row a pair that answered part of its echoes
 // in its window needs before it is Unreachable: a run random loss would make with
-// probability 1e-4 or more is loss, not an outage (gray.RunLength), at the rate of its
+// probability 1e-8 or more is loss, not an outage (gray.RunLength), at the rate of its
 // answered rounds' losses, unbiased (gray.UnconditionalLoss). A pair whose answered rounds
 // lost nothing needs FailuresToUnreachable, as before (caller holds mu).
 func (s *Summarizer) partialRun(p *pairState) int {
@@ -495,11 +499,15 @@ func (s *Summarizer) partialRun(p *pairState) int {
 		sent += sl.probes[i].okSent
 		lost += sl.probes[i].okLost
 	}
+	floor := 0
+	if s.runFloor != nil {
+		floor = s.runFloor(p.key)
+	}
 	if sent < 12 || lost == 0 {
-		return 0
+		return floor
 	}
 	e := max(float64(p.m.runEchoes)/float64(max(p.m.consecFail, 1)), 1)
-	return gray.RunLength(gray.UnconditionalLoss(float64(lost)/float64(sent), e), e)
+	return max(floor, gray.RunLength(gray.UnconditionalLoss(float64(lost)/float64(sent), e), e))
 }
 
 // openOutage makes the pair Unreachable and starts an outage at the first failed round of

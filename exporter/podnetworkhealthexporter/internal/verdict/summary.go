@@ -84,6 +84,8 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 			a.failures += b.failures
 			a.sent += b.sent
 			a.lost += b.lost
+			a.okSent += b.okSent
+			a.okLost += b.okLost
 			a.hist.Merge(&b.hist)
 		}
 		for _, ob := range sl.observers {
@@ -134,6 +136,7 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 		}
 		out.RTT, out.RTTFrom = LatencyOf(&h), strings.Join(from, ",")
 	}
+	out.AnsweredSent, out.AnsweredLost = icmp.okSent, icmp.okLost
 	switch {
 	case icmp.sent > 0:
 		out.Sent, out.Lost = icmp.sent, icmp.lost

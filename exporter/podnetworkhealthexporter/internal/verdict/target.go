@@ -60,9 +60,9 @@ type tobs struct {
 	observer string // the observing pod's UID
 	node     string // its node ("" when unknown: the UID stands in)
 	ok       bool
-	// rtt: the round's median ICMP RTT (0 when none); sent: its echoes.
-	rtt  time.Duration
-	sent uint64
+	// rtt: the round's median ICMP RTT (0 when none); sent and lost: its echoes.
+	rtt        time.Duration
+	sent, lost uint64
 }
 
 // voterKey is who votes: the observer's node, or its pod when the node is unknown (with
@@ -85,9 +85,10 @@ type vote struct {
 	ok       bool
 	// prevFails: the node's consecutive failed rounds before this one.
 	prevFails int
-	// rtt: the round's median ICMP RTT (0 when none); sent: its ICMP echoes (capped).
-	rtt  time.Duration
-	sent uint16
+	// rtt: the round's median ICMP RTT (0 when none); sent and lost: its ICMP echoes
+	// (capped).
+	rtt        time.Duration
+	sent, lost uint16
 }
 
 func (v *vote) key() string { return voterKey(v.node, v.observer) }
@@ -172,7 +173,8 @@ func (t *targetState) add(o tobs) {
 		}
 		switch {
 		case o.at.After(v.at):
-			*v = vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok, prevFails: min(v.fails(), maxFailRun), rtt: o.rtt, sent: uint16(min(o.sent, 1<<15))}
+			*v = vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok, prevFails: min(v.fails(), maxFailRun), rtt: o.rtt,
+				sent: uint16(min(o.sent, 1<<15)), lost: uint16(min(o.lost, o.sent, 1<<15))}
 		case o.at.Equal(v.at):
 			if o.ok {
 				v.ok = true // another probe of the round succeeded
@@ -181,13 +183,13 @@ func (t *targetState) add(o tobs) {
 				v.rtt = o.rtt
 			}
 			if o.sent > 0 {
-				v.sent = uint16(min(o.sent, 1<<15))
+				v.sent, v.lost = uint16(min(o.sent, 1<<15)), uint16(min(o.lost, o.sent, 1<<15))
 			}
 		}
 		t.seen(o.at)
 		return
 	}
-	nv := vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok, rtt: o.rtt, sent: uint16(min(o.sent, 1<<15))}
+	nv := vote{at: o.at, observer: o.observer, node: o.node, ok: o.ok, rtt: o.rtt, sent: uint16(min(o.sent, 1<<15)), lost: uint16(min(o.lost, o.sent, 1<<15))}
 	if t.n == targetVotes {
 		oldest := 0
 		for i := 1; i < t.n; i++ {
@@ -303,7 +305,7 @@ func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) 
 	next := t.verdict
 	excuse := ""
 	switch {
-	case q > 0 && nf >= q && (q == cfg.quorum || failCount >= 2) && failCount >= t.partialRun(fails, cfg.graySlot):
+	case q > 0 && nf >= q && (q == cfg.quorum || failCount >= 2) && failCount >= t.partialRun(vs, fails, cfg.graySlot):
 		// (A target that was answering part of its echoes needs a run that random loss
 		// would not make: gray loss is PacketLoss, never Unreachable.)
 		next = observation.VerdictUnreachable

@@ -1,0 +1,306 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+)
+
+// Gray failures on the ring (12 members, each probed by 4 observers a round: the shipped
+// K+M, 3 echoes each, 10 s rounds): a node that loses part of its packets, a slow node, a
+// lossy observer, a liar, and the healthy background. The engine must blame the right node,
+// never flip a target that answers to Unreachable, never read random loss as an
+// address-family failure, and say nothing about a healthy mesh.
+
+// echoFate gives, for a probe from src to dst, the chance each echo is lost and its RTT.
+type echoFate func(src, dst int) (loss float64, rtt time.Duration)
+
+func baseFate(int, int) (float64, time.Duration) { return 0, 200 * time.Microsecond }
+
+// grayRound builds one round with each echo lost at random per fate.
+func (r *ring) grayRound(round int, rng *rand.Rand, fate echoFate) []observation.Observation {
+	var obs []observation.Observation
+	for i := 0; i < r.n; i++ {
+		ts := r.at(round).Add(time.Duration(i) * time.Millisecond)
+		dsts, stable := r.targets(i, round)
+		for j, d := range dsts {
+			p, rtt := fate(i, d)
+			o := observation.Observation{Source: r.src(i), Target: r.tgt(d), ProbeType: "icmp", Timestamp: ts, Stable: stable[j], Sent: 3}
+			o.RTT = observation.NewHistogram(8)
+			for range 3 {
+				if rng.Float64() < p {
+					o.Lost++
+				} else {
+					o.RTT.Record(rtt.Seconds() * (0.95 + 0.1*rng.Float64()))
+				}
+			}
+			o.Success = o.Lost < o.Sent
+			if !o.Success {
+				o.ErrorType, o.Message, o.RTT = "timeout", "icmp: timeout (3 of 3 echoes lost)", observation.Histogram{}
+			}
+			obs = append(obs, o)
+		}
+	}
+	return obs
+}
+
+// nodeLoss: every packet into node x is lost with probability p (the issue's "5 % of
+// everything the node's peers send it"): its peers' echo requests to it, and the replies
+// to its own echoes.
+func nodeLoss(x int, p float64) echoFate {
+	return func(src, dst int) (float64, time.Duration) {
+		if src == x || dst == x {
+			return p, 200 * time.Microsecond
+		}
+		return 0, 200 * time.Microsecond
+	}
+}
+
+// grayRun drives an engine and records what users would read.
+type grayRun struct {
+	r   *ring
+	e   *Engine
+	rng *rand.Rand
+	// pairs: the newest write of each object.
+	pairs       map[observation.PairKey]ObjectWrite
+	unreachable []string // target verdicts turned Unreachable
+	degraded    []Event  // ConnectivityDegraded Events
+	round       int
+}
+
+func newGrayRun(n int, seed uint64) *grayRun {
+	r := newRing(n, 3)
+	return &grayRun{r: r, e: New(verdict.Config{}), rng: rand.New(rand.NewPCG(seed, 7)), pairs: map[observation.PairKey]ObjectWrite{}}
+}
+
+func (g *grayRun) run(rounds int, fate echoFate) {
+	g.runDual(rounds, fate, nil)
+}
+
+// runDual adds an IPv6 probe of each pair with fate6 (nil: IPv4 only).
+func (g *grayRun) runDual(rounds int, fate, fate6 echoFate) {
+	for range rounds {
+		obs := g.r.grayRound(g.round, g.rng, fate)
+		if fate6 != nil {
+			for _, o := range g.r.grayRound(g.round, g.rng, fate6) {
+				o.Target.Address = "fd00::" + o.Target.Address[len("10.0.0."):]
+				obs = append(obs, o)
+			}
+		}
+		g.e.Observe(obs, g.r.at(g.round))
+		res := g.e.Reconcile(g.r.at(g.round).Add(time.Second))
+		for _, w := range res.Objects {
+			g.pairs[w.Key] = w
+		}
+		for _, c := range res.TargetChanges {
+			if c.Verdict == observation.VerdictUnreachable {
+				g.unreachable = append(g.unreachable, fmt.Sprintf("round %d: %s", g.round, c.Key))
+			}
+		}
+		g.degraded = append(g.degraded, res.Degraded...)
+		g.round++
+	}
+}
+
+// grayNodes are the nodes blamed, with their side.
+func (g *grayRun) grayNodes() map[string]string {
+	out := map[string]string{}
+	nodes, _ := g.e.GrayNodes()
+	for _, n := range nodes {
+		out[n.Node] = n.Reason + "/" + n.Side
+	}
+	return out
+}
+
+// graySeeds: how many random worlds each scenario runs (GRAY_SEEDS widens it).
+func graySeeds() uint64 {
+	if n, err := strconv.Atoi(os.Getenv("GRAY_SEEDS")); err == nil && n > 0 {
+		return uint64(n)
+	}
+	return 3
+}
+
+func TestGrayLossIsBlamedOnTheLossyNode(t *testing.T) {
+	for _, p := range []float64{0.02, 0.05, 0.2, 0.5, 0.75} {
+		for seed := range graySeeds() {
+			t.Run(fmt.Sprintf("%v/%d", p, seed), func(t *testing.T) { testGrayLoss(t, p, seed) })
+		}
+	}
+}
+
+func testGrayLoss(t *testing.T, p float64, seed uint64) {
+	{
+		{
+			g := newGrayRun(12, seed*1000+uint64(p*1000))
+			g.run(6, baseFate)
+			lossy := 60 // 10 minutes
+			if p < 0.05 {
+				lossy = 120 // 2 %: the statistical bound alone is 4 minutes at this budget
+			}
+			g.run(2, nodeLoss(5, p))
+			onset := len(g.unreachable)
+			g.run(lossy-2, nodeLoss(5, p))
+			// In the fault's first round alone, 3 of 4 observers losing all 3 echoes (a
+			// quarter of rounds at 75 % echo loss) cannot be told from a dead target; from
+			// the second, the partial answers hold it.
+			if p < 0.75 {
+				assert.Zero(t, onset, "%v", g.unreachable)
+			}
+			assert.Len(t, g.unreachable, onset, "a node that answers part of its echoes never reads Unreachable")
+			if onset > 0 {
+				t.Logf("onset: %v", g.unreachable)
+				g.degraded = nil // the onset's outage made objects of rotating pairs
+				return
+			}
+			assert.Equal(t, map[string]string{"node-5": "PacketLoss/node"}, g.grayNodes(), "only node-5, on both sides")
+			// Its stable pairs: towards it, the target's side; from it, the observer's side.
+			for k, w := range g.pairs {
+				if w.Delete {
+					continue
+				}
+				switch {
+				case k.TargetName == "agent-5":
+					assert.Equal(t, DegradedPacketLoss, w.Gray.Reason, "%s", k)
+					assert.Equal(t, verdict.SideTarget, w.Gray.Side, "%s", k)
+					assert.Equal(t, "node-5", w.Gray.Node)
+					assert.Equal(t, observation.VerdictReachable, w.Summary.Verdict, "%s", k)
+				case k.SourcePod == "agent-5":
+					assert.Equal(t, DegradedPacketLoss, w.Gray.Reason, "%s", k)
+					assert.Equal(t, verdict.SideObserver, w.Gray.Side, "%s", k)
+				default:
+					assert.Empty(t, w.Gray.Reason, "%s: an innocent pair", k)
+				}
+				assert.Empty(t, w.DegradedFamilies, "%s: loss is not a family failure", k)
+			}
+			// One Event per object and episode: the two objects that touch node-5.
+			assert.Len(t, g.degraded, 2, "%v", g.degraded)
+			// Healed: cleared, without an Event.
+			// (Clearing needs the recent rate confidently below a third of the loss seen,
+			// and at least 0.5 %: ~600 clean echoes after 2 % loss, 50 rounds here.)
+			g.run(120, baseFate)
+			assert.Empty(t, g.grayNodes(), "cleared after the heal")
+			assert.Len(t, g.degraded, 2)
+		}
+	}
+}
+
+// The issue's 50 % each way (75 % of echoes lost) on a dual-stack node: both families lose
+// alike, which is loss, not AddressFamilyUnreachable, and no target or pair flips.
+func TestRandomLossIsNotAnAddressFamilyFailure(t *testing.T) {
+	g := newGrayRun(12, 3)
+	g.runDual(6, baseFate, baseFate)
+	g.runDual(90, nodeLoss(5, 0.75), nodeLoss(5, 0.75))
+	assert.Empty(t, g.unreachable)
+	for k, w := range g.pairs {
+		assert.Empty(t, w.DegradedFamilies, "%s", k)
+		assert.NotEqual(t, observation.VerdictUnreachable, w.Summary.Verdict, "%s", k)
+	}
+	assert.Equal(t, "PacketLoss/node", g.grayNodes()["node-5"])
+	// A real IPv6 failure on one path is still one (the other family answers everything).
+	path := func(src, dst int) (float64, time.Duration) {
+		if src == 3 && dst == 4 {
+			return 1, 0
+		}
+		return baseFate(src, dst)
+	}
+	g.runDual(60, baseFate, baseFate) // heal first
+	g.runDual(4, baseFate, path)
+	k := observation.KeyOf(&observation.Observation{Source: g.r.src(3), Target: g.r.tgt(4)})
+	assert.Equal(t, []string{"ipv6"}, g.pairs[k].DegradedFamilies)
+}
+
+// One node's own problem: loss on everything it sends (its egress). It is blamed, on both
+// sides (its echoes and its replies cross the same uplink); no peer is.
+func TestLossyObserverBlamesOnlyItself(t *testing.T) {
+	g := newGrayRun(12, 11)
+	g.run(6, baseFate)
+	g.run(30, nodeLoss(2, 0.1))
+	nodes := g.grayNodes()
+	assert.Equal(t, map[string]string{"node-2": "PacketLoss/node"}, nodes)
+}
+
+// A compromised agent (its own token and name) reports loss towards every target: only its
+// own node is blamed (observer side); no target, no other node. Towards a single victim:
+// nothing at all, the largest contributor is left out of the victim's judgement.
+func TestOneLiarDegradesOnlyItsOwnPairs(t *testing.T) {
+	liarFate := func(x int) echoFate {
+		return func(src, dst int) (float64, time.Duration) {
+			if src == x {
+				return 0.6, 200 * time.Microsecond
+			}
+			return 0, 200 * time.Microsecond
+		}
+	}
+	g := newGrayRun(12, 5)
+	g.run(60, liarFate(0))
+	assert.Equal(t, map[string]string{"node-0": "PacketLoss/observer"}, g.grayNodes())
+	assert.Empty(t, g.e.GrayTargets(), "no target blamed")
+	assert.Empty(t, g.unreachable)
+
+	victim := func(src, dst int) (float64, time.Duration) {
+		if src == 0 && dst == 6 {
+			return 0.6, 200 * time.Microsecond
+		}
+		return 0, 200 * time.Microsecond
+	}
+	g2 := newGrayRun(12, 6)
+	g2.run(90, victim)
+	assert.Empty(t, g2.e.GrayTargets(), "one node's losses do not blame the victim")
+	for k, w := range g2.pairs {
+		if k.TargetName != "agent-6" {
+			assert.Empty(t, w.Gray.Reason, "%s", k)
+		}
+	}
+}
+
+// 30 minutes of 0.1 % background loss on every path: no verdict anywhere.
+func TestBackgroundLossMakesNoVerdict(t *testing.T) {
+	for seed := range uint64(3) {
+		g := newGrayRun(12, seed)
+		g.run(180, func(int, int) (float64, time.Duration) { return 0.001, 200 * time.Microsecond })
+		assert.Empty(t, g.grayNodes(), "seed %d", seed)
+		assert.Empty(t, g.degraded, "seed %d", seed)
+		for k, w := range g.pairs {
+			assert.Empty(t, w.Gray.Reason, "seed %d: %s", seed, k)
+		}
+	}
+}
+
+// +20 ms at one node: HighLatency on it within 3 rounds once baselines are learnt, blamed
+// on it, nobody else.
+func TestSlowNodeIsHighLatency(t *testing.T) {
+	g := newGrayRun(12, 9)
+	g.run(12, baseFate) // baselines: 48 samples per target
+	slow := func(src, dst int) (float64, time.Duration) {
+		if src == 7 || dst == 7 {
+			return 0, 20*time.Millisecond + 200*time.Microsecond
+		}
+		return baseFate(src, dst)
+	}
+	first := -1
+	for r := range 12 {
+		g.run(1, slow)
+		if g.grayNodes()["node-7"] != "" && first < 0 {
+			first = r + 1
+		}
+	}
+	require.Positive(t, first, "judged")
+	assert.LessOrEqual(t, first, 3, "within 3 rounds")
+	assert.Equal(t, map[string]string{"node-7": "HighLatency/node"}, g.grayNodes())
+	k := observation.KeyOf(&observation.Observation{Source: g.r.src(6), Target: g.r.tgt(7)})
+	require.Equal(t, DegradedHighLatency, g.pairs[k].Gray.Reason)
+	assert.Contains(t, GrayMessage(g.pairs[k].Gray), "node-7")
+	assert.Empty(t, g.unreachable)
+}
