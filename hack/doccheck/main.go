@@ -433,10 +433,6 @@ func (c *Checker) checkMetrics(d *Doc, add func(int, string, ...any)) {
 		if c.Known.Metrics[name] {
 			continue
 		}
-		if strings.Contains(name, ".") {
-			// "netpulse.probe.packets.sent, .lost": a metric name may end a sentence.
-			continue
-		}
 		add(m[2], "metric %s exists in no metadata.yaml (nor as the collector names it)", name)
 	}
 }

@@ -119,6 +119,7 @@ func TestPlantedErrors(t *testing.T) {
 		"reference link":       {"[x][y]\n\n[y]: ../nothere.md", "docs/c.md:3: link ../nothere.md: nothere.md does not exist"},
 		"_total internal":      {"`otelcol_pod_probe_rounds_total`", "docs/c.md:1: metric otelcol_pod_probe_rounds_total exists in no metadata.yaml (nor as the collector names it)"},
 		"exported sans _total": {"`netpulse_probe_errors`", "docs/c.md:1: metric netpulse_probe_errors exists in no metadata.yaml (nor as the collector names it)"},
+		"OTel name":            {"`netpulse.probe.rtt`", "docs/c.md:1: metric netpulse.probe.rtt exists in no metadata.yaml (nor as the collector names it)"},
 		"unknown prefix":       {"`otelcol_pod_nothing_*`", "docs/c.md:1: no metric begins with otelcol_pod_nothing_"},
 		"chart value":          {"Set `gateway.goMemLimit`.", "docs/c.md:1: chart value gateway.goMemLimit: values.yaml has no gateway.goMemLimit"},
 		"chart value --set":    {"```\nhelm upgrade --set probe.intervall=5s\n```", "docs/c.md:2: chart value probe.intervall: values.yaml has no probe.intervall"},
