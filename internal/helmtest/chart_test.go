@@ -113,6 +113,10 @@ func TestBadValuesRefusedWithTheirKey(t *testing.T) {
 		{[]string{"--set", "gateway.shards=two"}, "at '/gateway/shards': got string, want integer"},
 		{[]string{"--set", "gateway.shards=1.5"}, "/gateway/shards"},
 		{[]string{"--set", "gateway.shards=null"}, "missing property 'shards'"}, // would render no gateway at all
+		{[]string{"--set", "probe.pathMTU.enabled=yes"}, "/probe/pathMTU/enabled"},
+		{[]string{"--set", "probe.pathMTU.every=3"}, "additional properties 'every' not allowed"}, // agent.config sets the rest
+		{[]string{"--set", "gateway.flapWindow=60"}, "/gateway/flapWindow"},
+		{[]string{"--set", "gateway.goMemLimit=400Mi"}, "/gateway/goMemLimit"}, // Go's unit is MiB
 	} {
 		out, err := runHelm(t, append([]string{"template", "netpulse", chart}, c.args...)...)
 		require.Error(t, err, "helm template %v was accepted", c.args)
@@ -172,6 +176,9 @@ func TestTemplateAllFeatures(t *testing.T) {
 	require.EqualValues(t, 4, probe["k"])
 	require.EqualValues(t, 500, probe["probe_budget"])
 	require.EqualValues(t, 2, probe["stable_peers"])
+	// The optional features: path-MTU probes on the agents, flap folding on the gateway.
+	require.Equal(t, "${env:NETPULSE_PATH_MTU:-true}", nested(probe, "icmp", "path_mtu", "enabled"))
+	require.Equal(t, "${env:NETPULSE_FLAP_WINDOW:-1m}", pnh["flap_window"])
 
 	// Per-workload settings.
 	ds := mustFind(t, objs, "DaemonSet", "netpulse-agent")
@@ -253,6 +260,30 @@ func TestTemplateSwitchesOff(t *testing.T) {
 	mustFind(t, objs, "ClusterRole", "netpulse-gateway-node-conditions")
 	cfg = configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
 	require.Equal(t, false, nested(cfg, "exporters", "pod_network_health", "node_conditions", "enabled"))
+}
+
+// The optional features are off by default, as deploy/ ships them: the chart's defaults
+// leave their environment placeholders as the shipped files have them.
+func TestOptionalFeaturesOffByDefault(t *testing.T) {
+	objs := render(t, nil)
+	acfg := configOf(t, objs, "netpulse-agent-config", "agent.yaml")
+	require.Equal(t, "${env:NETPULSE_PATH_MTU:-false}", nested(acfg, "receivers", "pod_probe", "icmp", "path_mtu", "enabled"))
+	gcfg := configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
+	require.Equal(t, "${env:NETPULSE_FLAP_WINDOW:-0s}", nested(gcfg, "exporters", "pod_network_health", "flap_window"))
+	// agent.config and gateway.config still win over the values.
+	objs = render(t, map[string]any{
+		"probe": map[string]any{"pathMTU": map[string]any{"enabled": true}},
+		"agent": map[string]any{"config": map[string]any{"receivers": map[string]any{"pod_probe": map[string]any{
+			"icmp": map[string]any{"path_mtu": map[string]any{"every": 12}}}}}},
+		"gateway": map[string]any{"flapWindow": "2m", "config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{
+			"flap_window": "30s"}}}},
+	})
+	acfg = configOf(t, objs, "netpulse-agent-config", "agent.yaml")
+	pmtu := nested(acfg, "receivers", "pod_probe", "icmp", "path_mtu").(map[string]any)
+	require.Equal(t, "${env:NETPULSE_PATH_MTU:-true}", pmtu["enabled"])
+	require.EqualValues(t, 12, pmtu["every"])
+	gcfg = configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
+	require.Equal(t, "30s", nested(gcfg, "exporters", "pod_network_health", "flap_window"))
 }
 
 // A changed configuration changes the pods' checksum/config annotation, so they roll.
@@ -414,4 +445,50 @@ func TestAgentGoMemLimitFollowsTheMemoryLimit(t *testing.T) {
 	out, err := runHelm(t, "template", "netpulse", chart, "--set", "agent.resources.limits.memory=67108864")
 	require.Error(t, err)
 	require.Contains(t, out, "agent.goMemLimit")
+}
+
+// The gateway's GOMEMLIMIT follows its memory limit (25/32 of it: 400MiB at the default
+// 512Mi, as deploy/ ships) unless gateway.goMemLimit is set, on every shard, and is not set
+// without a limit; a limit the chart cannot read is refused with the gateway's key.
+func TestGatewayGoMemLimitFollowsTheMemoryLimit(t *testing.T) {
+	goMemLimits := func(values map[string]any) []string {
+		t.Helper()
+		var out []string
+		for _, o := range render(t, values) {
+			if o["kind"] != "Deployment" {
+				continue
+			}
+			env, _ := container(t, o)["env"].([]any)
+			for _, e := range env {
+				if m := e.(map[string]any); m["name"] == "GOMEMLIMIT" {
+					out = append(out, m["value"].(string))
+				}
+			}
+		}
+		return out
+	}
+	gateway := func(g map[string]any) map[string]any { return map[string]any{"gateway": g} }
+	limit := func(l string) map[string]any {
+		return gateway(map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": l}}})
+	}
+	for _, c := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{nil, "400MiB"}, // the default limit, 512Mi
+		{limit("1Gi"), "800MiB"},
+		{limit("2Gi"), "1600MiB"},
+		{limit("768Mi"), "600MiB"},
+		{gateway(map[string]any{"goMemLimit": "700MiB"}), "700MiB"},
+	} {
+		require.Equal(t, []string{c.want}, goMemLimits(c.values), "%v", c.values)
+	}
+	sharded := gateway(map[string]any{"shards": 3, "resources": map[string]any{"limits": map[string]any{"memory": "1Gi"}}})
+	require.Equal(t, []string{"800MiB", "800MiB", "800MiB"}, goMemLimits(sharded), "every shard's Deployment")
+	require.Empty(t, goMemLimits(gateway(map[string]any{"resources": map[string]any{"limits": nil}})), "GOMEMLIMIT without a memory limit")
+
+	_, chart := helm(t)
+	out, err := runHelm(t, "template", "netpulse", chart, "--set", "gateway.resources.limits.memory=536870912")
+	require.Error(t, err)
+	require.Contains(t, out, "gateway.goMemLimit")
 }

@@ -143,7 +143,8 @@ type ScopeConfig struct {
 	// LabelSelector: only pods matching this label selector.
 	LabelSelector string `mapstructure:"label_selector"`
 	// NodeName: only pods on this node (field selector spec.nodeName) and only this Node.
-	// Agents set it from the downward API: node_name: ${env:K8S_NODE_NAME}.
+	// Agents set it from the downward API: node_name: ${env:NODE_NAME} (the DaemonSet sets
+	// NODE_NAME; an unset variable is empty, which means every pod).
 	NodeName string `mapstructure:"node_name"`
 	// WatchNodes watches Node objects (node IPs, zones, regions). Default true; false
 	// needs no RBAC on nodes.

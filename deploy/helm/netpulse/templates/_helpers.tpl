@@ -40,7 +40,8 @@ the shipped file unchanged.
 
 {{/*
 The agent's collector configuration: files/config/agent.yaml (a copy of
-deploy/agent-gateway/config/agent.yaml) with the probe.* values and the release namespace
+deploy/agent-gateway/config/agent.yaml) with the probe.* values (probe.pathMTU.enabled
+included) and the release namespace
 applied, then .Values.agent.config deep-merged over it, then, with gateway.shards > 1,
 split by shard (netpulse.shardAgentConfig). Rendered as YAML.
 */}}
@@ -51,6 +52,7 @@ split by shard (netpulse.shardAgentConfig). Rendered as YAML.
 {{- include "netpulse.setDefault" (dict "map" $probe "key" "timeout" "value" .Values.probe.timeout) -}}
 {{- include "netpulse.setDefault" (dict "map" $probe "key" "k" "value" .Values.probe.k) -}}
 {{- include "netpulse.setDefault" (dict "map" $probe "key" "probe_budget" "value" .Values.probe.budget) -}}
+{{- include "netpulse.setDefault" (dict "map" $probe.icmp.path_mtu "key" "enabled" "value" .Values.probe.pathMTU.enabled) -}}
 {{- include "netpulse.setDefault" (dict "map" $cfg.exporters.otlp_grpc "key" "endpoint" "value" (printf "netpulse-gateway.%s.svc:4317" .Release.Namespace)) -}}
 {{- $cfg = mustMergeOverwrite $cfg (deepCopy .Values.agent.config) -}}
 {{- $shards := int .Values.gateway.shards -}}
@@ -116,8 +118,8 @@ pipeline of a shard's own name in agent.config is merged over the generated one.
 
 {{/*
 The gateway's collector configuration: files/config/gateway.yaml (a copy of
-deploy/agent-gateway/config/gateway.yaml) with the switches, the token audience, the write
-budget and the release namespace applied, then .Values.gateway.config deep-merged over it;
+deploy/agent-gateway/config/gateway.yaml) with the switches, the token audience, the flap
+window, the write budget and the release namespace applied, then .Values.gateway.config deep-merged over it;
 with gateway.shards > 1, pod_network_health's shard (count, and the index from the
 Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 */}}
@@ -128,6 +130,7 @@ Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 {{- $_ = set $auth "service_accounts" (list (printf "%s/netpulse-agent" .Release.Namespace)) -}}
 {{- $pnh := $cfg.exporters.pod_network_health -}}
 {{- $_ = set $pnh.node_conditions "enabled" .Values.nodeConditions.enabled -}}
+{{- include "netpulse.setDefault" (dict "map" $pnh "key" "flap_window" "value" .Values.gateway.flapWindow) -}}
 {{- if .Values.readinessGate.enabled -}}
 {{- $_ = set $pnh "readiness_gate" (mustMergeOverwrite (default (dict) $pnh.readiness_gate) (dict "enabled" true "min_reaching_nodes" .Values.readinessGate.minReachingNodes)) -}}
 {{- end -}}
@@ -163,26 +166,37 @@ the gate pods declare is the condition the exporter writes.
 {{- end }}
 
 {{/*
-netpulse.goMemLimit is a collector's GOMEMLIMIT: its goMemLimit when set, else its
-resources.limits.memory (a quantity in Mi or Gi) less 24 MiB, and at least half of it:
-what the Go runtime does not count, mostly the binary's pages the collector runs (12-20 MiB
-measured under the limit, docs/figures.md "Agent memory"); nothing without a memory limit.
+netpulse.goMemLimit is a collector's GOMEMLIMIT, of .values (.Values.agent or
+.Values.gateway; .key names it): its goMemLimit when set, else from its
+resources.limits.memory (a quantity in Mi or Gi); nothing without a memory limit.
+  - agent: the limit less 24 MiB, and at least half of it: what the Go runtime does not
+    count, mostly the binary's pages the collector runs (12-20 MiB measured under the
+    limit, docs/figures.md "Agent memory");
+  - gateway: 25/32 of the limit (400MiB of the default 512Mi): its memory outside the Go
+    heap grows with the agents it serves (connections, TLS, requests in flight: RSS ~480 MB
+    at 230 MB of live heap with 1,000 agents, docs/figures.md "Gateway ingest"), so the
+    headroom is a share of the limit, not a constant.
 */}}
 {{- define "netpulse.goMemLimit" -}}
-{{- if .goMemLimit -}}
-{{- .goMemLimit -}}
+{{- $v := .values -}}
+{{- if $v.goMemLimit -}}
+{{- $v.goMemLimit -}}
 {{- else -}}
-{{- $limit := dig "limits" "memory" "" (.resources | default dict) | toString -}}
+{{- $limit := dig "limits" "memory" "" ($v.resources | default dict) | toString -}}
 {{- $mib := 0 -}}
 {{- if hasSuffix "Mi" $limit -}}
 {{- $mib = trimSuffix "Mi" $limit | atoi -}}
 {{- else if hasSuffix "Gi" $limit -}}
 {{- $mib = mul (trimSuffix "Gi" $limit | atoi) 1024 -}}
 {{- else if $limit -}}
-{{- fail (printf "agent.goMemLimit: set it, or give the memory limit in Mi or Gi (not %q)" $limit) -}}
+{{- fail (printf "%s.goMemLimit: set it, or give the memory limit in Mi or Gi (not %q)" .key $limit) -}}
 {{- end -}}
 {{- if $mib -}}
+{{- if eq .key "gateway" -}}
+{{- printf "%dMiB" (div (mul $mib 25) 32) -}}
+{{- else -}}
 {{- printf "%dMiB" (max (sub $mib 24) (div $mib 2)) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end }}
