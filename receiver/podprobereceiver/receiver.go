@@ -704,7 +704,7 @@ func icmpObservation(t target, start time.Time, res icmpengine.Result, err error
 	o := observation{target: t, start: start, sent: res.Sent, lost: res.Lost, durations: res.RTTs}
 	o.success = res.Received > 0
 	if !o.success {
-		o.errorType = contract.ErrorTypeOther
+		o.errorType = probe.Classify(err) // a deadline is a timeout, a send error its errno's
 		var pe *icmpengine.ProbeError
 		switch {
 		case errors.As(err, &pe):
@@ -717,6 +717,11 @@ func icmpObservation(t target, start time.Time, res icmpengine.Result, err error
 				o.errorType = contract.ErrorTypePermission
 			}
 		case err == nil:
+			o.errorType = contract.ErrorTypeTimeout
+		}
+		if o.errorType == contract.ErrorTypeOther && res.Sent > 0 && res.Lost >= res.Sent {
+			// Every echo went out and none came back: that is a timeout, whatever wrapped
+			// it (real nodes recorded partitions' outages as Error).
 			o.errorType = contract.ErrorTypeTimeout
 		}
 		if err != nil {
