@@ -54,6 +54,45 @@ func (e *pnhExporter) registerGauges() error {
 	})); err != nil {
 		return err
 	}
+	// Gray: the targets' loss (O(N)), the nodes blamed (at most one series per node), and
+	// whether the gray picture is cluster-wide.
+	if err := tb.RegisterPodNetworkHealthTargetLossRatioCallback(func(_ context.Context, o metric.Float64Observer) error {
+		for _, g := range e.engine.GrayStatuses() {
+			if g.Status.Sent == 0 {
+				continue
+			}
+			o.Observe(float64(g.Status.Lost)/float64(g.Status.Sent), metric.WithAttributes(
+				attribute.String("netpulse.target.kind", string(g.Key.Kind)),
+				attribute.String("netpulse.target.namespace", g.Key.Namespace),
+				attribute.String("netpulse.target.name", targetName(g.Key)),
+				attribute.String("netpulse.target.node", g.Node),
+				attribute.String("netpulse.target.zone", g.Zone),
+				attribute.String("network.type", g.Key.Family)))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := tb.RegisterPodNetworkHealthNodeGrayCallback(func(_ context.Context, o metric.Int64Observer) error {
+		nodes, _ := e.engine.GrayNodes()
+		for _, n := range nodes {
+			o.Observe(1, metric.WithAttributes(attribute.String("netpulse.node.name", n.Node),
+				attribute.String("netpulse.gray.reason", n.Reason), attribute.String("netpulse.gray.side", n.Side)))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := tb.RegisterPodNetworkHealthGraySystemicCallback(func(_ context.Context, o metric.Int64Observer) error {
+		v := int64(0)
+		if _, systemic := e.engine.GrayNodes(); systemic {
+			v = 1
+		}
+		o.Observe(v)
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := tb.RegisterPodNetworkHealthObserverReportingCallback(func(_ context.Context, o metric.Int64Observer) error {
 		for _, ob := range e.engine.Observers() {
 			v := int64(1)

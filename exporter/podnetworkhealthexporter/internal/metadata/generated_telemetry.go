@@ -31,7 +31,9 @@ type TelemetryBuilder struct {
 	PodNetworkHealthAPIWrites              metric.Int64Counter
 	PodNetworkHealthChecks                 metric.Int64Gauge
 	PodNetworkHealthDatapointsSkipped      metric.Int64Counter
+	PodNetworkHealthGraySystemic           metric.Int64ObservableGauge
 	PodNetworkHealthIsLeader               metric.Int64Gauge
+	PodNetworkHealthNodeGray               metric.Int64ObservableGauge
 	PodNetworkHealthNodeProblem            metric.Int64ObservableGauge
 	PodNetworkHealthObjects                metric.Int64Gauge
 	PodNetworkHealthObservations           metric.Int64Counter
@@ -40,6 +42,7 @@ type TelemetryBuilder struct {
 	PodNetworkHealthPairs                  metric.Int64Gauge
 	PodNetworkHealthPendingObjects         metric.Int64Gauge
 	PodNetworkHealthTargetFailingObservers metric.Int64ObservableGauge
+	PodNetworkHealthTargetLossRatio        metric.Float64ObservableGauge
 	PodNetworkHealthTargetReachable        metric.Int64ObservableGauge
 	PodNetworkHealthWritesDropped          metric.Int64Counter
 	PodNetworkHealthWritesPending          metric.Int64Gauge
@@ -55,6 +58,36 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterPodNetworkHealthGraySystemicCallback sets callback for observable PodNetworkHealthGraySystemic metric.
+func (builder *TelemetryBuilder) RegisterPodNetworkHealthGraySystemicCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthGraySystemic, obs: o})
+		return nil
+	}, builder.PodNetworkHealthGraySystemic)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterPodNetworkHealthNodeGrayCallback sets callback for observable PodNetworkHealthNodeGray metric.
+func (builder *TelemetryBuilder) RegisterPodNetworkHealthNodeGrayCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthNodeGray, obs: o})
+		return nil
+	}, builder.PodNetworkHealthNodeGray)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterPodNetworkHealthNodeProblemCallback sets callback for observable PodNetworkHealthNodeProblem metric.
@@ -93,6 +126,21 @@ func (builder *TelemetryBuilder) RegisterPodNetworkHealthTargetFailingObserversC
 		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthTargetFailingObservers, obs: o})
 		return nil
 	}, builder.PodNetworkHealthTargetFailingObservers)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterPodNetworkHealthTargetLossRatioCallback sets callback for observable PodNetworkHealthTargetLossRatio metric.
+func (builder *TelemetryBuilder) RegisterPodNetworkHealthTargetLossRatioCallback(cb metric.Float64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerFloat64{inst: builder.PodNetworkHealthTargetLossRatio, obs: o})
+		return nil
+	}, builder.PodNetworkHealthTargetLossRatio)
 	if err != nil {
 		return err
 	}
@@ -142,6 +190,16 @@ func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
 	oi.obs.ObserveInt64(oi.inst, value, opts...)
 }
 
+type observerFloat64 struct {
+	embedded.Float64Observer
+	inst metric.Float64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerFloat64) Observe(value float64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveFloat64(oi.inst, value, opts...)
+}
+
 // Shutdown unregister all registered callbacks for async instruments.
 func (builder *TelemetryBuilder) Shutdown() {
 	builder.mu.Lock()
@@ -178,9 +236,21 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{datapoint}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthGraySystemic, err = builder.meter.Int64ObservableGauge(
+		"otelcol_pod_network_health_gray_systemic",
+		metric.WithDescription("1 while more than half of the nodes with gray evidence are blamed: a cluster-wide problem, not a node's (no node should be acted on), else 0. [Alpha]"),
+		metric.WithUnit("1"),
+	)
+	errs = errors.Join(errs, err)
 	builder.PodNetworkHealthIsLeader, err = builder.meter.Int64Gauge(
 		"otelcol_pod_network_health_is_leader",
 		metric.WithDescription("1 when this instance holds the writer lease, else 0. [Alpha]"),
+		metric.WithUnit("1"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthNodeGray, err = builder.meter.Int64ObservableGauge(
+		"otelcol_pod_network_health_node_gray",
+		metric.WithDescription("1 for each node a gray verdict is blamed on (PacketLoss or HighLatency, on its targets' side, its observer's side or both); nodes without one are not reported (at most one series per node). Alert on this, not on per-pair loss. [Alpha]"),
 		metric.WithUnit("1"),
 	)
 	errs = errors.Join(errs, err)
@@ -230,6 +300,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_pod_network_health_target_failing_observers",
 		metric.WithDescription("Distinct observer nodes whose newest probes of the target failed with no success after them (per target and address family). [Alpha]"),
 		metric.WithUnit("{node}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthTargetLossRatio, err = builder.meter.Float64ObservableGauge(
+		"otelcol_pod_network_health_target_loss_ratio",
+		metric.WithDescription("Per-target echo loss over the gray window's deciding span (answered rounds only: a round nothing answered is an outage's evidence), for the targets with echoes (one series per target and address family, O(N)). [Alpha]"),
+		metric.WithUnit("1"),
 	)
 	errs = errors.Join(errs, err)
 	builder.PodNetworkHealthTargetReachable, err = builder.meter.Int64ObservableGauge(

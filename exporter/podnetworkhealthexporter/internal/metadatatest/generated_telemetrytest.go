@@ -67,6 +67,20 @@ func AssertEqualPodNetworkHealthDatapointsSkipped(t *testing.T, tt *componenttes
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualPodNetworkHealthGraySystemic(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_gray_systemic",
+		Description: "1 while more than half of the nodes with gray evidence are blamed: a cluster-wide problem, not a node's (no node should be acted on), else 0. [Alpha]",
+		Unit:        "1",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_gray_systemic")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualPodNetworkHealthIsLeader(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_pod_network_health_is_leader",
@@ -77,6 +91,20 @@ func AssertEqualPodNetworkHealthIsLeader(t *testing.T, tt *componenttest.Telemet
 		},
 	}
 	got, err := tt.GetMetric("otelcol_pod_network_health_is_leader")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualPodNetworkHealthNodeGray(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_node_gray",
+		Description: "1 for each node a gray verdict is blamed on (PacketLoss or HighLatency, on its targets' side, its observer's side or both); nodes without one are not reported (at most one series per node). Alert on this, not on per-pair loss. [Alpha]",
+		Unit:        "1",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_node_gray")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
@@ -191,6 +219,20 @@ func AssertEqualPodNetworkHealthTargetFailingObservers(t *testing.T, tt *compone
 		},
 	}
 	got, err := tt.GetMetric("otelcol_pod_network_health_target_failing_observers")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualPodNetworkHealthTargetLossRatio(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[float64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_target_loss_ratio",
+		Description: "Per-target echo loss over the gray window's deciding span (answered rounds only: a round nothing answered is an outage's evidence), for the targets with echoes (one series per target and address family, O(N)). [Alpha]",
+		Unit:        "1",
+		Data: metricdata.Gauge[float64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_target_loss_ratio")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

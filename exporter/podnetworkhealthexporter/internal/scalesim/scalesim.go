@@ -166,7 +166,7 @@ func (c Config) withDefaults() Config {
 		c.PairSeries = 5 + (19 + 1) + 2
 	}
 	if c.TargetSeries <= 0 {
-		c.TargetSeries = 2
+		c.TargetSeries = 3 // reachable, failing observers, gray loss ratio
 	}
 	return c
 }

@@ -370,9 +370,23 @@ const (
 
 // GrayTarget is one target's gray verdict, for the gauges and the view.
 type GrayTarget struct {
-	Key    TargetKey
-	Node   string
-	Status GrayStatus
+	Key        TargetKey
+	Node, Zone string
+	Status     GrayStatus
+}
+
+// GrayStatuses returns the gray state of every target that has echoes or RTTs, ordered.
+func (e *Engine) GrayStatuses() []GrayTarget {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]GrayTarget, 0, len(e.targets))
+	for _, ts := range e.targets {
+		if ts.g != nil {
+			out = append(out, GrayTarget{Key: ts.key, Node: ts.target.Node, Zone: ts.target.Zone, Status: e.targetGrayStatus(ts)})
+		}
+	}
+	slices.SortFunc(out, func(a, b GrayTarget) int { return compareTargetKeys(a.Key, b.Key) })
+	return out
 }
 
 // GrayNode is one node's localised gray verdict: its targets' side, its observer's side,
