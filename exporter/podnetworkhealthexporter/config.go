@@ -361,7 +361,11 @@ func (c *Config) Validate() error {
 			add("checks::events_per_minute: %d out of range [1, 600]", ch.EventsPerMinute)
 		}
 	}
-	// A quorum out of range is NodeConditionsConfig's and ReadinessGateConfig's to report.
+	// A quorum out of range is reported once, as out of range (above, NodeConditionsConfig,
+	// ReadinessGateConfig).
+	if c.RequireAuthenticatedObservers && c.TargetQuorum == 1 {
+		add("target_quorum: %d with require_authenticated_observers: want at least 2, so that no single agent can make a target Unreachable", c.TargetQuorum)
+	}
 	if nc := c.NodeConditions; nc.Enabled && c.RequireAuthenticatedObservers && nc.Quorum == 1 {
 		add("node_conditions::quorum: %d with require_authenticated_observers: want at least 2, so that no single agent can mark a node", nc.Quorum)
 	}
