@@ -219,9 +219,12 @@ type ZonesConfig struct {
 	// MinNodes distinct observer nodes of the source zone, and target nodes of the target
 	// zone, must fail (at least 2: one compromised agent never cuts a zone pair).
 	MinNodes int `mapstructure:"min_nodes"`
-	// MinFailingShare of the zone pair's (observer node, target node) pairs must fail.
+	// MinFailingShare: the source zone's observer nodes must fail this share of their own
+	// (observer node, target node) pairs towards the target zone, on average over the
+	// nodes: each observer node is one vote, however many targets it reports on.
 	MinFailingShare float64 `mapstructure:"min_failing_share"`
-	// MinHealthyShare of each zone's node pairs within itself must succeed.
+	// MinHealthyShare: each zone's observer nodes must reach this share of their node pairs
+	// within it, on average over the nodes, the one that reaches least left out.
 	MinHealthyShare float64 `mapstructure:"min_healthy_share"`
 	// MinHold keeps a cut pair Unreachable this long after the last judgement that found it
 	// cut; Retention deletes a recovered pair's object this long after it recovered.
