@@ -67,6 +67,12 @@ type Config struct {
 	// (future_timestamp).
 	MinProbeInterval  time.Duration `mapstructure:"min_probe_interval"`
 	MaxEchoesPerRound int           `mapstructure:"max_echoes_per_round"`
+	// MaxStableTargetsPerSource is k8s_net_attributes' max_stable_targets_per_source on the
+	// same gateway (default 16, as there): the cumulative streams remembered per source
+	// are derived from it (sent, lost, duration and one errors stream per error type, per
+	// target: 176 at 16). Raise both together; a point beyond the streams is refused and
+	// counted (datapoints_skipped{reason="stream_limit"}) and logged.
+	MaxStableTargetsPerSource int `mapstructure:"max_stable_targets_per_source"`
 	// Workers write objects in parallel (the client's qps/burst bound the rate).
 	Workers int `mapstructure:"workers"`
 	// Namespace restricts the objects this exporter watches and writes to one namespace
@@ -335,6 +341,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxEchoesPerRound < 1 || c.MaxEchoesPerRound > 100 {
 		add("max_echoes_per_round: %d out of range [1, 100] (the largest icmp.count of the agents)", c.MaxEchoesPerRound)
+	}
+	if c.MaxStableTargetsPerSource < 1 || c.MaxStableTargetsPerSource > 4096 {
+		add("max_stable_targets_per_source: %d out of range [1, 4096] (k8s_net_attributes' max_stable_targets_per_source)", c.MaxStableTargetsPerSource)
 	}
 	if c.Workers < 1 || c.Workers > 64 {
 		add("workers: %d out of range [1, 64]", c.Workers)

@@ -110,6 +110,7 @@ func TestInvalidPartsNameTheirPath(t *testing.T) {
 	cfg.TargetRecovery = 0
 	cfg.FailingPairRetention = time.Second
 	cfg.MaxProbeInterval = 2 * time.Hour
+	cfg.MaxStableTargetsPerSource = 0
 	cfg.Namespace = "Not_A_Namespace"
 	cfg.LeaderElection.Enabled = true
 	cfg.LeaderElection.LeaderLabel = "not a label"
@@ -123,6 +124,7 @@ func TestInvalidPartsNameTheirPath(t *testing.T) {
 		"target_recovery: 0 out of range [1, 16]",
 		"failing_pair_retention: 1s out of range [1m, 24h]",
 		"max_probe_interval: 2h0m0s out of range [1s, 1h]",
+		"max_stable_targets_per_source: 0 out of range [1, 4096]",
 		`namespace: "Not_A_Namespace": `,
 		`leader_election: leader_label: "not a label": `,
 		`node_conditions: type: "no spaces allowed" is not a valid condition type: `,

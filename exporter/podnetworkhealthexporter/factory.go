@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
@@ -59,22 +60,23 @@ func createDefaultConfig() component.Config {
 		identity, _ = os.Hostname()
 	}
 	return &Config{
-		Config:                kubeclient.DefaultConfig(),
-		Window:                5 * time.Minute,
-		FailuresToUnreachable: 3,
-		SuccessesToReachable:  2,
-		MaxOutages:            20,
-		Heartbeat:             10 * time.Minute,
-		RTTTolerance:          0.2,
-		LossTolerance:         0.05,
-		TargetTTL:             10 * time.Minute,
-		TargetQuorum:          3,
-		TargetRecovery:        2,
-		FailingPairRetention:  30 * time.Minute,
-		MaxProbeInterval:      time.Minute,
-		MinProbeInterval:      time.Second,
-		MaxEchoesPerRound:     10,
-		Workers:               2,
+		Config:                    kubeclient.DefaultConfig(),
+		Window:                    5 * time.Minute,
+		FailuresToUnreachable:     3,
+		SuccessesToReachable:      2,
+		MaxOutages:                20,
+		Heartbeat:                 10 * time.Minute,
+		RTTTolerance:              0.2,
+		LossTolerance:             0.05,
+		TargetTTL:                 10 * time.Minute,
+		TargetQuorum:              3,
+		TargetRecovery:            2,
+		FailingPairRetention:      30 * time.Minute,
+		MaxProbeInterval:          time.Minute,
+		MinProbeInterval:          time.Second,
+		MaxEchoesPerRound:         10,
+		MaxStableTargetsPerSource: decode.DefaultStableTargetsPerSource,
+		Workers:                   2,
 		LeaderElection: LeaderElectionConfig{
 			Enabled:        true,
 			LeaseName:      "netpulse-pod-network-health",
