@@ -155,6 +155,10 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	if cfg.Shard.Index == 0 {
 		e.zoneObjects = newZoneObjects(cfg)
 	}
+	if cfg.LeaderElection.Enabled {
+		// A standby until it takes the Lease (Resume): it bounds and expires its own state.
+		e.engine.Standby()
+	}
 	return e, nil
 }
 
@@ -366,8 +370,9 @@ func (e *pnhExporter) initWriter(client versioned.Interface) {
 }
 
 // expireLoop runs on every replica from start to shutdown: at each tick it forgets the
-// decoder's streams not seen for their TTL and the readiness gate's reaches older than its
-// memory, whether or not this replica leads.
+// decoder's streams not seen for their TTL, a standby engine's targets, observers and
+// pairs not seen for target_ttl, and the readiness gate's reaches older than its memory,
+// whether or not this replica leads.
 func (e *pnhExporter) expireLoop(ctx context.Context, tick <-chan time.Time) {
 	for {
 		select {
@@ -375,6 +380,7 @@ func (e *pnhExporter) expireLoop(ctx context.Context, tick <-chan time.Time) {
 			return
 		case now := <-tick:
 			e.decoder.Expire(now)
+			e.engine.ExpireStandby(now) // nothing while leading: Judge expires
 			if e.gate != nil {
 				e.mu.Lock()
 				e.gate.Expire(now)

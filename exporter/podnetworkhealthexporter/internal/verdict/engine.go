@@ -203,6 +203,8 @@ type Engine struct {
 	// termStart: when this leadership term resumed (Resume).
 	termStart time.Time
 	nodes     nodeStates
+	// standby: what a replica that does not lead bounds and expires itself (standby.go).
+	standby standbyState
 }
 
 // New returns an Engine.
