@@ -272,7 +272,9 @@ type ReadinessGateConfig struct {
 	// MaxFlipsPerMinute bounds how many pods may be flipped per minute.
 	MaxFlipsPerMinute int `mapstructure:"max_flips_per_minute"`
 	// FailOpenTimeout: a pod never reached this long after creation is set True anyway
-	// (reason FailOpen); 0 disables.
+	// (reason FailOpen); 0 disables. On by default (DefaultFailOpenTimeout): a pod no
+	// agent reaches (no selector covers it, a broken prober) must not stay out of its
+	// Services for good.
 	FailOpenTimeout time.Duration `mapstructure:"fail_open_timeout"`
 	// MinReachingNodes: distinct observer nodes (other than the pod's) that must have
 	// reached the pod. With require_authenticated_observers it must be at least 2, so
@@ -386,6 +388,9 @@ func (c *Config) Validate() error {
 	}
 	return kubeclient.JoinErrors(errs...)
 }
+
+// DefaultFailOpenTimeout is readiness_gate.fail_open_timeout's default.
+const DefaultFailOpenTimeout = 5 * time.Minute
 
 // Validate checks the election settings when it is enabled.
 func (le LeaderElectionConfig) Validate() error {

@@ -90,7 +90,7 @@ func createDefaultConfig() component.Config {
 		NodeConditions: NodeConditionsConfig{Type: "netpulse.io/PodNetworkProblem", Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute},
 		Zones: ZonesConfig{Enabled: true, WriteObjects: true, MinNodes: zones.DefaultMinNodes, MinFailingShare: zones.DefaultMinFailingShare,
 			MinHealthyShare: zones.DefaultMinHealthyShare, MinHold: plan.DefaultZoneMinHold, Retention: plan.DefaultZoneRetention},
-		ReadinessGate: ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1},
+		ReadinessGate: ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1, FailOpenTimeout: DefaultFailOpenTimeout},
 		Shard:         ShardConfig{Count: 1},
 		Checks: ChecksConfig{
 			Heartbeat: 10 * time.Minute, PruneAfter: 48 * time.Hour, MaxChecks: 10000,
