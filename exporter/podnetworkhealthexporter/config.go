@@ -70,6 +70,12 @@ type Config struct {
 	// (future_timestamp).
 	MinProbeInterval  time.Duration `mapstructure:"min_probe_interval"`
 	MaxEchoesPerRound int           `mapstructure:"max_echoes_per_round"`
+	// MaxStableTargetsPerSource is k8s_net_attributes' max_stable_targets_per_source on the
+	// same gateway (default 16, as there): the cumulative streams remembered per source
+	// are derived from it (sent, lost, duration and one errors stream per error type, per
+	// target: 176 at 16). Raise both together; a point beyond the streams is refused and
+	// counted (datapoints_skipped{reason="stream_limit"}) and logged.
+	MaxStableTargetsPerSource int `mapstructure:"max_stable_targets_per_source"`
 	// Workers write objects in parallel (the client's qps/burst bound the rate).
 	Workers int `mapstructure:"workers"`
 	// Namespace restricts the objects this exporter watches and writes to one namespace
@@ -284,9 +290,12 @@ type ZonesConfig struct {
 	// MinNodes distinct observer nodes of the source zone, and target nodes of the target
 	// zone, must fail (at least 2: one compromised agent never cuts a zone pair).
 	MinNodes int `mapstructure:"min_nodes"`
-	// MinFailingShare of the zone pair's (observer node, target node) pairs must fail.
+	// MinFailingShare: the source zone's observer nodes must fail this share of their own
+	// (observer node, target node) pairs towards the target zone, on average over the
+	// nodes: each observer node is one vote, however many targets it reports on.
 	MinFailingShare float64 `mapstructure:"min_failing_share"`
-	// MinHealthyShare of each zone's node pairs within itself must succeed.
+	// MinHealthyShare: each zone's observer nodes must reach this share of their node pairs
+	// within it, on average over the nodes, the one that reaches least left out.
 	MinHealthyShare float64 `mapstructure:"min_healthy_share"`
 	// MinHold keeps a cut pair Unreachable this long after the last judgement that found it
 	// cut; Retention deletes a recovered pair's object this long after it recovered.
@@ -328,7 +337,9 @@ type ReadinessGateConfig struct {
 	// MaxFlipsPerMinute bounds how many pods may be flipped per minute.
 	MaxFlipsPerMinute int `mapstructure:"max_flips_per_minute"`
 	// FailOpenTimeout: a pod never reached this long after creation is set True anyway
-	// (reason FailOpen); 0 disables.
+	// (reason FailOpen); 0 disables. On by default (DefaultFailOpenTimeout): a pod no
+	// agent reaches (no selector covers it, a broken prober) must not stay out of its
+	// Services for good.
 	FailOpenTimeout time.Duration `mapstructure:"fail_open_timeout"`
 	// MinReachingNodes: distinct observer nodes (other than the pod's) that must have
 	// reached the pod. With require_authenticated_observers it must be at least 2, so
@@ -398,6 +409,9 @@ func (c *Config) Validate() error {
 	if c.MaxEchoesPerRound < 1 || c.MaxEchoesPerRound > 100 {
 		add("max_echoes_per_round: %d out of range [1, 100] (the largest icmp.count of the agents)", c.MaxEchoesPerRound)
 	}
+	if c.MaxStableTargetsPerSource < 1 || c.MaxStableTargetsPerSource > 4096 {
+		add("max_stable_targets_per_source: %d out of range [1, 4096] (k8s_net_attributes' max_stable_targets_per_source)", c.MaxStableTargetsPerSource)
+	}
 	if c.Workers < 1 || c.Workers > 64 {
 		add("workers: %d out of range [1, 64]", c.Workers)
 	}
@@ -426,7 +440,11 @@ func (c *Config) Validate() error {
 			add("checks::events_per_minute: %d out of range [1, 600]", ch.EventsPerMinute)
 		}
 	}
-	// A quorum out of range is NodeConditionsConfig's and ReadinessGateConfig's to report.
+	// A quorum out of range is reported once, as out of range (above, NodeConditionsConfig,
+	// ReadinessGateConfig).
+	if c.RequireAuthenticatedObservers && c.TargetQuorum == 1 {
+		add("target_quorum: %d with require_authenticated_observers: want at least 2, so that no single agent can make a target Unreachable", c.TargetQuorum)
+	}
 	if nc := c.NodeConditions; nc.Enabled && c.RequireAuthenticatedObservers && nc.Quorum == 1 {
 		add("node_conditions::quorum: %d with require_authenticated_observers: want at least 2, so that no single agent can mark a node", nc.Quorum)
 	}
@@ -435,6 +453,9 @@ func (c *Config) Validate() error {
 	}
 	return kubeclient.JoinErrors(errs...)
 }
+
+// DefaultFailOpenTimeout is readiness_gate.fail_open_timeout's default.
+const DefaultFailOpenTimeout = 5 * time.Minute
 
 // Validate checks the election settings when it is enabled.
 func (le LeaderElectionConfig) Validate() error {

@@ -110,6 +110,7 @@ func TestInvalidPartsNameTheirPath(t *testing.T) {
 	cfg.TargetRecovery = 0
 	cfg.FailingPairRetention = time.Second
 	cfg.MaxProbeInterval = 2 * time.Hour
+	cfg.MaxStableTargetsPerSource = 0
 	cfg.Namespace = "Not_A_Namespace"
 	cfg.LeaderElection.Enabled = true
 	cfg.LeaderElection.LeaderLabel = "not a label"
@@ -123,6 +124,7 @@ func TestInvalidPartsNameTheirPath(t *testing.T) {
 		"target_recovery: 0 out of range [1, 16]",
 		"failing_pair_retention: 1s out of range [1m, 24h]",
 		"max_probe_interval: 2h0m0s out of range [1s, 1h]",
+		"max_stable_targets_per_source: 0 out of range [1, 4096]",
 		`namespace: "Not_A_Namespace": `,
 		`leader_election: leader_label: "not a label": `,
 		`node_conditions: type: "no spaces allowed" is not a valid condition type: `,
@@ -141,21 +143,23 @@ func TestInvalidPartsNameTheirPath(t *testing.T) {
 	require.NoError(t, confmap.Validate(cfg))
 }
 
-// With authenticated observers, no rule may let a single agent decide a node condition or
-// another pod's readiness.
+// With authenticated observers, no rule may let a single agent decide a target's verdict,
+// a node condition or another pod's readiness.
 func TestAuthenticatedObserversNeedQuorums(t *testing.T) {
 	err := confmap.Validate(loadConfig(t, "single_observer_decides"))
 	requireProblems(t, err,
+		"target_quorum: 1 with require_authenticated_observers: want at least 2",
 		"node_conditions::quorum: 1 with require_authenticated_observers: want at least 2",
 		"readiness_gate::min_reaching_nodes: 1 with require_authenticated_observers: want at least 2",
 	)
 
 	// A quorum out of range is reported once, as out of range.
 	cfg := loadConfig(t, "single_observer_decides")
+	cfg.TargetQuorum = 0
 	cfg.NodeConditions.Quorum = 0
 	cfg.ReadinessGate.MinReachingNodes = 0
 	err = confmap.Validate(cfg)
-	requireProblems(t, err, "node_conditions: quorum: 0 out of range [1, 100]", "readiness_gate: min_reaching_nodes: 0 out of range [1, 4]")
+	requireProblems(t, err, "target_quorum: 0 out of range [1, 16]", "node_conditions: quorum: 0 out of range [1, 100]", "readiness_gate: min_reaching_nodes: 0 out of range [1, 4]")
 	require.NotContains(t, err.Error(), "with require_authenticated_observers")
 }
 

@@ -5,6 +5,7 @@ package podnetworkhealthexporter
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 )
@@ -76,4 +78,39 @@ func TestStandbyBoundsAndExpiresDecoderStreams(t *testing.T) {
 		"the source's streams are bounded (the flood alone would make %d)", 50000)
 	assert.Eventually(t, func() bool { return e.decoder.Streams() == 0 }, 10*time.Second, 100*time.Millisecond,
 		"forgotten by the standby within the TTL (3 s) and one expiry tick")
+}
+
+// A replica with leader election starts as a standby: its engine keeps no state for a pod
+// that is no agent's, and the expiry loop (every replica's) forgets the rest target_ttl
+// after its last observation, without a Lease. Driven by the loop's own tick, not a clock.
+func TestStandbyEngineStateIsBoundedAndExpires(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	require.True(t, cfg.LeaderElection.Enabled)
+	e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type))
+	require.NoError(t, err)
+	now := time.Now()
+	agent := observation.Source{Namespace: "netpulse", Name: "agent-a", UID: "uid-a", Node: "node-a"}
+	var obs []observation.Observation
+	for i := range 1000 {
+		obs = append(obs, observation.Observation{Source: agent, Timestamp: now, ProbeType: contract.ProbeTypeICMP,
+			Target: observation.Target{Kind: observation.TargetPod, Namespace: "shop", Name: fmt.Sprintf("web-%d", i), UID: fmt.Sprintf("uid-web-%d", i),
+				Node: "node-b", Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)}})
+	}
+	obs = append(obs, observation.Observation{Source: agent, Timestamp: now, ProbeType: contract.ProbeTypeICMP, Success: true,
+		Target: observation.Target{Kind: observation.TargetNode, Name: "node-b", Node: "node-b", Address: "192.168.0.2"}})
+	e.engine.Observe(obs, now)
+	st := e.engine.Stats()
+	assert.Equal(t, 1, st.Targets, "the node only: no state for 1,000 pods that are no agent's")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	tick := make(chan time.Time)
+	done := make(chan struct{})
+	go func() { defer close(done); e.expireLoop(ctx, tick) }()
+	tick <- now.Add(cfg.TargetTTL - time.Second)
+	tick <- now.Add(cfg.TargetTTL + time.Second) // the loop handled the first tick once it takes this one
+	cancel()
+	<-done
+	st = e.engine.Stats()
+	assert.Zero(t, st.Targets)
+	assert.Zero(t, st.Observers)
 }

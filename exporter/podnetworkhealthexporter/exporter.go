@@ -94,6 +94,8 @@ type pnhExporter struct {
 	// paces the log beyond maxRejectedKeys. Guarded by mu.
 	rejectedKeys map[string]struct{}
 	rejectLog    *rate.Limiter
+	// streamLimitLog paces the warning about points refused beyond a source's streams.
+	streamLimitLog *rate.Limiter
 	// droppedSeen: the writer's drop counts already added to the telemetry.
 	droppedSeen [writequeue.NumPriorities]uint64
 	// live hands accepted observations to the connectivity view in this process (live.go);
@@ -118,16 +120,18 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 		logger: set.Logger,
 		tb:     tb,
 		decoder: decode.NewDecoder(decode.DecoderConfig{
-			StreamTTL:        3 * cfg.MaxProbeInterval,
-			FirstSightMaxAge: cfg.MaxProbeInterval,
-			MaxPerRound:      cfg.MaxEchoesPerRound,
-			MinRoundInterval: cfg.MinProbeInterval,
-			MaxFutureSkew:    observation.FutureSkew(cfg.MinProbeInterval),
+			StreamTTL:              3 * cfg.MaxProbeInterval,
+			FirstSightMaxAge:       cfg.MaxProbeInterval,
+			MaxPerRound:            cfg.MaxEchoesPerRound,
+			StableTargetsPerSource: cfg.MaxStableTargetsPerSource,
+			MinRoundInterval:       cfg.MinProbeInterval,
+			MaxFutureSkew:          observation.FutureSkew(cfg.MinProbeInterval),
 		}),
-		engine:    plan.New(engineConfig(cfg)).WithPolicy(writePolicy(cfg)),
-		stopNodes: make(chan struct{}),
-		rejectLog: rate.NewLimiter(rate.Every(30*time.Second), 1),
-		live:      livematrix.Default,
+		engine:         plan.New(engineConfig(cfg)).WithPolicy(writePolicy(cfg)),
+		stopNodes:      make(chan struct{}),
+		rejectLog:      rate.NewLimiter(rate.Every(30*time.Second), 1),
+		streamLimitLog: rate.NewLimiter(rate.Every(30*time.Second), 1),
+		live:           livematrix.Default,
 	}
 	if err := e.registerGauges(); err != nil {
 		return nil, err
@@ -150,6 +154,10 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	}
 	if cfg.Shard.Index == 0 {
 		e.zoneObjects = newZoneObjects(cfg)
+	}
+	if cfg.LeaderElection.Enabled {
+		// A standby until it takes the Lease (Resume): it bounds and expires its own state.
+		e.engine.Standby()
 	}
 	return e, nil
 }
@@ -224,6 +232,13 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 	}
 	for reason, n := range res.Skipped {
 		e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", string(reason))))
+	}
+	if n := res.Skipped[decode.SkipStreamLimit]; n > 0 && e.streamLimitLog.Allow() {
+		// A source beyond its streams loses its loss and RTT: a flood, or an admission
+		// limit raised without this exporter's.
+		e.logger.Warn("pod_network_health: cumulative points refused beyond a source's streams (loss and RTT of their targets are not used); if agents have more stable targets, raise max_stable_targets_per_source here with k8s_net_attributes'",
+			zap.Int("points", n), zap.Int("max_stable_targets_per_source", e.cfg.MaxStableTargetsPerSource),
+			zap.Int("streams_per_source", decode.StreamsPerSource(e.cfg.MaxStableTargetsPerSource)))
 	}
 	if n := len(res.Observations) - ignored; n > 0 {
 		e.tb.PodNetworkHealthObservations.Add(ctx, int64(n))
@@ -356,8 +371,9 @@ func (e *pnhExporter) initWriter(client versioned.Interface) {
 }
 
 // expireLoop runs on every replica from start to shutdown: at each tick it forgets the
-// decoder's streams not seen for their TTL and the readiness gate's reaches older than its
-// memory, whether or not this replica leads.
+// decoder's streams not seen for their TTL, a standby engine's targets, observers and
+// pairs not seen for target_ttl, and the readiness gate's reaches older than its memory,
+// whether or not this replica leads.
 func (e *pnhExporter) expireLoop(ctx context.Context, tick <-chan time.Time) {
 	for {
 		select {
@@ -365,6 +381,7 @@ func (e *pnhExporter) expireLoop(ctx context.Context, tick <-chan time.Time) {
 			return
 		case now := <-tick:
 			e.decoder.Expire(now)
+			e.engine.ExpireStandby(now) // nothing while leading: Judge expires
 			if e.gate != nil {
 				e.mu.Lock()
 				e.gate.Expire(now)

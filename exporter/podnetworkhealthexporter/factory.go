@@ -15,6 +15,7 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/gray"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
@@ -60,22 +61,23 @@ func createDefaultConfig() component.Config {
 		identity, _ = os.Hostname()
 	}
 	return &Config{
-		Config:                kubeclient.DefaultConfig(),
-		Window:                5 * time.Minute,
-		FailuresToUnreachable: 3,
-		SuccessesToReachable:  2,
-		MaxOutages:            20,
-		Heartbeat:             10 * time.Minute,
-		RTTTolerance:          0.2,
-		LossTolerance:         0.02,
-		TargetTTL:             10 * time.Minute,
-		TargetQuorum:          3,
-		TargetRecovery:        2,
-		FailingPairRetention:  30 * time.Minute,
-		MaxProbeInterval:      time.Minute,
-		MinProbeInterval:      time.Second,
-		MaxEchoesPerRound:     10,
-		Workers:               2,
+		Config:                    kubeclient.DefaultConfig(),
+		Window:                    5 * time.Minute,
+		FailuresToUnreachable:     3,
+		SuccessesToReachable:      2,
+		MaxOutages:                20,
+		Heartbeat:                 10 * time.Minute,
+		RTTTolerance:              0.2,
+		LossTolerance:             0.02,
+		TargetTTL:                 10 * time.Minute,
+		TargetQuorum:              3,
+		TargetRecovery:            2,
+		FailingPairRetention:      30 * time.Minute,
+		MaxProbeInterval:          time.Minute,
+		MinProbeInterval:          time.Second,
+		MaxEchoesPerRound:         10,
+		MaxStableTargetsPerSource: decode.DefaultStableTargetsPerSource,
+		Workers:                   2,
 		LeaderElection: LeaderElectionConfig{
 			Enabled:        true,
 			LeaseName:      "netpulse-pod-network-health",
@@ -89,7 +91,7 @@ func createDefaultConfig() component.Config {
 		NodeConditions: NodeConditionsConfig{Type: "netpulse.io/PodNetworkProblem", Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute},
 		Zones: ZonesConfig{Enabled: true, WriteObjects: true, MinNodes: zones.DefaultMinNodes, MinFailingShare: zones.DefaultMinFailingShare,
 			MinHealthyShare: zones.DefaultMinHealthyShare, MinHold: plan.DefaultZoneMinHold, Retention: plan.DefaultZoneRetention},
-		ReadinessGate: ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1},
+		ReadinessGate: ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1, FailOpenTimeout: DefaultFailOpenTimeout},
 		Shard:         ShardConfig{Count: 1},
 		Gray: GrayConfig{Window: 30 * time.Minute, SlotWidth: 30 * time.Second,
 			Loss:    GrayLossConfig{Background: gray.DefaultBackground, Threshold: gray.DefaultThreshold, Evidence: gray.DefaultEvidence},

@@ -39,6 +39,7 @@ func newGatedPods(kube kubernetes.Interface, conditionType string) *gatedPods {
 			if g.ConditionType == condType {
 				out.CreationTimestamp = p.CreationTimestamp
 				out.Spec.NodeName = p.Spec.NodeName
+				out.Spec.PriorityClassName = p.Spec.PriorityClassName // system-critical pods are exempt
 				out.Spec.ReadinessGates = []corev1.PodReadinessGate{g}
 				for _, c := range p.Status.Conditions {
 					if c.Type == condType {

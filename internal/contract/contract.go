@@ -67,6 +67,10 @@ const (
 	ErrorTypeOther       = "other"
 )
 
+// ErrorTypes is every error.type value: what one target can have error streams for.
+var ErrorTypes = [...]string{ErrorTypeTimeout, ErrorTypeRefused, ErrorTypeUnreachable, ErrorTypeDNS,
+	ErrorTypeTLS, ErrorTypeHTTPStatus, ErrorTypePermission, ErrorTypeOther}
+
 // DestinationPrefix is where k8s_net_attributes writes the target's identity: the standard
 // key under this prefix, e.g. destination.k8s.pod.name.
 const DestinationPrefix = "destination."

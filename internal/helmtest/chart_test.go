@@ -373,11 +373,13 @@ func TestTemplateReadinessGateInjection(t *testing.T) {
 
 	objs := render(t, injectValues(nil))
 	require.Equal(t, exporterDefault, injected(objs), "the chart's default condition type is the exporter's")
+	require.Equal(t, "5m", nested(configOf(t, objs, "netpulse-gateway-config", "gateway.yaml"), "exporters", "pod_network_health", "readiness_gate", "fail_open_timeout"),
+		"fail-open on by default")
 	p := mustFind(t, objs, "MutatingAdmissionPolicy", "netpulse-readiness-gate")
 	require.Equal(t, "admissionregistration.k8s.io/v1", p["apiVersion"])
 	require.Equal(t, "Ignore", nested(p, "spec", "failurePolicy"))
-	require.Equal(t, []any{map[string]any{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []any{"netpulse"}}},
-		nested(p, "spec", "matchConstraints", "namespaceSelector", "matchExpressions"))
+	require.Equal(t, []any{map[string]any{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []any{"netpulse", "kube-system"}}},
+		nested(p, "spec", "matchConstraints", "namespaceSelector", "matchExpressions"), "never the release namespace nor kube-system")
 	require.Equal(t, []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"pods"}}},
 		nested(p, "spec", "matchConstraints", "resourceRules"))
 	b := mustFind(t, objs, "MutatingAdmissionPolicyBinding", "netpulse-readiness-gate")
@@ -398,7 +400,7 @@ func TestTemplateReadinessGateInjection(t *testing.T) {
 	p = mustFind(t, objs, "MutatingAdmissionPolicy", "netpulse-readiness-gate")
 	require.Equal(t, "admissionregistration.k8s.io/v1beta1", p["apiVersion"])
 	require.Equal(t, "Fail", nested(p, "spec", "failurePolicy"))
-	require.Equal(t, []any{"observability"}, nested(p, "spec", "matchConstraints", "namespaceSelector", "matchExpressions").([]any)[0].(map[string]any)["values"])
+	require.Equal(t, []any{"observability", "kube-system"}, nested(p, "spec", "matchConstraints", "namespaceSelector", "matchExpressions").([]any)[0].(map[string]any)["values"])
 	b = mustFind(t, objs, "MutatingAdmissionPolicyBinding", "netpulse-readiness-gate")
 	require.Equal(t, "admissionregistration.k8s.io/v1beta1", b["apiVersion"])
 	require.Equal(t, map[string]any{"example.com/net": "gated", "netpulse.io/readiness-gate": "enabled"}, nested(b, "spec", "matchResources", "namespaceSelector", "matchLabels"),

@@ -57,7 +57,8 @@ func installInjection(t *testing.T, cp *kubetest.ControlPlane, values map[string
 // default). A pod created in a namespace carrying the label gets exactly one gate entry
 // with the exporter's condition type, after the gates it declared itself; a pod that
 // already declares it is not given a second; pods in an unlabelled namespace and in the
-// release namespace (labelled too) get none. Removing the namespace's label or the binding
+// release namespace (labelled too) get none, nor do pods in kube-system (labelled too) and
+// system-critical pods in a labelled namespace. Removing the namespace's label or the binding
 // (the operator's off switches, docs/helm.md) stops the injection for new pods. The
 // v1beta1 objects (for 1.34 and 1.35 clusters, here served with runtime-config) do the same.
 // No scheduler or kubelet runs: creating a pod is all admission needs.
@@ -73,9 +74,17 @@ func TestReadinessGateInjection(t *testing.T) {
 	ctx := context.Background()
 	const condType = "netpulse.io/network-ready"
 	optIn := map[string]string{"netpulse.io/readiness-gate": "enabled"}
-	for name, labels := range map[string]map[string]string{"opted-in": optIn, "plain": nil, Namespace: optIn} {
-		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
-		require.NoError(t, err)
+	for name, labels := range map[string]map[string]string{"opted-in": optIn, "plain": nil, Namespace: optIn, "kube-system": optIn} {
+		if name == "kube-system" { // the API server's own: label it
+			ns, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+			require.NoError(t, err)
+			ns.Labels = labels
+			_, err = cs.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
+			require.NoError(t, err)
+		} else {
+			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
 		// What the controller manager (not run here) would make; pods refer to it.
 		_, err = cs.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -92,6 +101,11 @@ func TestReadinessGateInjection(t *testing.T) {
 	require.Equal(t, []string{"example.com/ready", condType}, gatesOf(t, createPod(t, cs, "opted-in", "own-gate", "example.com/ready")), "the pod's own gates are kept, ours appended")
 	require.Empty(t, gatesOf(t, createPod(t, cs, "plain", "web")), "a pod in an unlabelled namespace")
 	require.Empty(t, gatesOf(t, createPod(t, cs, Namespace, "gateway")), "a pod in netpulse's own namespace, labelled or not")
+	// The cluster's own: kube-system, labelled too, and system-critical pods anywhere.
+	require.Empty(t, gatesOf(t, createPod(t, cs, "kube-system", "coredns")), "a pod in kube-system, labelled or not")
+	for _, pc := range []string{"system-node-critical", "system-cluster-critical"} {
+		require.Empty(t, gatesOf(t, createPriorityPod(t, cs, "opted-in", "critical-"+pc, pc)), "a %s pod in a labelled namespace", pc)
+	}
 
 	// The manual way out for a pod already gated (docs/helm.md): the condition set with a
 	// strategic merge patch of its status, as the documented kubectl patch sends it.
@@ -147,6 +161,22 @@ func createPod(t *testing.T, cs kubernetes.Interface, ns, name string, gates ...
 	}
 	for _, g := range gates {
 		p.Spec.ReadinessGates = append(p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(g)})
+	}
+	created, err := cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+	require.NoError(t, err, "create pod %s/%s", ns, name)
+	return created
+}
+
+// createPriorityPod creates a pod of a priority class, and returns it as admitted.
+func createPriorityPod(t *testing.T, cs kubernetes.Interface, ns, name, priorityClass string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			Containers:                   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+			AutomountServiceAccountToken: new(bool),
+			PriorityClassName:            priorityClass,
+		},
 	}
 	created, err := cs.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
 	require.NoError(t, err, "create pod %s/%s", ns, name)

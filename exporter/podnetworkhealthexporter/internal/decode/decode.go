@@ -52,7 +52,7 @@ const (
 	// the rest of the point (its status) is still used.
 	SkipImplausibleIncrement SkipReason = "implausible_increment"
 	// SkipStreamLimit: a cumulative point that would start a new stream of a source
-	// already holding DecoderConfig.MaxStreamsPerSource streams. Its increment is not used
+	// already holding StreamsPerSource(DecoderConfig.StableTargetsPerSource) streams. Its increment is not used
 	// (nothing is remembered for it); the rest of its round (its status) still is.
 	SkipStreamLimit SkipReason = "stream_limit"
 	// SkipRotatingWithoutStart: a cumulative point of a rotating pair (no
@@ -95,28 +95,32 @@ type DecoderConfig struct {
 	// MaxFutureSkew, when > 0, skips points dated more than this after their arrival
 	// (SkipFutureTimestamp).
 	MaxFutureSkew time.Duration
-	// MaxStreamsPerSource bounds the cumulative streams remembered per source pod (default
-	// DefaultMaxStreamsPerSource, of which at most 16 duration histograms; < 0:
-	// unbounded). A point that would start one more is refused and counted
-	// (SkipStreamLimit); streams already remembered are never evicted for it, so a source
-	// flooding new streams keeps (and only keeps) its own first ones.
-	MaxStreamsPerSource int
+	// StableTargetsPerSource is the stable targets a source may have (k8s_net_attributes'
+	// max_stable_targets_per_source at the gateway; default DefaultStableTargetsPerSource,
+	// < 0: unbounded), which bounds the cumulative streams remembered per source pod:
+	// StreamsPerSource of them, of which at most one duration histogram per target. A point
+	// that would start one more is refused and counted (SkipStreamLimit); streams already
+	// remembered are never evicted for it, so a source flooding new streams keeps (and only
+	// keeps) its own first ones. Derived, not fixed: a limit raised at the admission and not
+	// here would drop the loss and RTT of the targets beyond it.
+	StableTargetsPerSource int
 }
 
 // DefaultStreamTTL is the default DecoderConfig.StreamTTL.
 const DefaultStreamTTL = 2 * time.Hour
 
-// DefaultMaxStreamsPerSource is what a source may need at the admission's default limit of
-// 16 stable targets (k8s_net_attributes max_stable_targets_per_source; a stable target is
-// an address, port and probe type): per target, sent, lost and the duration histogram,
-// and an errors stream for each of the 8 error types.
-const DefaultMaxStreamsPerSource = 16 * (3 + 8)
+// DefaultStableTargetsPerSource is the admission's default max_stable_targets_per_source.
+const DefaultStableTargetsPerSource = 16
 
-// maxHistogramStreamsPerSource bounds the duration-histogram streams among them: one per
-// stable target at the admission's default limit. A histogram stream holds up to
-// maxAcceptedBuckets buckets, a counter stream one value, so this keeps the worst case per
-// source near what a real source at the limit holds.
-const maxHistogramStreamsPerSource = 16
+// StreamsPerSource is what a source may need with stableTargets stable targets (a stable
+// target is an address, port and probe type): per target, sent, lost and the duration
+// histogram, and an errors stream for each error type. 176 at the default 16.
+func StreamsPerSource(stableTargets int) int {
+	return stableTargets * (3 + len(contract.ErrorTypes))
+}
+
+// DefaultMaxStreamsPerSource is StreamsPerSource(DefaultStableTargetsPerSource).
+var DefaultMaxStreamsPerSource = StreamsPerSource(DefaultStableTargetsPerSource)
 
 func (c DecoderConfig) withDefaults() DecoderConfig {
 	if c.StreamTTL <= 0 {
@@ -128,8 +132,8 @@ func (c DecoderConfig) withDefaults() DecoderConfig {
 	if c.MaxBurstRounds <= 0 {
 		c.MaxBurstRounds = 4
 	}
-	if c.MaxStreamsPerSource == 0 {
-		c.MaxStreamsPerSource = DefaultMaxStreamsPerSource
+	if c.StableTargetsPerSource == 0 {
+		c.StableTargetsPerSource = DefaultStableTargetsPerSource
 	}
 	return c
 }
@@ -347,7 +351,10 @@ func (d *Decoder) admitStream(src *observation.Source, hist bool) (*sourceStream
 	if o == nil {
 		o = &sourceStreams{key: k}
 	}
-	if d.cfg.MaxStreamsPerSource > 0 && (o.n >= d.cfg.MaxStreamsPerSource || hist && o.hist >= maxHistogramStreamsPerSource) {
+	// A histogram stream holds up to maxAcceptedBuckets buckets, a counter stream one value:
+	// one histogram per stable target keeps the worst case per source near what a real
+	// source at the limit holds.
+	if n := d.cfg.StableTargetsPerSource; n > 0 && (o.n >= StreamsPerSource(n) || hist && o.hist >= n) {
 		return nil, false
 	}
 	if o.n == 0 {

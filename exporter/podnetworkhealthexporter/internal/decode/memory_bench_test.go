@@ -32,7 +32,7 @@ func TestDecoderMemoryBench(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		// The reference flood reaches a decoder without the per-source stream bound (as
 		// before it had one); the sources at the limit fit within it anyway.
-		d := NewDecoder(DecoderConfig{FirstSightMaxAge: time.Minute, MaxPerRound: 10, MinRoundInterval: time.Second, MaxStreamsPerSource: -1})
+		d := NewDecoder(DecoderConfig{FirstSightMaxAge: time.Minute, MaxPerRound: 10, MinRoundInterval: time.Second, StableTargetsPerSource: -1})
 		for s := range sources {
 			a := newFakeAgent()
 			a.res[contract.K8sPodUID] = fmt.Sprintf("uid-%d", s)
@@ -143,7 +143,7 @@ func TestDecoderMemoryBenchHostile(t *testing.T) {
 	t.Logf("stable_port_with_histograms: %d bytes, %d streams", b, streams)
 	worst = max(worst, b)
 	unbounded := cfg
-	unbounded.MaxStreamsPerSource = -1
+	unbounded.StableTargetsPerSource = -1
 	before, beforeStreams := retained(unbounded, hostile(true, false))
 	real, realStreams := retained(cfg, honest)
 	t.Logf("before the bound: %d bytes, %d streams; a real source at the limit: %d bytes, %d streams", before, beforeStreams, real, realStreams)

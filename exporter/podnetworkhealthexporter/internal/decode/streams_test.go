@@ -112,28 +112,44 @@ func TestDecoderStreamsPerSourceAreBounded(t *testing.T) {
 	}
 }
 
-// A real agent at the admission's limit (16 stable targets, every error type) fits within
-// DefaultMaxStreamsPerSource: nothing of it is refused.
+// A real agent at the admission's limit (every stable target, every error type) fits
+// within the streams derived from that limit: nothing of it is refused, at the default 16
+// (176 streams) and at a raised 40. A fixed 176 refused a 40-target agent's loss and RTT.
 func TestDecoderStreamLimitFitsARealAgent(t *testing.T) {
-	d := NewDecoder(plausibleConfig())
-	a := newFakeAgent()
-	errTypes := []string{contract.ErrorTypeTimeout, contract.ErrorTypeRefused, contract.ErrorTypeUnreachable, contract.ErrorTypeDNS,
-		contract.ErrorTypeTLS, contract.ErrorTypeHTTPStatus, contract.ErrorTypePermission, contract.ErrorTypeOther}
-	now := t0
-	for round := range len(errTypes) + 2 {
-		now = now.Add(time.Second)
-		var probes []probe
-		for i := range 16 {
-			p := icmpProbe(3, 0)
-			p.addr = fmt.Sprintf("10.0.3.%d", i+1)
-			if round < len(errTypes) {
-				p = icmpProbe(3, 3)
-				p.addr, p.errType = fmt.Sprintf("10.0.3.%d", i+1), errTypes[round]
+	for _, tc := range []struct{ limit, targets, refused int }{
+		{0, 16, 0},  // the default: 16 targets
+		{40, 40, 0}, // raised with the admission's
+		{0, 40, 40*(3+len(contract.ErrorTypes)) - DefaultMaxStreamsPerSource}, // raised at the admission only: counted
+	} {
+		t.Run(fmt.Sprintf("limit=%d/targets=%d", tc.limit, tc.targets), func(t *testing.T) {
+			cfg := plausibleConfig()
+			cfg.StableTargetsPerSource = tc.limit
+			d := NewDecoder(cfg)
+			a := newFakeAgent()
+			errTypes := contract.ErrorTypes
+			now := t0
+			refused := 0
+			for round := range len(errTypes) + 2 {
+				now = now.Add(time.Second)
+				var probes []probe
+				for i := range tc.targets {
+					p := icmpProbe(3, 0)
+					p.addr = fmt.Sprintf("10.0.%d.%d", 3+i/200, i%200+1)
+					if round < len(errTypes) {
+						p = icmpProbe(3, 3)
+						p.addr, p.errType = fmt.Sprintf("10.0.%d.%d", 3+i/200, i%200+1), errTypes[round]
+					}
+					probes = append(probes, p)
+				}
+				refused += d.Decode(a.round(now, probes...), now).Skipped[SkipStreamLimit]
 			}
-			probes = append(probes, p)
-		}
-		r := d.Decode(a.round(now, probes...), now)
-		require.Zero(t, r.Skipped[SkipStreamLimit], "round %d", round)
+			assert.Equal(t, StreamsPerSource(tc.targets)-tc.refused, d.Streams())
+			if tc.refused == 0 {
+				assert.Zero(t, refused)
+			} else {
+				assert.Positive(t, refused, "refused and counted")
+			}
+		})
 	}
-	assert.Equal(t, DefaultMaxStreamsPerSource, d.Streams())
+	assert.Equal(t, 176, DefaultMaxStreamsPerSource)
 }

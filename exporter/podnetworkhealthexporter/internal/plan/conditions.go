@@ -90,7 +90,8 @@ func (ReadinessGate) Pods(pods []*corev1.Pod) []readiness.PodInfo {
 		if len(p.Spec.ReadinessGates) == 0 {
 			continue
 		}
-		info := readiness.PodInfo{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName, Created: p.CreationTimestamp.Time, HasGate: true}
+		info := readiness.PodInfo{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Node: p.Spec.NodeName, Created: p.CreationTimestamp.Time, HasGate: true,
+			Exempt: readiness.Exempt(p.Namespace, p.Spec.PriorityClassName)}
 		if len(p.Status.Conditions) > 0 {
 			info.Condition = string(p.Status.Conditions[0].Status)
 		}

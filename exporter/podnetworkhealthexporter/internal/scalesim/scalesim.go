@@ -397,11 +397,11 @@ func run(cfg Config) (Result, error) {
 	// The admission remembers max_sources agents (10,000 by default): a larger cluster must
 	// raise it (docs/sharding.md), as this does.
 	pcfg.Admission.MaxSources = max(pcfg.Admission.MaxSources, 2*cfg.N)
-	maxStreams := 0 // the decoder's default, sized for the admission's default
+	stableTargets := 0 // the decoder's default, the admission's default
 	if n := cfg.MaxStableTargetsPerSource; n > 0 {
 		pcfg.Admission.MaxStableTargetsPerSource = n
 		pcfg.Admission.MaxTargetsPerRound = max(pcfg.Admission.MaxTargetsPerRound, 2*n)
-		maxStreams = -1
+		stableTargets = n // the decoder's streams derived from it, as the exporter's config does
 	}
 	proc, err := k8snetattributesprocessor.NewStaticIndexProcessor(processortest.NewNopSettings(processortest.NopType), pcfg, ix)
 	if err != nil {
@@ -410,7 +410,7 @@ func run(cfg Config) (Result, error) {
 	const maxProbeInterval = time.Minute // the exporter's defaults (factory.go)
 	newDecoder := func() *decode.Decoder {
 		return decode.NewDecoder(decode.DecoderConfig{StreamTTL: 3 * maxProbeInterval, FirstSightMaxAge: maxProbeInterval, MaxPerRound: 10,
-			MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second), MaxStreamsPerSource: maxStreams})
+			MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second), StableTargetsPerSource: stableTargets})
 	}
 	dec := newDecoder()
 	ecfg := cfg.Engine

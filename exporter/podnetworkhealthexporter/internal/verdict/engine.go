@@ -210,6 +210,8 @@ type Engine struct {
 	// state, by voter key (O(N), forgotten TargetTTL after their last report).
 	gray          GrayConfig
 	grayObservers map[string]*observerGray
+	// standby: what a replica that does not lead bounds and expires itself (standby.go).
+	standby standbyState
 }
 
 // New returns an Engine.

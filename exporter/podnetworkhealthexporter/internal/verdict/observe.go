@@ -225,7 +225,7 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 		tk := TargetKeyOf(o)
 		ts := e.targets[tk]
 		node, votes := e.voterOf(o.Source)
-		if votes {
+		if votes && (ts != nil || e.standbyAdmits(tk)) {
 			if ts == nil {
 				ts = &targetState{key: tk, verdict: observation.VerdictUnknown, target: o.Target}
 				e.targets[tk] = ts

@@ -140,7 +140,7 @@ func (t *targetState) disrupted(d string, at time.Time) {
 	switch {
 	case d == "":
 		t.disruptedSince = time.Time{}
-	case t.disruption == "" || t.disruptedSince.IsZero():
+	case t.disruption == "" || t.disruptedSince.IsZero() || d != t.disruption: // a new kind: a new disruption (excuse.go)
 		t.disruptedSince = at
 	}
 	t.disruption = d
@@ -148,11 +148,11 @@ func (t *targetState) disrupted(d string, at time.Time) {
 
 // excused reports the disruption that explains a run of failures starting at firstFail:
 // one the cluster reported at or before the run began (a cordon before the evictions, a
-// pod terminating before it stopped answering). A disruption that came after the failures
+// pod terminating before it stopped answering), at most DisruptionExcuseFor before. A disruption that came after the failures
 // does not excuse them: a partitioned node goes NotReady some 40 s after its pods stopped
 // answering, and the partition is what netpulse must report.
 func (t *targetState) excused(firstFail time.Time) string {
-	if t.disruption == "" || t.disruptedSince.IsZero() || t.disruptedSince.After(firstFail) {
+	if t.disruption == "" || t.disruptedSince.IsZero() || t.disruptedSince.After(firstFail) || excuseExpired(t.disruptedSince, firstFail) {
 		return ""
 	}
 	return t.disruption

@@ -43,6 +43,7 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.termStart = now
+	e.standby = standbyState{} // the leader's Judge expires from now on
 	for _, o := range objs {
 		k := o.Key
 		if _, ok := e.written[k]; !ok {
@@ -128,4 +129,5 @@ func (e *Engine) EndTerm() {
 	clear(e.writtenDisruption)
 	clear(e.seededBad)
 	e.nodes = nodeStates{}
+	e.standbyLocked()
 }

@@ -11,6 +11,9 @@
 //   - True with reason PodNetworkReached once a successful observation targets the pod
 //     (by UID, else namespace/name) from an observer on another node than the pod's, made
 //     no earlier than the pod's creation;
+//   - True with reason Exempt at once for a pod in kube-system or of a system-critical
+//     priority class (Exempt): DNS, the CNI and the cluster's own controllers must never
+//     wait for netpulse, whose probes need them;
 //   - True with reason FailOpen when FailOpenTimeout > 0 and the pod is older than that
 //     without having been reached (so a broken prober cannot hold pods back forever);
 //   - at most MaxFlipsPerMinute flips per minute (token bucket, burst of the same size),
@@ -39,7 +42,16 @@ const DefaultConditionType = "netpulse.io/network-ready"
 const (
 	ReasonReached  = "PodNetworkReached"
 	ReasonFailOpen = "FailOpen"
+	ReasonExempt   = "Exempt"
 )
+
+// Exempt reports whether a pod is never held back by the gate: kube-system's pods and
+// pods of the system-critical priority classes (the cluster's DNS, CNI, kube-proxy,
+// controllers), which the pod network and netpulse's own probes depend on. The injection
+// policy never adds the gate to them; one that declares it anyway is set True at once.
+func Exempt(namespace, priorityClassName string) bool {
+	return namespace == "kube-system" || priorityClassName == "system-cluster-critical" || priorityClassName == "system-node-critical"
+}
 
 // StatusTrue is the only status Decide sets.
 const StatusTrue = "True"
@@ -104,6 +116,8 @@ type PodInfo struct {
 	Created time.Time
 	// HasGate: spec.readinessGates lists the condition type.
 	HasGate bool
+	// Exempt: never held back (Exempt): set True at once.
+	Exempt bool
 	// Condition is the current status of the condition: "" when absent, "True", "False"
 	// or "Unknown".
 	Condition string
@@ -288,6 +302,9 @@ func (g *Gate) Decide(pods []PodInfo, now time.Time) []Flip {
 		}
 		f := Flip{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ConditionType: g.cfg.ConditionType, Status: StatusTrue}
 		switch r, n := g.reachFor(p); {
+		case p.Exempt:
+			f.Reason = ReasonExempt
+			f.Message = "a kube-system or system-critical pod: never held back by the pod network-readiness gate"
 		case r != nil:
 			f.Reason = ReasonReached
 			f.Message = fmt.Sprintf("reached over the pod network from %s on node %s (%s) at %s",

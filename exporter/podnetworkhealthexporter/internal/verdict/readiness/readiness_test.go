@@ -98,6 +98,26 @@ func TestFailOpen(t *testing.T) {
 	assert.Empty(t, NewGate(Config{}).Decide([]PodInfo{p}, t0.Add(24*time.Hour)))
 }
 
+// kube-system's pods and system-critical pods that declare the gate are never held back:
+// True at once, never reached, without fail-open.
+func TestExemptPodsAreNeverGated(t *testing.T) {
+	dns := pod("coredns-1", "node-a", t0)
+	dns.Namespace, dns.Exempt = "kube-system", Exempt("kube-system", "")
+	cni := pod("cni-1", "node-a", t0)
+	cni.Namespace, cni.Exempt = "cni", Exempt("cni", "system-node-critical")
+	ctl := pod("ctl-1", "node-a", t0)
+	ctl.Exempt = Exempt("shop", "system-cluster-critical")
+	web := pod("web-1", "node-a", t0)
+	web.Exempt = Exempt("shop", "high")
+	flips := NewGate(Config{}).Decide([]PodInfo{dns, cni, ctl, web}, t0)
+	require.Len(t, flips, 3, "every exempt pod, not the workload")
+	for _, f := range flips {
+		assert.Equal(t, ReasonExempt, f.Reason, f.Name)
+		assert.Equal(t, StatusTrue, f.Status)
+		assert.NotEqual(t, "web-1", f.Name)
+	}
+}
+
 func TestRateLimitOldestFirst(t *testing.T) {
 	g := NewGate(Config{MaxFlipsPerMinute: 10, FailOpenTimeout: time.Minute})
 	var pods []PodInfo
