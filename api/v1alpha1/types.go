@@ -25,6 +25,7 @@ import (
 // +kubebuilder:printcolumn:name="Reachable",type=string,JSONPath=`.status.reachability`,description="Reachable, Unreachable or Unknown."
 // +kubebuilder:printcolumn:name="RTT P50",type=string,JSONPath=`.status.latency.p50`,description="Median round-trip time over the observation window."
 // +kubebuilder:printcolumn:name="Loss",type=string,JSONPath=`.status.lossRatio`,description="Share of probes lost over the observation window (0 to 1)."
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].reason`,description="The Degraded condition's reason: WithinThresholds, or why the reachable target is not well (PacketLoss, HighLatency, MTUBlackHole, AddressFamilyUnreachable); NotReachable while not Reachable."
 // +kubebuilder:printcolumn:name="Since",type=date,JSONPath=`.status.conditions[?(@.type=="Reachable")].lastTransitionTime`,description="How long the current verdict has held: the Reachable condition's last transition."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Target Kind",type=string,JSONPath=`.spec.targetKind`,priority=1,description="Pod, Node or External."

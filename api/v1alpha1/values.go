@@ -37,8 +37,9 @@ const (
 	// ConditionReachable is True when the target answered probes within the observation
 	// window, False when every probe failed, Unknown when there is nothing to judge by.
 	ConditionReachable = "Reachable"
-	// ConditionDegraded is True when the target is reachable but not on every path: today,
-	// when one address family fails while another answers (AddressFamilyUnreachable).
+	// ConditionDegraded is True when the target is reachable but not well: one address
+	// family fails while another answers (AddressFamilyUnreachable), a path-MTU black hole
+	// (MTUBlackHole), or judged packet loss or latency (PacketLoss, HighLatency).
 	ConditionDegraded = "Degraded"
 )
 
@@ -72,22 +73,33 @@ const (
 
 // Reasons of the Degraded condition.
 const (
-	// ReasonAddressFamiliesReachable (Degraded=False): every probed address family answers.
+	// ReasonWithinThresholds (Degraded=False): every probed address family answers, no
+	// path-MTU black hole, and neither packet loss nor latency is judged.
+	ReasonWithinThresholds = "WithinThresholds"
+	// ReasonAddressFamiliesReachable (Degraded=False): what writers before the gray
+	// judgement wrote instead of WithinThresholds; read as the same.
 	ReasonAddressFamiliesReachable = "AddressFamiliesReachable"
 	// ReasonAddressFamilyUnreachable (Degraded=True): one address family (e.g. IPv6) fails
-	// for failures_to_unreachable rounds, or is judged unreachable by the target's
-	// observers, while another answers; the message names it.
+	// for failures_to_unreachable rounds (more when the other family's own losses could
+	// explain such a run: random loss is not a family failure), or is judged unreachable by
+	// the target's observers, while another answers; the message names it.
 	ReasonAddressFamilyUnreachable = "AddressFamilyUnreachable"
 	// ReasonMTUBlackHole (Degraded=True): the last two path-MTU probes (pod_probe's
 	// icmp.path_mtu) found full-size don't-fragment packets vanishing without an ICMP error
 	// while small ones pass: a hop with a smaller MTU drops them (a path-MTU black hole).
 	// The message names the size known to pass.
 	ReasonMTUBlackHole = "MTUBlackHole"
-	// ReasonWithinThresholds, ReasonPacketLoss, ReasonHighLatency: reserved for loss and
-	// latency thresholds, which this version does not judge (never written).
-	ReasonWithinThresholds = "WithinThresholds"
-	ReasonPacketLoss       = "PacketLoss"
-	ReasonHighLatency      = "HighLatency"
+	// ReasonPacketLoss (Degraded=True): the gateway judges echoes lost above the cluster's
+	// background with the configured evidence (a likelihood-ratio test over a recent
+	// window of answered rounds) at the target's node (most of its observers see it), at the
+	// observer's own node (it sees it towards most of its targets) or on this path alone;
+	// the message gives the loss with its 95 % interval, its echoes and window, and the side.
+	ReasonPacketLoss = "PacketLoss"
+	// ReasonHighLatency (Degraded=True): most observer nodes' newest round towards the
+	// target's node is above its learnt baseline by the relative and absolute margins for
+	// several rounds (or above the absolute bound), or the observer's own node is slow
+	// towards most of its targets; the message gives the RTT against the baseline.
+	ReasonHighLatency = "HighLatency"
 	// ReasonNotReachable (Degraded=Unknown): degradation is not judged while not reachable.
 	ReasonNotReachable = "NotReachable"
 )

@@ -227,8 +227,8 @@ func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, fam
 			cond.LastTransitionTime = metav1.NewTime(since.Truncate(time.Second))
 		}
 	default:
-		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonAddressFamiliesReachable
-		cond.Message = "every probed address family answers"
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonWithinThresholds
+		cond.Message = "every probed address family answers, without judged packet loss or latency"
 	}
 	if cond.LastTransitionTime.IsZero() {
 		cond.LastTransitionTime = metav1.NewTime(s.LastObserved.Truncate(time.Second))

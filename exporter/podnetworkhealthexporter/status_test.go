@@ -92,7 +92,7 @@ func TestDegradedCondition(t *testing.T) {
 	st = v1alpha1.PodNetworkHealthStatus{}
 	setDegraded(&st, s, nil, time.Time{}, verdict.PairGray{})
 	require.Equal(t, metav1.ConditionFalse, cond(st).Status)
-	require.Equal(t, v1alpha1.ReasonAddressFamiliesReachable, cond(st).Reason)
+	require.Equal(t, v1alpha1.ReasonWithinThresholds, cond(st).Reason)
 
 	// A path-MTU black hole: Degraded with the size that passes (families come first).
 	st = v1alpha1.PodNetworkHealthStatus{}

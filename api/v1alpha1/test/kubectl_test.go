@@ -92,7 +92,7 @@ func TestPrinterColumns(t *testing.T) {
 	}
 	want := []col{
 		{"Name", "string", 0}, {"Source", "string", 0}, {"Target", "string", 0}, {"Reachable", "string", 0},
-		{"RTT P50", "string", 0}, {"Loss", "string", 0}, {"Since", "date", 0}, {"Age", "date", 0},
+		{"RTT P50", "string", 0}, {"Loss", "string", 0}, {"Degraded", "string", 0}, {"Since", "date", 0}, {"Age", "date", 0},
 		{"Target Kind", "string", 1}, {"Target Node", "string", 1}, {"Target Address", "string", 1},
 		{"RTT P99", "string", 1}, {"Observer", "string", 1}, {"Written", "date", 1},
 	}
@@ -135,10 +135,10 @@ func TestPrinterColumns(t *testing.T) {
 			}
 		}
 	}
-	check("agent-a-to-agent-b", "agent-a-to-agent-b", "agent-a", "agent-b", "Reachable", "850us", "0.0125", since, age, "Pod", nil, nil, "4ms", "node-a", age)
-	check("agent-a-to-agent-c", "agent-a-to-agent-c", "agent-a", "agent-c", "Unreachable", nil, "1", twoMinutes, age, "Pod", nil, nil, nil, "node-a", age)
-	check("agent-a-to-node-b", "agent-a-to-node-b", "agent-a", nil, "Reachable", "310us", "0", since, age, "Node", "node-b", nil, "700us", "node-a", age)
-	check("agent-a-to-dns", "agent-a-to-dns", "agent-a", nil, "Unknown", nil, nil, nil, age, "External", nil, "192.0.2.53", nil, nil, nil)
+	check("agent-a-to-agent-b", "agent-a-to-agent-b", "agent-a", "agent-b", "Reachable", "850us", "0.0125", "WithinThresholds", since, age, "Pod", nil, nil, "4ms", "node-a", age)
+	check("agent-a-to-agent-c", "agent-a-to-agent-c", "agent-a", "agent-c", "Unreachable", nil, "1", nil, twoMinutes, age, "Pod", nil, nil, nil, "node-a", age)
+	check("agent-a-to-node-b", "agent-a-to-node-b", "agent-a", nil, "Reachable", "310us", "0", "WithinThresholds", since, age, "Node", "node-b", nil, "700us", "node-a", age)
+	check("agent-a-to-dns", "agent-a-to-dns", "agent-a", nil, "Unknown", nil, nil, nil, nil, age, "External", nil, "192.0.2.53", nil, nil, nil)
 	if len(table.Rows) != 5 {
 		t.Errorf("%d rows, want 5", len(table.Rows))
 	}
@@ -243,8 +243,8 @@ func TestKubectl(t *testing.T) {
 		t.Logf("$ kubectl get %s\n%s", strings.Join(args[1:], " "), out)
 		return string(out)
 	}
-	header := regexp.MustCompile(`^NAME +SOURCE +TARGET +REACHABLE +RTT P50 +LOSS +SINCE +AGE\n`)
-	row := regexp.MustCompile(`(?m)^agent-a-to-agent-b +agent-a +agent-b +Reachable +850us +0\.0125 +[0-9]+(d|y[0-9]*d?) +[0-9]+s$`)
+	header := regexp.MustCompile(`^NAME +SOURCE +TARGET +REACHABLE +RTT P50 +LOSS +DEGRADED +SINCE +AGE\n`)
+	row := regexp.MustCompile(`(?m)^agent-a-to-agent-b +agent-a +agent-b +Reachable +850us +0\.0125 +WithinThresholds +[0-9]+(d|y[0-9]*d?) +[0-9]+s$`)
 	out := kubectl("get", "pnh")
 	if !header.MatchString(out) || !row.MatchString(out) || strings.Count(out, "\n") != 6 {
 		t.Errorf("kubectl get pnh: unexpected table")
@@ -256,7 +256,7 @@ func TestKubectl(t *testing.T) {
 		t.Errorf("kubectl get pnh --field-selector: unexpected output")
 	}
 	out = kubectl("get", "pnh", "-o", "wide")
-	if !strings.Contains(out, "TARGET KIND") || !regexp.MustCompile(`agent-a-to-node-b +agent-a +Reachable +310us +0 +[0-9]+(d|y[0-9]*d?) +[0-9]+s +Node +node-b +700us +node-a +[0-9]+s`).MatchString(out) {
+	if !strings.Contains(out, "TARGET KIND") || !regexp.MustCompile(`agent-a-to-node-b +agent-a +Reachable +310us +0 +WithinThresholds +[0-9]+(d|y[0-9]*d?) +[0-9]+s +Node +node-b +700us +node-a +[0-9]+s`).MatchString(out) {
 		t.Errorf("kubectl get pnh -o wide: unexpected output")
 	}
 	out = kubectl("get", "pnh", "--field-selector", "status.reachability=Unreachable")

@@ -113,7 +113,7 @@ func ValidStatus() v1alpha1.PodNetworkHealthStatus {
 		},
 		Conditions: []metav1.Condition{
 			{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: At(-48 * time.Minute), Reason: v1alpha1.ReasonProbesSucceeded, Message: "237 of 240 probes succeeded in the last 5m"},
-			{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: At(-48 * time.Minute), Reason: v1alpha1.ReasonAddressFamiliesReachable, Message: "every probed address family answers"},
+			{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: At(-48 * time.Minute), Reason: v1alpha1.ReasonWithinThresholds, Message: "every probed address family answers, without judged packet loss or latency"},
 		},
 	}
 }
