@@ -304,3 +304,34 @@ func TestSlowNodeIsHighLatency(t *testing.T) {
 	assert.Contains(t, GrayMessage(g.pairs[k].Gray), "node-7")
 	assert.Empty(t, g.unreachable)
 }
+
+// A pod replaced while its node is slow (a roll during congestion) inherits its node's
+// baseline: the new pod is judged slow, not learnt as normal.
+func TestReplacedPodOnASlowNodeIsHighLatency(t *testing.T) {
+	g := newGrayRun(12, 13)
+	g.run(12, baseFate)
+	slow := func(src, dst int) (float64, time.Duration) {
+		if src == 7 || dst == 7 {
+			return 0, 20*time.Millisecond + 200*time.Microsecond
+		}
+		return baseFate(src, dst)
+	}
+	for range 6 {
+		obs := g.r.grayRound(g.round, g.rng, slow)
+		for i := range obs {
+			if obs[i].Target.Name == "agent-7" {
+				obs[i].Target.Name, obs[i].Target.UID = "agent-7-new", "uid-7-new"
+			}
+		}
+		g.e.Observe(obs, g.r.at(g.round))
+		g.e.Reconcile(g.r.at(g.round).Add(time.Second))
+		g.round++
+	}
+	var slowTargets []string
+	for _, gt := range g.e.GrayTargets() {
+		if gt.Status.HighLatency {
+			slowTargets = append(slowTargets, gt.Key.Name)
+		}
+	}
+	assert.Equal(t, []string{"agent-7-new"}, slowTargets, "the new pod is slow against its node's baseline")
+}

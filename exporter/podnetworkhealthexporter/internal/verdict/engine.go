@@ -210,6 +210,8 @@ type Engine struct {
 	// state, by voter key (O(N), forgotten TargetTTL after their last report).
 	gray          GrayConfig
 	grayObservers map[string]*observerGray
+	// baselines: the learnt RTT per target node and family (O(N)).
+	baselines map[string]*nodeBaseline
 	// standby: what a replica that does not lead bounds and expires itself (standby.go).
 	standby standbyState
 }
@@ -222,6 +224,7 @@ func New(cfg Config) *Engine {
 		judge:              judgeConfig{quorum: cfg.TargetQuorum, recovery: cfg.TargetRecovery, graySlot: cfg.Gray.SlotWidth},
 		gray:               cfg.Gray,
 		grayObservers:      map[string]*observerGray{},
+		baselines:          map[string]*nodeBaseline{},
 		summ:               NewSummarizer(cfg.Summary),
 		candidates:         map[string]int{},
 		targets:            map[TargetKey]*targetState{},

@@ -87,14 +87,40 @@ func (g GrayStatus) LossInterval() (lo, hi float64) {
 	return gray.WilsonLower(g.Lost, g.Sent, 1.96), gray.WilsonUpper(g.Lost, g.Sent, 1.96)
 }
 
-// targetGray is one target's gray state: ~0.5 KB of slots, 4 contributors, a baseline.
+// targetGray is one target's gray state: ~0.5 KB of slots, 4 contributors, and its node's
+// baseline.
 type targetGray struct {
 	window  *gray.Window
 	contrib gray.Contributors
 	loss    gray.Loss
-	base    gray.Baseline
-	lat     gray.Latency
-	newest  time.Time
+	// base is shared by the targets of one node and family (Engine.baselines): a pod
+	// replaced while its node is slow (a DaemonSet roll during congestion) inherits what
+	// the node's RTT was, instead of learning the slowness as normal.
+	base   *nodeBaseline
+	lat    gray.Latency
+	newest time.Time
+}
+
+// nodeBaseline is a node's learnt RTT in one address family, with when it last learnt.
+type nodeBaseline struct {
+	gray.Baseline
+	seen time.Time
+}
+
+// baselineOf returns the baseline of ts's node and family (of ts itself when its node is
+// unknown), created when new (caller holds mu). O(nodes·families), forgotten TargetTTL
+// after its last sample.
+func (e *Engine) baselineOf(ts *targetState) *nodeBaseline {
+	k := ts.key.String()
+	if ts.target.Node != "" {
+		k = "node:" + ts.target.Node + "/" + ts.key.Family
+	}
+	b := e.baselines[k]
+	if b == nil {
+		b = &nodeBaseline{}
+		e.baselines[k] = b
+	}
+	return b
 }
 
 // observerGray is one observer node's gray state (by its voter key).
@@ -148,6 +174,9 @@ func (e *Engine) observeGray(ts *targetState, voter string, o *observation.Obser
 		ts.g = &targetGray{window: gray.NewWindow(g.Slots, g.SlotWidth)}
 	}
 	tg := ts.g
+	if tg.base == nil {
+		tg.base = e.baselineOf(ts)
+	}
 	observerBad := og.loss.Lossy || e.distrusted(o.Source.Node)
 	if o.Sent > 0 && o.Success {
 		// Answered rounds only: a round nothing answered is an outage's evidence
@@ -174,6 +203,7 @@ func (e *Engine) observeGray(ts *targetState, voter string, o *observation.Obser
 	}
 	if !og.lat.High && !observerBad {
 		tg.base.Learn(g.Latency, rtt)
+		tg.base.seen = now
 	}
 	if tg.base.Warm(g.Latency) && !tg.lat.High {
 		x := 0.0
@@ -221,11 +251,14 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 		}
 		voters++
 		rtts = append(rtts, v.rtt)
-		if tg.base.High(e.gray.Latency, v.rtt) {
+		if tg.base != nil && tg.base.High(e.gray.Latency, v.rtt) {
 			exceeding++
 		}
 	}
-	tg.lat.Exceeding, tg.lat.Voters, tg.lat.Baseline = exceeding, voters, tg.base.RTT()
+	tg.lat.Exceeding, tg.lat.Voters = exceeding, voters
+	if tg.base != nil {
+		tg.lat.Baseline = tg.base.RTT()
+	}
 	if len(rtts) > 0 {
 		slices.Sort(rtts)
 		tg.lat.Median = rtts[len(rtts)/2]
@@ -239,6 +272,11 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 // judgeGrayObservers re-judges the observer nodes that reported since the last call and
 // forgets those gone for TargetTTL (caller holds mu).
 func (e *Engine) judgeGrayObservers(now time.Time) {
+	for k, b := range e.baselines {
+		if now.Sub(b.seen) > e.cfg.TargetTTL {
+			delete(e.baselines, k)
+		}
+	}
 	for k, og := range e.grayObservers {
 		if now.Sub(og.lastSeen) > e.cfg.TargetTTL {
 			delete(e.grayObservers, k)
