@@ -316,6 +316,11 @@ func TestDelay(t *testing.T) {
 		all(pathExpect{reachable: true, stable: true, maxP50: healthyRTT}, not(towards(node)))
 	e.await(t, "detect", exp, detectTimeout)
 	logLatency(t, e, exp, node)
+	// Judged: every pair towards the node reads Degraded/HighLatency blaming it, nothing else
+	// is Degraded, nothing reads Unreachable. Its new pod's RTT is judged against its
+	// node's learnt baseline (the node was quick before the delay).
+	d := e.awaitGray(t, grayWant{node: node, reason: v1alpha1.ReasonHighLatency, blame: "at the target's node " + node}, start, detectTimeout+30*time.Second)
+	t.Logf("E2E delay: every pair towards %s Degraded/HighLatency blaming it %.1fs after the delay was set", node, d.Seconds())
 
 	healed := time.Now()
 	if err := e.cl.Heal(node); err != nil {
@@ -397,6 +402,11 @@ func TestLoss(t *testing.T) {
 	measure.loss[node] = lossExpect{min: lossMin, max: lossMax}
 	e.await(t, "detect", measure, lossTimeout)
 	logLoss(t, e, measure, node)
+	// Judged: the loss of every echo into node-4 reads Degraded/PacketLoss on every pair
+	// towards it (the target's side) and from it (its own side: the replies to its echoes
+	// are lost too), blaming node-4; nothing else is Degraded, nothing Unreachable.
+	d := e.awaitGray(t, grayWant{node: node, reason: v1alpha1.ReasonPacketLoss, fromToo: true, blame: node}, start, lossTimeout)
+	t.Logf("E2E loss: every pair towards and from %s Degraded/PacketLoss blaming it %.1fs after the loss began", node, d.Seconds())
 
 	// The pairs towards the deleted pod: pruned after the target TTL.
 	pruned := e.expect("delete-pod (target ttl)", deleted)
