@@ -4,7 +4,6 @@
 package podnetworkhealthexporter
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -255,15 +254,12 @@ func (g GrayConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("window: %v must span 1 to 240 slots of slot_width %v", g.Window, g.SlotWidth))
 	}
 	if err := g.verdict().Loss.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("loss::%w", err))
-	}
-	if g.Loss.Threshold > 0 && g.Loss.Background > 0 && g.Loss.Threshold <= g.Loss.Background {
-		errs = append(errs, fmt.Errorf("loss::threshold: %v must be above loss::background %v", g.Loss.Threshold, g.Loss.Background))
+		errs = append(errs, fmt.Errorf("loss: %w", err))
 	}
 	if err := g.verdict().Latency.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("latency::%w", err))
+		errs = append(errs, fmt.Errorf("latency: %w", err))
 	}
-	return errors.Join(errs...)
+	return kubeclient.JoinErrors(errs...)
 }
 
 // verdict maps the configuration onto the verdict stage's.

@@ -58,6 +58,11 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, 5, cfg.MaxEchoesPerRound)
 	require.Equal(t, ShardConfig{Count: 4, Index: 3}, cfg.Shard)
 	require.Equal(t, ZonesConfig{Enabled: true, MinNodes: 3, MinFailingShare: 0.9, MinHealthyShare: 0.9, MinHold: 2 * time.Minute, Retention: time.Hour}, cfg.Zones)
+	require.Equal(t, GrayConfig{Window: 20 * time.Minute, SlotWidth: time.Minute,
+		Loss:    GrayLossConfig{Background: 0.0005, Threshold: 0.01, Evidence: 15},
+		Latency: GrayLatencyConfig{Relative: 1, Margin: 5 * time.Millisecond, Bound: 250 * time.Millisecond, Rounds: 4}}, cfg.Gray)
+	g := cfg.Gray.verdict()
+	require.Equal(t, 20, g.Slots)
 }
 
 // requireProblems asserts that each want begins one of the problems err reports, read with
@@ -96,6 +101,9 @@ func TestInvalidConfigNamesFields(t *testing.T) {
 		"shard: index: 2 out of range [0, count-1=1]",
 		"readiness_gate: enabled: requires the alpha feature gate: run with --feature-gates=exporter.podnetworkhealth.readinessGate",
 		"readiness_gate: max_flips_per_minute: 0 out of range",
+		"gray: window: 10h0m0s must span 1 to 240 slots of slot_width 30s",
+		"gray: loss: threshold: 0.005 must be above background (0.01)",
+		"gray: latency: margin: -1ms must not be negative",
 		"readiness_gate: min_reaching_nodes: 0 out of range [1, 4]",
 	)
 }
