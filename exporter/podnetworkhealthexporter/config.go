@@ -220,6 +220,8 @@ type NodeConditionsConfig struct {
 // labels, as the gateway's k8s_net_attributes index reads them.
 // GrayConfig: how packet loss and latency are judged (docs/gray.md in this component).
 type GrayConfig struct {
+	// Enabled (default true): judge packet loss and latency at all.
+	Enabled bool `mapstructure:"enabled"`
 	// Window: how far back loss evidence reaches, judged over its newest 1, 2, 4, ...
 	// slots of SlotWidth (defaults 30m and 30s).
 	Window    time.Duration     `mapstructure:"window"`
@@ -269,6 +271,7 @@ func (g GrayConfig) verdict() verdict.GrayConfig {
 		slots = int(g.Window / g.SlotWidth)
 	}
 	return verdict.GrayConfig{
+		Off:       !g.Enabled,
 		Loss:      gray.LossConfig{Background: g.Loss.Background, Threshold: g.Loss.Threshold, Evidence: g.Loss.Evidence},
 		Latency:   gray.LatencyConfig{Relative: g.Latency.Relative, Margin: g.Latency.Margin, Bound: g.Latency.Bound, Rounds: g.Latency.Rounds},
 		SlotWidth: g.SlotWidth,

@@ -58,7 +58,7 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, 5, cfg.MaxEchoesPerRound)
 	require.Equal(t, ShardConfig{Count: 4, Index: 3}, cfg.Shard)
 	require.Equal(t, ZonesConfig{Enabled: true, MinNodes: 3, MinFailingShare: 0.9, MinHealthyShare: 0.9, MinHold: 2 * time.Minute, Retention: time.Hour}, cfg.Zones)
-	require.Equal(t, GrayConfig{Window: 20 * time.Minute, SlotWidth: time.Minute,
+	require.Equal(t, GrayConfig{Enabled: true, Window: 20 * time.Minute, SlotWidth: time.Minute,
 		Loss:    GrayLossConfig{Background: 0.0005, Threshold: 0.01, Evidence: 15},
 		Latency: GrayLatencyConfig{Relative: 1, Margin: 5 * time.Millisecond, Bound: 250 * time.Millisecond, Rounds: 4}}, cfg.Gray)
 	g := cfg.Gray.verdict()

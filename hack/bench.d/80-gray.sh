@@ -7,3 +7,10 @@
 set -euo pipefail
 echo "# gray bench at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo '-dirty')"
 NETPULSE_BENCH=1 go test -count=1 -run 'TestGrayDetectionAgainstTheBound|TestGrayFalseVerdictsAtBackground' -v ./exporter/podnetworkhealthexporter/internal/plan/
+# The gray state's heap and time per simulated hour at 1,000 and 5,000 nodes, against the
+# same engine with gray.enabled: false in the same run (~2 min).
+go test -run '^$' -bench BenchmarkGrayState -benchtime 1x ./exporter/podnetworkhealthexporter/internal/verdict/ | tee /dev/stderr |
+  awk '/^BenchmarkGrayState/ { split($1, a, "/"); n = a[2]; sub("nodes=", "", n); on = (a[3] ~ /gray=true/);
+         for (i = 1; i <= NF; i++) { if ($(i+1) == "heap-B/node") h = $i; if ($(i+1) == "s/hour") s = $i }
+         if (on) { H[n] = h; S[n] = s } else { printf "BENCH gray_heap_per_node_n%s ours=%.0fB reference=%.0fB ratio=%.2fx\n", n, H[n], h, H[n]/h;
+                                            printf "BENCH gray_engine_seconds_per_hour_n%s ours=%.2f reference=%.2f ratio=%.2fx\n", n, S[n], s, S[n]/s } }'

@@ -20,6 +20,9 @@ import (
 
 // GrayConfig configures the gray judgement. Zero fields take the defaults.
 type GrayConfig struct {
+	// Off: no gray judgement (no state, no verdicts): what the exporter's gray.enabled:
+	// false gives, and the reference of BenchmarkGrayState.
+	Off     bool
 	Loss    gray.LossConfig
 	Latency gray.LatencyConfig
 	// SlotWidth and Slots: the window the loss evidence is counted in (defaults 30 s and
@@ -160,7 +163,7 @@ func roundRTT(o *observation.Observation) time.Duration {
 // so one bad node does not spread its verdict to its peers; what is counted before that
 // is bounded by the leave-one-out test.
 func (e *Engine) observeGray(ts *targetState, voter string, o *observation.Observation, now time.Time) {
-	if o.Sent == 0 && o.RTT.Count() == 0 {
+	if e.gray.Off || o.Sent == 0 && o.RTT.Count() == 0 {
 		return
 	}
 	g := e.gray
