@@ -335,3 +335,27 @@ func TestReplacedPodOnASlowNodeIsHighLatency(t *testing.T) {
 	}
 	assert.Equal(t, []string{"agent-7-new"}, slowTargets, "the new pod is slow against its node's baseline")
 }
+
+// Transients are not gray: the first rounds of a starting mesh (peers coming up, echoes
+// answered part-way through a round), and a target going away, lose echoes without a
+// verdict.
+func TestTransientsAreNotGray(t *testing.T) {
+	g := newGrayRun(12, 21)
+	g.run(3, func(int, int) (float64, time.Duration) { return 0.3, 200 * time.Microsecond }) // 30 s of start-up
+	g.run(30, baseFate)
+	assert.Empty(t, g.grayNodes(), "a starting mesh's losses")
+
+	// node-8's pod is terminating: echoes towards it are lost part-way for 5 minutes.
+	for range 30 {
+		obs := g.r.grayRound(g.round, g.rng, nodeLoss(8, 0.4))
+		for i := range obs {
+			if obs[i].Target.Name == "agent-8" {
+				obs[i].TargetLeaving, obs[i].TargetDisruption = true, "PodTerminating"
+			}
+		}
+		g.e.Observe(obs, g.r.at(g.round))
+		g.e.Reconcile(g.r.at(g.round).Add(time.Second))
+		g.round++
+	}
+	assert.Empty(t, g.e.GrayTargets(), "a target going away is no gray target")
+}

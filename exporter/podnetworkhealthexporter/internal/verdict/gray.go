@@ -141,6 +141,11 @@ type observerGray struct {
 	dirty     bool
 }
 
+// grayWarmup: the first rounds of a new agent pod, and of a new target, that the gray
+// judgement leaves out (in the end-to-end mesh a starting agent saw 2.6 % of its first
+// 30 s of echoes lost towards the peers starting beside it, and read as a lossy node).
+const grayWarmup = 30 * time.Second
+
 // observerHighMinRounds: rounds an observer's high share needs before it judges.
 const observerHighMinRounds = 6
 
@@ -162,8 +167,14 @@ func roundRTT(o *observation.Observation) time.Duration {
 // judged lossy (their loss is theirs) and the observer side targets already judged lossy,
 // so one bad node does not spread its verdict to its peers; what is counted before that
 // is bounded by the leave-one-out test.
-func (e *Engine) observeGray(ts *targetState, voter string, o *observation.Observation, now time.Time) {
+func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o *observation.Observation, now time.Time) {
 	if e.gray.Off || o.Sent == 0 && o.RTT.Count() == 0 {
+		return
+	}
+	// Transients are not gray: a pod's first rounds (the agent's own, or a new target's:
+	// peers and routes still coming up, echoes answered part-way through a round) and a
+	// target going away or down (a round the pod died in).
+	if o.TargetLeaving || o.TargetDisruption != "" || o.Timestamp.Sub(ts.firstSeen) < grayWarmup || o.Timestamp.Sub(ob.firstSeen) < grayWarmup {
 		return
 	}
 	g := e.gray

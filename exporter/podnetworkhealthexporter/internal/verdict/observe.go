@@ -95,6 +95,7 @@ func (f *familyRounds) add(at time.Time, ok bool) {
 type observerState struct {
 	namespace, name, node string
 	lastSeen              time.Time // newest round
+	firstSeen             time.Time // oldest round (the gray warm-up)
 	lastArrival           time.Time // when its newest observation arrived
 	// lastStable: its newest stable observation of any pair. A stable pair it has not
 	// observed for RingMovedRounds of its rounds before that is no longer its stable peer.
@@ -243,11 +244,19 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 				sent, lost = o.Sent, o.Lost
 			}
 			ts.add(tobs{at: o.Timestamp, observer: o.Source.UID, node: node, ok: o.Success, rtt: rtt, sent: sent, lost: lost})
-			e.observeGray(ts, voterKey(node, o.Source.UID), o, now)
-			e.dirtyTargets[tk] = struct{}{}
+			if ts.firstSeen.IsZero() || o.Timestamp.Before(ts.firstSeen) {
+				ts.firstSeen = o.Timestamp
+			}
 		}
 
 		ob := e.observerOf(o.Source)
+		if ob.firstSeen.IsZero() || o.Timestamp.Before(ob.firstSeen) {
+			ob.firstSeen = o.Timestamp
+		}
+		if votes && ts != nil {
+			e.observeGray(ts, ob, voterKey(node, o.Source.UID), o, now)
+			e.dirtyTargets[tk] = struct{}{}
+		}
 		ob.voter = ""
 		if votes {
 			ob.voter = voterKey(node, o.Source.UID)

@@ -118,6 +118,7 @@ type targetState struct {
 	// failing / reaching: distinct observer nodes of the newest runs (for messages, metrics).
 	failing, reaching int
 	lastSeen          time.Time
+	firstSeen         time.Time // oldest observation (the gray warm-up)
 	// leaving: the newest observation found the target pod terminating or deleted
 	// (observation.Observation.TargetLeaving), since leavingSince: the first observation
 	// of that unbroken run.
