@@ -79,7 +79,7 @@ type Loss struct {
 	// Cleared: when the last episode ended; a new one is judged only on evidence after it,
 	// so the long scales that still hold the old episode do not set it again.
 	Cleared time.Time
-	// Level: the loss rate of the newest passing test (the hysteresis bound is a third
+	// Level: the episode's loss rate while it goes on (the hysteresis bound is a third
 	// of it).
 	Level float64
 	// Figures: the counts behind the verdict (the deciding scale while lossy, the whole
@@ -99,13 +99,12 @@ func (c LossConfig) Judge(l *Loss, w *Window, except Counts, now time.Time) bool
 		notBefore = l.EvidenceStart
 	}
 	scales := w.Scales(now, notBefore, buf[:0])
-	best, bestLLR := -1, 0.0
+	// The shortest scale that passes: the most recent evidence strong enough (a longer one
+	// dilutes the level with the time before, which would tighten the clearing bound the
+	// longer an episode lasts).
+	best := -1
 	for i, s := range scales {
-		if s.Ratio() < c.Threshold {
-			continue
-		}
-		v := LLR(s.Lost, s.Sent, c.Background)
-		if v < c.Evidence || v <= bestLLR {
+		if s.Ratio() < c.Threshold || LLR(s.Lost, s.Sent, c.Background) < c.Evidence {
 			continue
 		}
 		// The others' losses alone (the leave-one-out counts are conservative: except's
@@ -113,7 +112,8 @@ func (c LossConfig) Judge(l *Loss, w *Window, except Counts, now time.Time) bool
 		if LLR(s.Lost-min(except.Lost, s.Lost), s.Sent, c.Background) < c.Evidence/3 {
 			continue
 		}
-		best, bestLLR = i, v
+		best = i
+		break
 	}
 	if !l.Lossy {
 		if best < 0 || c.healthy(scales[:best+1], c.Threshold) {
@@ -126,7 +126,11 @@ func (c LossConfig) Judge(l *Loss, w *Window, except Counts, now time.Time) bool
 		return true
 	}
 	if best >= 0 {
-		l.Level, l.Figures = scales[best].Ratio(), scales[best]
+		// The level is the whole episode's rate: robust with its many echoes (a short
+		// scale's lucky high estimate would loosen the bound and clear a loss that goes
+		// on). After a heal it dilutes, which tightens the bound, but never below
+		// Threshold: clearing takes at most the echoes that put the rate below it.
+		l.Figures, l.Level = scales[best], scales[len(scales)-1].Ratio()
 	} else if len(scales) > 0 {
 		l.Figures = scales[len(scales)-1]
 	}

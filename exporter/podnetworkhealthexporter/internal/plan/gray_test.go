@@ -342,8 +342,10 @@ func TestReplacedPodOnASlowNodeIsHighLatency(t *testing.T) {
 func TestTransientsAreNotGray(t *testing.T) {
 	g := newGrayRun(12, 21)
 	g.run(3, func(int, int) (float64, time.Duration) { return 0.3, 200 * time.Microsecond }) // 30 s of start-up
-	g.run(30, baseFate)
 	assert.Empty(t, g.grayNodes(), "a starting mesh's losses")
+	g.run(30, baseFate)
+	assert.Empty(t, g.grayNodes())
+	assert.Empty(t, g.degraded, "no Event for a start-up")
 
 	// node-8's pod is terminating: echoes towards it are lost part-way for 5 minutes.
 	for range 30 {

@@ -141,6 +141,34 @@ type observerGray struct {
 	dirty     bool
 }
 
+// transient reports whether o is a transient, not gray evidence: a pod's first rounds (the
+// agent's own, or a new target's: peers and routes still coming up, echoes answered
+// part-way through a round) and a target going away or down (a round the pod died in).
+func transient(ts *targetState, ob *observerState, o *observation.Observation) bool {
+	return o.TargetLeaving || o.TargetDisruption != "" || o.Timestamp.Sub(ts.firstSeen) < grayWarmup || o.Timestamp.Sub(ob.firstSeen) < grayWarmup
+}
+
+// pathGray is a followed pair's own loss judgement (O(objects)): 10 slots, ~0.3 KB.
+type pathGray struct {
+	window *gray.Window
+	loss   gray.Loss
+}
+
+// pathSlots: a pair's own window is the newest 10 slots (5 minutes at the defaults): the
+// pair's object's declared window.
+const pathSlots = 10
+
+// observePathGray counts a followed pair's answered ICMP echoes (caller holds mu).
+func (e *Engine) observePathGray(p *pairInfo, ts *targetState, ob *observerState, o *observation.Observation) {
+	if e.gray.Off || o.ProbeType != contract.ProbeTypeICMP || o.Sent == 0 || !o.Success || transient(ts, ob, o) {
+		return
+	}
+	if p.path == nil {
+		p.path = &pathGray{window: gray.NewWindow(pathSlots, e.gray.SlotWidth)}
+	}
+	p.path.window.Add(o.Timestamp, o.Sent, min(o.Lost, o.Sent))
+}
+
 // grayWarmup: the first rounds of a new agent pod, and of a new target, that the gray
 // judgement leaves out (in the end-to-end mesh a starting agent saw 2.6 % of its first
 // 30 s of echoes lost towards the peers starting beside it, and read as a lossy node).
@@ -171,10 +199,7 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 	if e.gray.Off || o.Sent == 0 && o.RTT.Count() == 0 {
 		return
 	}
-	// Transients are not gray: a pod's first rounds (the agent's own, or a new target's:
-	// peers and routes still coming up, echoes answered part-way through a round) and a
-	// target going away or down (a round the pod died in).
-	if o.TargetLeaving || o.TargetDisruption != "" || o.Timestamp.Sub(ts.firstSeen) < grayWarmup || o.Timestamp.Sub(ob.firstSeen) < grayWarmup {
+	if transient(ts, ob, o) {
 		return
 	}
 	g := e.gray
@@ -194,13 +219,16 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 	observerBad := og.loss.Lossy || e.distrusted(o.Source.Node)
 	if o.Sent > 0 && o.Success {
 		// Answered rounds only: a round nothing answered is an outage's evidence
-		// (reachability judges it); partial answers are the gray signal.
+		// (reachability judges it); partial answers are the gray signal. An echo lost
+		// between a lossy end and a healthy one is the lossy end's; between two lossy ends
+		// (or a distrusted observer) it counts for both, so that windows never starve: a
+		// cluster-wide loss that made every node lossy must clear once it heals.
 		lost := min(o.Lost, o.Sent)
-		if !observerBad {
+		if !observerBad || tg.loss.Lossy {
 			tg.window.Add(o.Timestamp, o.Sent, lost)
 			tg.contrib.Add(voter, o.Sent, lost, o.Timestamp, g.Span())
 		}
-		if !tg.loss.Lossy {
+		if !tg.loss.Lossy || og.loss.Lossy {
 			og.window.Add(o.Timestamp, o.Sent, lost)
 			og.contrib.Add(targetNodeKey(ts), o.Sent, lost, o.Timestamp, g.Span())
 		}
@@ -398,11 +426,14 @@ func (e *Engine) pairGray(k observation.PairKey, p *pairInfo, s observation.Summ
 	// window is building evidence of its own (a third of the verdict's: the pair's stable
 	// observer is the largest contributor its target leaves out, so the target's verdict
 	// can come a few rounds after the pair's own evidence, and blaming the path meanwhile
-	// would be wrong).
-	own := gray.Counts{Sent: s.AnsweredSent, Lost: s.AnsweredLost}
-	if own.Sent > 0 && own.Ratio() >= e.gray.Loss.Threshold && gray.LLR(own.Lost, own.Sent, e.gray.Loss.Background) >= e.gray.Loss.Evidence &&
-		!e.building(tgt) && !e.building(obs) {
-		return PairGray{Reason: reasonPacketLoss, Side: SidePath, Status: GrayStatus{Lossy: true, Sent: own.Sent, Lost: own.Lost, Span: s.WindowEnd.Sub(s.WindowStart)}}
+	// would be wrong). The same test as the ends', on the pair's answered echoes after the
+	// transients, with the same hysteresis.
+	if pg := p.path; pg != nil {
+		e.gray.Loss.Judge(&pg.loss, pg.window, gray.Counts{}, s.LastObserved)
+		if pg.loss.Lossy && !e.building(tgt) && !e.building(obs) {
+			f := pg.loss.Figures
+			return PairGray{Reason: reasonPacketLoss, Side: SidePath, Status: GrayStatus{Lossy: true, Sent: f.Sent, Lost: f.Lost, Span: f.Span, LossSince: pg.loss.Since}}
+		}
 	}
 	return PairGray{}
 }

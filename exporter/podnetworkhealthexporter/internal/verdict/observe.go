@@ -30,6 +30,9 @@ type pairInfo struct {
 	// families: the pair's own rounds per address family (0 ipv4, 1 ipv6), so that one
 	// failing family shows while the other keeps the pair Reachable.
 	families [2]familyRounds
+	// path: the pair's own answered echoes (gray.go, pairGray's path side), nil until its
+	// first one after the transients.
+	path *pathGray
 }
 
 // familyRounds is a pair's run of rounds in one address family.
@@ -302,6 +305,9 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 		p.target = tk
 		p.seeded = false
 		p.families[familyIndex(tk.Family)].add(o.Timestamp, o.Success)
+		if ts != nil {
+			e.observePathGray(p, ts, ob, o)
+		}
 		tracked = append(tracked, *o)
 		e.dirty[key] = struct{}{}
 	}
