@@ -120,3 +120,14 @@ func RunLength(q, e float64) int {
 	}
 	return min(int(math.Ceil(math.Log(1e-8)/math.Log(f))), 64)
 }
+
+// RunLossUpper is the loss rate a run bound should assume from lost of sent echoes of
+// answered rounds of e echoes: the 2-sigma Wilson upper bound of their share, unbiased
+// (UnconditionalLoss). An upper bound, because underestimating the loss of a lossy
+// target makes its random runs read as outages; a few dozen echoes are all a minute holds.
+func RunLossUpper(lost, sent uint64, e float64) float64 {
+	if sent == 0 || lost == 0 {
+		return 0
+	}
+	return UnconditionalLoss(WilsonUpper(lost, sent, 2), e)
+}

@@ -76,6 +76,7 @@ type grayRun struct {
 	// pairs: the newest write of each object.
 	pairs       map[observation.PairKey]ObjectWrite
 	unreachable []string // target verdicts turned Unreachable
+	pairOutages []string // pair objects written Unreachable
 	degraded    []Event  // ConnectivityDegraded Events
 	round       int
 }
@@ -103,6 +104,11 @@ func (g *grayRun) runDual(rounds int, fate, fate6 echoFate) {
 		res := g.e.Reconcile(g.r.at(g.round).Add(time.Second))
 		for _, w := range res.Objects {
 			g.pairs[w.Key] = w
+		}
+		for _, w := range res.Objects {
+			if !w.Delete && (w.Reason == ReasonVerdict || w.Reason == ReasonInitial) && w.Summary.Verdict == observation.VerdictUnreachable {
+				g.pairOutages = append(g.pairOutages, fmt.Sprintf("round %d: %s", g.round, w.Key))
+			}
 		}
 		for _, c := range res.TargetChanges {
 			if c.Verdict == observation.VerdictUnreachable {
@@ -149,20 +155,22 @@ func testGrayLoss(t *testing.T, p float64, seed uint64) {
 			if p < 0.05 {
 				lossy = 120 // 2 %: the statistical bound alone is 4 minutes at this budget
 			}
-			g.run(2, nodeLoss(5, p))
-			onset := len(g.unreachable)
-			g.run(lossy-2, nodeLoss(5, p))
-			// In the fault's first round alone, 3 of 4 observers losing all 3 echoes (a
-			// quarter of rounds at 75 % echo loss) cannot be told from a dead target; from
-			// the second, the partial answers hold it.
+			g.run(3, nodeLoss(5, p))
+			onset, onsetPairs := len(g.unreachable), len(g.pairOutages)
+			g.run(lossy-3, nodeLoss(5, p))
+			// In the fault's first rounds, before any partial answer, 3 of 4 observers
+			// losing all 3 echoes (a quarter of rounds at 75 % echo loss), or a pair failing
+			// its first 3 rounds, cannot be told from an outage; from then on the partial
+			// answers hold them.
 			if p < 0.75 {
 				assert.Zero(t, onset, "%v", g.unreachable)
+				assert.Zero(t, onsetPairs, "%v", g.pairOutages)
 			}
 			assert.Len(t, g.unreachable, onset, "a node that answers part of its echoes never reads Unreachable")
-			if onset > 0 {
-				t.Logf("onset: %v", g.unreachable)
-				g.degraded = nil // the onset's outage made objects of rotating pairs
-				return
+			assert.Len(t, g.pairOutages, onsetPairs, "nor does any pair of it")
+			if onset+onsetPairs > 0 {
+				t.Logf("onset: %v %v", g.unreachable, g.pairOutages)
+				return // the onset's outages made objects of rotating pairs, with Events
 			}
 			assert.Equal(t, map[string]string{"node-5": "PacketLoss/node"}, g.grayNodes(), "only node-5, on both sides")
 			// Its stable pairs: towards it, the target's side; from it, the observer's side.

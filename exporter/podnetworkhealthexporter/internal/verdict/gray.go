@@ -128,8 +128,12 @@ func (e *Engine) baselineOf(ts *targetState) *nodeBaseline {
 
 // observerGray is one observer node's gray state (by its voter key).
 type observerGray struct {
-	window  *gray.Window
-	contrib gray.Contributors
+	window *gray.Window
+	// answered: its answered rounds' echoes as they come (no boundary rule, 4 slots):
+	// the rate its own pairs' run bound assumes (pairRunFloor). Only its own pairs read
+	// it, so what it reports moves nothing of another node's.
+	answered *gray.Window
+	contrib  gray.Contributors
 	loss    gray.Loss
 	lat     gray.Latency
 	// highShare: a running share of its rounds that were high against their targets'
@@ -158,17 +162,6 @@ type pathGray struct {
 // pair's object's declared window.
 const pathSlots = 10
 
-// observePathGray counts a followed pair's answered ICMP echoes (caller holds mu).
-func (e *Engine) observePathGray(p *pairInfo, ts *targetState, ob *observerState, o *observation.Observation) {
-	if e.gray.Off || o.ProbeType != contract.ProbeTypeICMP || o.Sent == 0 || !o.Success || transient(ts, ob, o) {
-		return
-	}
-	if p.path == nil {
-		p.path = &pathGray{window: gray.NewWindow(pathSlots, e.gray.SlotWidth)}
-	}
-	p.path.window.Add(o.Timestamp, o.Sent, min(o.Lost, o.Sent))
-}
-
 // grayWarmup: the first rounds of a new agent pod, and of a new target, that the gray
 // judgement leaves out (in the end-to-end mesh a starting agent saw 2.6 % of its first
 // 30 s of echoes lost towards the peers starting beside it, and read as a lossy node).
@@ -194,8 +187,15 @@ func roundRTT(o *observation.Observation) time.Duration {
 // node's gray state (caller holds mu). The target side leaves out observers already
 // judged lossy (their loss is theirs) and the observer side targets already judged lossy,
 // so one bad node does not spread its verdict to its peers; what is counted before that
-// is bounded by the leave-one-out test.
-func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o *observation.Observation, now time.Time) {
+// is bounded by the leave-one-out test. prev is the observer node's vote for the target
+// before this observation (ok false when it had none).
+//
+// An answered round is counted one round late, and only when neither the round before nor
+// the round after it failed: an outage that begins or ends in the middle of a
+// round answers it part-way, and such boundaries are the outage's, not gray loss (in the
+// end-to-end mesh the partitions of earlier scenarios, each towards another node, read as
+// an observer losing 5.8 % towards three of its targets).
+func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o *observation.Observation, prev vote, hadPrev bool, now time.Time) {
 	if e.gray.Off || o.Sent == 0 && o.RTT.Count() == 0 {
 		return
 	}
@@ -209,6 +209,12 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 		e.grayObservers[voter] = og
 	}
 	og.lastSeen, og.dirty = now, true
+	if o.ProbeType == contract.ProbeTypeICMP && o.Sent > 0 && o.Success {
+		if og.answered == nil {
+			og.answered = gray.NewWindow(4, g.SlotWidth)
+		}
+		og.answered.Add(o.Timestamp, o.Sent, min(o.Lost, o.Sent))
+	}
 	if ts.g == nil {
 		ts.g = &targetGray{window: gray.NewWindow(g.Slots, g.SlotWidth)}
 	}
@@ -217,20 +223,33 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 		tg.base = e.baselineOf(ts)
 	}
 	observerBad := og.loss.Lossy || e.distrusted(o.Source.Node)
-	if o.Sent > 0 && o.Success {
-		// Answered rounds only: a round nothing answered is an outage's evidence
-		// (reachability judges it); partial answers are the gray signal. An echo lost
-		// between a lossy end and a healthy one is the lossy end's; between two lossy ends
-		// (or a distrusted observer) it counts for both, so that windows never starve: a
-		// cluster-wide loss that made every node lossy must clear once it heals.
-		lost := min(o.Lost, o.Sent)
+	// Answered rounds only: a round nothing answered is an outage's evidence
+	// (reachability judges it); partial answers are the gray signal. An echo lost between a
+	// lossy end and a healthy one is the lossy end's; between two lossy ends (or a
+	// distrusted observer) it counts for both, so that windows never starve: a cluster-wide
+	// loss that made every node lossy must clear once it heals.
+	count := func(at time.Time, sent, lost uint64) {
 		if !observerBad || tg.loss.Lossy {
-			tg.window.Add(o.Timestamp, o.Sent, lost)
-			tg.contrib.Add(voter, o.Sent, lost, o.Timestamp, g.Span())
+			tg.window.Add(at, sent, lost)
+			tg.contrib.Add(voter, sent, lost, at, g.Span())
 		}
 		if !tg.loss.Lossy || og.loss.Lossy {
-			og.window.Add(o.Timestamp, o.Sent, lost)
-			og.contrib.Add(targetNodeKey(ts), o.Sent, lost, o.Timestamp, g.Span())
+			og.window.Add(at, sent, lost)
+			og.contrib.Add(targetNodeKey(ts), sent, lost, at, g.Span())
+		}
+		if p := e.pairs[observation.KeyOf(o)]; p != nil { // a followed pair's own window
+			if p.path == nil {
+				p.path = &pathGray{window: gray.NewWindow(pathSlots, g.SlotWidth)}
+			}
+			p.path.window.Add(at, sent, lost)
+		}
+	}
+	if o.ProbeType == contract.ProbeTypeICMP && o.Sent > 0 && hadPrev && o.Timestamp.After(prev.at) {
+		// The previous answered round, once this one answered too (and the one before it
+		// did): the rule does not look at the round's own losses, so what it leaves out
+		// biases no estimate.
+		if prev.ok && prev.sent > 0 && prev.prevFails == 0 && o.Success && prev.at.Sub(ts.firstSeen) >= grayWarmup && prev.at.Sub(ob.firstSeen) >= grayWarmup {
+			count(prev.at, uint64(prev.sent), uint64(min(prev.lost, prev.sent)))
 		}
 	}
 	if o.Timestamp.After(tg.newest) {
@@ -596,7 +615,7 @@ func (ts *targetState) partialRun(vs, fails []vote, slotWidth time.Duration) int
 	}
 	q := 0.0
 	if nodes >= 2 {
-		q = gray.UnconditionalLoss(partial.Ratio(), e)
+		q = gray.RunLossUpper(partial.Lost, partial.Sent, e)
 	}
 
 	// The window's answered rounds: the highest rate of its scales with a dozen echoes at
@@ -605,7 +624,7 @@ func (ts *targetState) partialRun(vs, fails []vote, slotWidth time.Duration) int
 		var buf [16]gray.Scale
 		for _, s := range tg.window.Scales(fails[0].at, time.Time{}, buf[:0]) {
 			if s.Sent >= 12 && s.Lost > 0 {
-				q = max(q, gray.UnconditionalLoss(s.Ratio(), e))
+				q = max(q, gray.RunLossUpper(s.Lost, s.Sent, e))
 			}
 		}
 	}
@@ -622,12 +641,12 @@ func (e *Engine) pairRunFloor(k observation.PairKey) int {
 	}
 	floor := e.partialRunOf(p.target)
 	if ob := e.observers[k.SourceUID]; ob != nil && ob.voter != "" {
-		if og := e.grayObservers[ob.voter]; og != nil && og.contrib.Distinct() >= 2 {
+		if og := e.grayObservers[ob.voter]; og != nil && og.answered != nil {
 			var buf [16]gray.Scale
 			q := 0.0
-			for _, s := range og.window.Scales(og.newest, time.Time{}, buf[:0]) {
-				if s.Sent >= 12 && s.Lost > 0 {
-					q = max(q, gray.UnconditionalLoss(s.Ratio(), 3))
+			for _, s := range og.answered.Scales(og.newest, time.Time{}, buf[:0]) {
+				if s.Sent >= 6 && s.Lost >= 2 {
+					q = max(q, gray.RunLossUpper(s.Lost, s.Sent, 3))
 				}
 			}
 			floor = max(floor, gray.RunLength(q, 3))

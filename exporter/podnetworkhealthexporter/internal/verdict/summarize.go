@@ -503,11 +503,11 @@ func (s *Summarizer) partialRun(p *pairState) int {
 	if s.runFloor != nil {
 		floor = s.runFloor(p.key)
 	}
-	if sent < 12 || lost == 0 {
-		return floor
+	if sent < 6 || lost < 2 {
+		return floor // one lost echo is no partial-loss pattern
 	}
 	e := max(float64(p.m.runEchoes)/float64(max(p.m.consecFail, 1)), 1)
-	return max(floor, gray.RunLength(gray.UnconditionalLoss(float64(lost)/float64(sent), e), e))
+	return max(floor, gray.RunLength(gray.RunLossUpper(lost, sent, e), e))
 }
 
 // openOutage makes the pair Unreachable and starts an outage at the first failed round of

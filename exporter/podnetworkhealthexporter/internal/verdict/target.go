@@ -209,6 +209,16 @@ func (t *targetState) add(o tobs) {
 	t.seen(o.at)
 }
 
+// voteOf returns node key k's vote, if it has one.
+func (t *targetState) voteOf(k string) (vote, bool) {
+	for i := 0; i < t.n; i++ {
+		if t.votes[i].key() == k {
+			return t.votes[i], true
+		}
+	}
+	return vote{}, false
+}
+
 func (t *targetState) seen(at time.Time) {
 	if at.After(t.lastSeen) {
 		t.lastSeen = at
