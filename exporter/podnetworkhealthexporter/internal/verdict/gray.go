@@ -102,6 +102,95 @@ type targetGray struct {
 	base   *nodeBaseline
 	lat    gray.Latency
 	newest time.Time
+	// pending: answered rounds held until no outage boundary can claim them; win: the
+	// boundary (a round of their observers); outageEnd: when the target's last outage
+	// ended.
+	pending   []pendingEcho
+	win       time.Duration
+	outageEnd time.Time
+}
+
+// pendingEcho is an answered round held until no outage boundary can claim it.
+type pendingEcho struct {
+	voter, node string
+	key         observation.PairKey
+	at          time.Time
+	sent, lost  uint64
+}
+
+// maxPendingEchoes bounds a target's held rounds (K+M observers over two rounds fit).
+const maxPendingEchoes = 32
+
+// boundaryWindow is one round of the observer (its measured round length, 1 s to 30 s;
+// 10 s before it is known).
+func boundaryWindow(ob *observerState) time.Duration {
+	if ob.interval <= 0 {
+		return 10 * time.Second
+	}
+	return min(max(ob.interval, time.Second), 30*time.Second)
+}
+
+// commitEcho counts a held round (caller holds mu). Answered rounds only: a round nothing
+// answered is an outage's evidence (reachability judges it); partial answers are the gray
+// signal. An echo lost between a lossy end and a healthy one is the lossy end's; between
+// two lossy ends (or a distrusted observer) it counts for both, so that windows never
+// starve: a cluster-wide loss that made every node lossy must clear once it heals.
+func (e *Engine) commitEcho(ts *targetState, p pendingEcho) {
+	tg, og := ts.g, e.grayObservers[p.voter]
+	if og == nil {
+		return
+	}
+	span := e.gray.Span()
+	observerBad := og.loss.Lossy || e.distrusted(p.node)
+	if !observerBad || tg.loss.Lossy {
+		tg.window.Add(p.at, p.sent, p.lost)
+		tg.contrib.Add(p.voter, p.sent, p.lost, p.at, span)
+	}
+	if !tg.loss.Lossy || og.loss.Lossy {
+		og.window.Add(p.at, p.sent, p.lost)
+		og.contrib.Add(targetNodeKey(ts), p.sent, p.lost, p.at, span)
+	}
+	if pi := e.pairs[p.key]; pi != nil { // a followed pair's own window
+		if pi.path == nil {
+			pi.path = &pathGray{window: gray.NewWindow(pathSlots, e.gray.SlotWidth)}
+		}
+		pi.path.window.Add(p.at, p.sent, p.lost)
+	}
+}
+
+// flushPending counts the held rounds dated before upTo (caller holds mu).
+func (e *Engine) flushPending(ts *targetState, upTo time.Time) {
+	tg := ts.g
+	n := 0
+	for _, p := range tg.pending {
+		if p.at.Before(upTo) {
+			e.commitEcho(ts, p)
+			continue
+		}
+		tg.pending[n] = p
+		n++
+	}
+	clear(tg.pending[n:])
+	tg.pending = tg.pending[:n]
+}
+
+// outageBoundary drops the held rounds of ts dated within a round before its outage began
+// (caller holds mu): they were answered part-way as it began.
+func (ts *targetState) outageBoundary(start time.Time) {
+	tg := ts.g
+	if tg == nil {
+		return
+	}
+	n := 0
+	for _, p := range tg.pending {
+		if !p.at.Before(start.Add(-tg.win)) {
+			continue
+		}
+		tg.pending[n] = p
+		n++
+	}
+	clear(tg.pending[n:])
+	tg.pending = tg.pending[:n]
 }
 
 // nodeBaseline is a node's learnt RTT in one address family, with when it last learnt.
@@ -134,8 +223,8 @@ type observerGray struct {
 	// it, so what it reports moves nothing of another node's.
 	answered *gray.Window
 	contrib  gray.Contributors
-	loss    gray.Loss
-	lat     gray.Latency
+	loss     gray.Loss
+	lat      gray.Latency
 	// highShare: a running share of its rounds that were high against their targets'
 	// baselines; highN how many counted.
 	highShare float64
@@ -187,15 +276,16 @@ func roundRTT(o *observation.Observation) time.Duration {
 // node's gray state (caller holds mu). The target side leaves out observers already
 // judged lossy (their loss is theirs) and the observer side targets already judged lossy,
 // so one bad node does not spread its verdict to its peers; what is counted before that
-// is bounded by the leave-one-out test. prev is the observer node's vote for the target
-// before this observation (ok false when it had none).
+// is bounded by the leave-one-out test.
 //
-// An answered round is counted one round late, and only when neither the round before nor
-// the round after it failed: an outage that begins or ends in the middle of a
-// round answers it part-way, and such boundaries are the outage's, not gray loss (in the
-// end-to-end mesh the partitions of earlier scenarios, each towards another node, read as
-// an observer losing 5.8 % towards three of its targets).
-func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o *observation.Observation, prev vote, hadPrev bool, now time.Time) {
+// An answered round is held for two of its observer's rounds before it counts, and is
+// dropped when its target's outage began within a round after it, or ended within a round
+// before it: an outage that begins or ends in the middle of a round answers it part-way,
+// and such boundaries are the outage's, not gray loss (in the end-to-end mesh the
+// partitions of earlier scenarios, each of another node, read as an observer losing 5.8 %
+// towards three of its targets). The rule looks at the target's verdict, not at the
+// round's own losses, so what it leaves out biases no estimate.
+func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o *observation.Observation, now time.Time) {
 	if e.gray.Off || o.Sent == 0 && o.RTT.Count() == 0 {
 		return
 	}
@@ -223,38 +313,23 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 		tg.base = e.baselineOf(ts)
 	}
 	observerBad := og.loss.Lossy || e.distrusted(o.Source.Node)
-	// Answered rounds only: a round nothing answered is an outage's evidence
-	// (reachability judges it); partial answers are the gray signal. An echo lost between a
-	// lossy end and a healthy one is the lossy end's; between two lossy ends (or a
-	// distrusted observer) it counts for both, so that windows never starve: a cluster-wide
-	// loss that made every node lossy must clear once it heals.
-	count := func(at time.Time, sent, lost uint64) {
-		if !observerBad || tg.loss.Lossy {
-			tg.window.Add(at, sent, lost)
-			tg.contrib.Add(voter, sent, lost, at, g.Span())
-		}
-		if !tg.loss.Lossy || og.loss.Lossy {
-			og.window.Add(at, sent, lost)
-			og.contrib.Add(targetNodeKey(ts), sent, lost, at, g.Span())
-		}
-		if p := e.pairs[observation.KeyOf(o)]; p != nil { // a followed pair's own window
-			if p.path == nil {
-				p.path = &pathGray{window: gray.NewWindow(pathSlots, g.SlotWidth)}
+	if o.ProbeType == contract.ProbeTypeICMP && o.Sent > 0 && o.Success {
+		win := boundaryWindow(ob)
+		tg.win = win
+		outage := ts.verdict == observation.VerdictUnreachable
+		afterOutage := !tg.outageEnd.IsZero() && o.Timestamp.Sub(tg.outageEnd) < win
+		if !outage && !afterOutage {
+			if len(tg.pending) == maxPendingEchoes {
+				e.commitEcho(ts, tg.pending[0])
+				tg.pending = tg.pending[1:]
 			}
-			p.path.window.Add(at, sent, lost)
-		}
-	}
-	if o.ProbeType == contract.ProbeTypeICMP && o.Sent > 0 && hadPrev && o.Timestamp.After(prev.at) {
-		// The previous answered round, once this one answered too (and the one before it
-		// did): the rule does not look at the round's own losses, so what it leaves out
-		// biases no estimate.
-		if prev.ok && prev.sent > 0 && prev.prevFails == 0 && o.Success && prev.at.Sub(ts.firstSeen) >= grayWarmup && prev.at.Sub(ob.firstSeen) >= grayWarmup {
-			count(prev.at, uint64(prev.sent), uint64(min(prev.lost, prev.sent)))
+			tg.pending = append(tg.pending, pendingEcho{voter: voter, node: o.Source.Node, key: observation.KeyOf(o), at: o.Timestamp, sent: o.Sent, lost: min(o.Lost, o.Sent)})
 		}
 	}
 	if o.Timestamp.After(tg.newest) {
 		tg.newest = o.Timestamp
 	}
+	e.flushPending(ts, tg.newest.Add(-2*tg.win))
 	if o.Timestamp.After(og.newest) {
 		og.newest = o.Timestamp
 	}

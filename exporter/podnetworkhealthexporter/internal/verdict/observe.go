@@ -229,8 +229,6 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 		tk := TargetKeyOf(o)
 		ts := e.targets[tk]
 		node, votes := e.voterOf(o.Source)
-		var prev vote
-		var hadPrev bool
 		if votes && (ts != nil || e.standbyAdmits(tk)) {
 			if ts == nil {
 				ts = &targetState{key: tk, verdict: observation.VerdictUnknown, target: o.Target}
@@ -244,7 +242,6 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 				ts.leaving = o.TargetLeaving
 				ts.disrupted(o.TargetDisruption, o.Timestamp)
 			}
-			prev, hadPrev = ts.voteOf(voterKey(node, o.Source.UID))
 			rtt, sent, lost := roundRTT(o), uint64(0), uint64(0)
 			if o.ProbeType == contract.ProbeTypeICMP {
 				sent, lost = o.Sent, o.Lost
@@ -260,7 +257,7 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 			ob.firstSeen = o.Timestamp
 		}
 		if votes && ts != nil {
-			e.observeGray(ts, ob, voterKey(node, o.Source.UID), o, prev, hadPrev, now)
+			e.observeGray(ts, ob, voterKey(node, o.Source.UID), o, now)
 			e.dirtyTargets[tk] = struct{}{}
 		}
 		ob.voter = ""

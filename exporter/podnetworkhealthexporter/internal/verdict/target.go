@@ -209,16 +209,6 @@ func (t *targetState) add(o tobs) {
 	t.seen(o.at)
 }
 
-// voteOf returns node key k's vote, if it has one.
-func (t *targetState) voteOf(k string) (vote, bool) {
-	for i := 0; i < t.n; i++ {
-		if t.votes[i].key() == k {
-			return t.votes[i], true
-		}
-	}
-	return vote{}, false
-}
-
 func (t *targetState) seen(at time.Time) {
 	if at.After(t.lastSeen) {
 		t.lastSeen = at
@@ -338,11 +328,16 @@ func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) 
 	if next == t.verdict {
 		return excuseChanged
 	}
+	wasUnreachable := t.verdict == observation.VerdictUnreachable
 	t.verdict = next
 	switch next {
 	case observation.VerdictUnreachable:
 		t.since, t.outageStart = fails[0].at, fails[len(fails)-1].at
+		t.outageBoundary(t.outageStart)
 	default:
+		if wasUnreachable && t.g != nil {
+			t.g.outageEnd = vs[0].at
+		}
 		t.since = vs[0].at
 		t.outageStart = time.Time{}
 	}
