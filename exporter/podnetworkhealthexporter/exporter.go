@@ -481,6 +481,8 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 		}
 	}
 	e.droppedSeen = dropped
+	_, forbidden := e.writer.Forbidden()
+	e.tb.PodNetworkHealthWritesForbidden.Record(ctx, int64(forbidden))
 	e.emitEvents(res.Events)
 	return len(res.TargetChanges) > 0
 }
@@ -488,6 +490,9 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 func (e *pnhExporter) onWritten(r apply.WriteResult) {
 	outcome := "success"
 	switch {
+	case r.Forbidden && !r.Rejected:
+		// Held by the writer (apply/refusals.go), which logs a refusal that lasts.
+		outcome = "forbidden"
 	case r.Rejected:
 		outcome = "rejected"
 		if e.firstRejection(r.Key) {

@@ -50,6 +50,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.PodNetworkHealthPairs.Record(context.Background(), 1)
 	tb.PodNetworkHealthPendingObjects.Record(context.Background(), 1)
 	tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1)
+	tb.PodNetworkHealthWritesForbidden.Record(context.Background(), 1)
 	tb.PodNetworkHealthWritesPending.Record(context.Background(), 1)
 	AssertEqualPodNetworkHealthAPIWrites(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -91,6 +92,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthWritesDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthWritesForbidden(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthWritesPending(t, testTel,

@@ -268,6 +268,25 @@ func (q *Queue[V]) Retry(key string, p Priority, v V, notBefore time.Time) (Drop
 	return drop, dropped
 }
 
+// Wake makes a pending key ready at at (zero: at once) when it was held for later, e.g. by
+// a Retry far in the future; a key already due sooner keeps its time. It reports whether
+// key is pending.
+func (q *Queue[V]) Wake(key string, at time.Time) bool {
+	it := q.pending[key]
+	if it == nil {
+		return false
+	}
+	if it.retryAt.IsZero() || (!at.IsZero() && !at.Before(it.retryAt)) {
+		return true
+	}
+	q.unschedule(it)
+	it.retryAt = at
+	if !it.parked {
+		q.schedule(it)
+	}
+	return true
+}
+
 // makeRoom applies the bound before a new pending key of priority p is added: it evicts
 // the least urgent, newest item if that is strictly less urgent than p. ok is false when
 // the new value must be dropped instead.
