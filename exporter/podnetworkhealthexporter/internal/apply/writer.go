@@ -91,6 +91,14 @@ const (
 	heartbeatShare = 0.5
 	// DefaultCheckShare of the budget is what declared checks may use (checks.write_share).
 	DefaultCheckShare = 0.2
+	// sourceShare of the budget is the most one source's pair verdicts take (1/s at the
+	// default 5/s), after a burst of sourceBurst (the admission's 16 stable targets per
+	// source): writequeue.Fair. A real outage flips at most a source's stable pairs and one
+	// followed failing pair at once, so an honest source's verdicts never wait for it; one
+	// compromised agent flipping its pairs as fast as the engine lets it leaves the other
+	// 4/s to every other write (issue 40, item 1).
+	sourceShare = 0.2
+	sourceBurst = 16
 )
 
 // priorityOf is the priority of an object write by its reason (plan.Decide's reasons).
@@ -192,7 +200,7 @@ func NewWriter(client versioned.Interface, namespace string, qps float64, burst 
 		logger:       logger,
 		done:         done,
 		now:          time.Now,
-		queue:        writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites)),
+		queue:        writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites), writequeue.Fair(sourceOf, sourceShareOf(qps))),
 		retries:      workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
 		stale:        map[string]bool{},
 		refusals:     map[string]*refusal{},
@@ -202,6 +210,31 @@ func NewWriter(client versioned.Interface, namespace string, qps float64, burst 
 		stopCh:       make(chan struct{}),
 		objectLabels: o.objectLabels,
 	}
+}
+
+// sourceOf is the fairness group of a write in the verdict lane: the source pod of a
+// PodNetworkHealth (its pairs' verdicts); other writes (node and pod conditions, zones,
+// Events) are no one source's.
+func sourceOf(_ string, it *writeItem) string {
+	if it == nil || it.obj == nil || it.obj.Obj == nil {
+		return ""
+	}
+	ref := it.obj.Obj.Spec.SourcePodRef
+	if ref.UID != "" {
+		return string(ref.UID)
+	}
+	if ref.Name != "" {
+		return ref.Namespace + "/" + ref.Name
+	}
+	return ""
+}
+
+// sourceShareOf is each source's share of a budget of qps (nil: unlimited).
+func sourceShareOf(qps float64) *writequeue.Share {
+	if !(qps > 0) {
+		return nil
+	}
+	return writequeue.NewShare(qps*sourceShare, sourceBurst)
 }
 
 // checkShareBudget is share of a budget of qps requests per second and burst.
@@ -428,7 +461,7 @@ func (w *Writer) waitReady(ctx context.Context) bool {
 		w.mu.Lock()
 		now := w.now()
 		allow := w.allow(now)
-		next, ok := w.queue.NextReadyFunc(allow)
+		next, ok := w.queue.NextReadyAt(now, allow)
 		if allow != nil {
 			// Check writes wait for their share: wake when it refills.
 			if _, pending := w.queue.NextReady(); pending {
