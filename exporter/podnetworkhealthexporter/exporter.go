@@ -94,8 +94,10 @@ type pnhExporter struct {
 	// paces the log beyond maxRejectedKeys. Guarded by mu.
 	rejectedKeys map[string]struct{}
 	rejectLog    *rate.Limiter
-	// droppedSeen: the writer's drop counts already added to the telemetry.
+	// droppedSeen: the writer's drop counts already added to the telemetry; tooSoonSeen
+	// the engine's rounds not counted (verdict/pace.go).
 	droppedSeen [writequeue.NumPriorities]uint64
+	tooSoonSeen uint64
 	// live hands accepted observations to the connectivity view in this process (live.go);
 	// unproduce ends this exporter's mark on it.
 	live      *livematrix.Hub
@@ -181,6 +183,8 @@ func engineConfig(cfg *Config) verdict.Config {
 		WritesPerSecond:      float64(cfg.QPS),
 		MaxProbeInterval:     cfg.MaxProbeInterval,
 		MaxFutureSkew:        observation.FutureSkew(cfg.MinProbeInterval),
+		// No accepted agent probes more often than min_probe_interval (verdict/pace.go).
+		MinRoundSpacing: cfg.MinProbeInterval / 2,
 	}
 }
 
@@ -468,6 +472,10 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 			zap.Int("failing_observer_nodes", t.Failing), zap.Int("reaching_observer_nodes", t.Reaching))
 	}
 	st := e.engine.Stats()
+	if n := st.RoundsTooSoon - e.tooSoonSeen; n > 0 {
+		e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "round_too_soon")))
+	}
+	e.tooSoonSeen = st.RoundsTooSoon
 	e.tb.PodNetworkHealthPairs.Record(ctx, int64(st.Pairs))
 	e.tb.PodNetworkHealthObserversSilent.Record(ctx, int64(st.SilentObservers))
 	e.tb.PodNetworkHealthObjects.Record(ctx, int64(st.Objects))

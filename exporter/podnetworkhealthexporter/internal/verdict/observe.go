@@ -26,6 +26,7 @@ type pairInfo struct {
 	// families: the pair's own rounds per address family (0 ipv4, 1 ipv6), so that one
 	// failing family shows while the other keeps the pair Reachable.
 	families [2]familyRounds
+	counted  time.Time // newest round counted (pace.go)
 }
 
 // familyRounds is a pair's run of rounds in one address family.
@@ -250,7 +251,7 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 			e.pairs[key] = p
 			e.countCandidate(key, +1)
 		}
-		if p == nil {
+		if p == nil || !e.roundCounts(p, o.Timestamp) {
 			continue
 		}
 		if !o.Success && o.Timestamp.After(p.lastFailure) {
