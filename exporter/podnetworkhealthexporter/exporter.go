@@ -107,6 +107,11 @@ type pnhExporter struct {
 	done         []<-chan struct{}
 	shutdownOnce sync.Once
 	stopNodes    chan struct{}
+
+	// eventsBySource is each source's share of eventsRL (eventShareOf; guarded by mu),
+	// eventDropLog paces the log of its drops.
+	eventsBySource *writequeue.Share
+	eventDropLog   *rate.Limiter
 }
 
 func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
@@ -355,7 +360,22 @@ func (e *pnhExporter) initWriter(client versioned.Interface) {
 	if e.cfg.Events.Enabled {
 		e.hostname, _ = os.Hostname()
 		e.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Events.PerMinute)/60), e.cfg.Events.PerMinute)
+		e.eventsBySource = eventShareOf(e.cfg.Events.PerMinute)
+		e.eventDropLog = rate.NewLimiter(rate.Every(30*time.Second), 1)
 	}
+}
+
+// eventShareOf is one source's share of the pairs' Event limit of perMinute: a quarter of
+// it a minute (7.5 at the default 30) after a burst of max(a quarter, 10). One compromised
+// agent flipping its 16 pairs used up the whole limit, so a real outage's Events were
+// dropped (issue 40, item 1); now it takes at most its share and leaves the rest (20 at
+// once, 22.5 a minute by default) to the other sources. An honest source's outage Events
+// (its stable pairs, at most 16, and one followed failing pair) fit its burst unless all
+// of them change at once. State: writequeue.Share, the sources with an Event in the last
+// burst/rate (80 s): at most N (~100 B each, 0.5 MB at 5,000 nodes).
+func eventShareOf(perMinute int) *writequeue.Share {
+	quarter := float64(perMinute) / 4
+	return writequeue.NewShare(quarter/60, max(int(quarter), 10))
 }
 
 // expireLoop runs on every replica from start to shutdown: at each tick it forgets the
@@ -549,12 +569,31 @@ func (e *pnhExporter) emitEvents(ts []observation.Transition) {
 	if e.eventsRL == nil {
 		return
 	}
+	now := time.Now()
 	for _, ev := range plan.PairEvents(ts) {
+		src := ev.Key.SourceUID
+		if src == "" {
+			src = ev.Key.SourceNamespace + "/" + ev.Key.SourcePod
+		}
+		e.mu.Lock()
+		own := e.eventsBySource.Allow(src, now)
+		e.mu.Unlock()
+		if !own {
+			e.tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("priority", writequeue.Event.String())))
+			if e.eventDropLog.Allow() {
+				e.logger.Info("pod_network_health: one source's share of the event rate limit reached; its events are dropped (logged at most every 30 s)",
+					zap.String("source", ev.Key.SourceNamespace+"/"+ev.Key.SourcePod), zap.String("pair", ev.Key.String()), zap.String("reason", ev.Reason))
+			}
+			continue
+		}
 		if !e.eventsRL.Allow() {
 			e.tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("priority", writequeue.Event.String())))
 			e.logger.Info("pod_network_health: event rate limit reached; event dropped", zap.String("pair", ev.Key.String()), zap.String("reason", ev.Reason))
 			continue
 		}
+		e.mu.Lock()
+		e.eventsBySource.Take(src, now)
+		e.mu.Unlock()
 		e.enqueueEvent(corev1.ObjectReference{
 			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
 			Namespace: ev.Key.SourceNamespace, Name: nameOf(ev.Key),
