@@ -188,8 +188,9 @@ func engineConfig(cfg *Config) verdict.Config {
 		WritesPerSecond:      float64(cfg.QPS),
 		MaxProbeInterval:     cfg.MaxProbeInterval,
 		MaxFutureSkew:        observation.FutureSkew(cfg.MinProbeInterval),
-		// No accepted agent probes more often than min_probe_interval (verdict/pace.go).
-		MinRoundSpacing: cfg.MinProbeInterval / 2,
+		// No accepted agent probes more often than min_probe_interval; a quarter, as rounds
+		// are stamped when they end (verdict/pace.go).
+		MinRoundSpacing: cfg.MinProbeInterval / 4,
 	}
 }
 

@@ -37,7 +37,7 @@ type floodFigures struct {
 // floodRun runs the exporter's engine and writer (shipped budget: 5/s, burst 10, 2
 // workers; events.per_minute 30) over fake clients in a synctest bubble for 90 simulated
 // seconds. With flood, a compromised agent calls 16 targets stable and sends a round every
-// 10 ms, failing 3 of every 5 half-seconds (the pattern that flips its pairs fastest).
+// 10 ms, failing 3 of every 5 quarter-seconds (the pattern that flips its pairs fastest).
 // An honest agent probes its stable peer every second; from 60 s the peer is really cut
 // off. It measures when the honest pair's Unreachable status and its outage Event reach the
 // API.
@@ -107,7 +107,7 @@ func floodRun(t *testing.T, flood bool) (f floodFigures) {
 			now := time.Now()
 			var batch []observation.Observation
 			if flood {
-				fails := (now.Sub(start)/(500*time.Millisecond))%5 < 3
+				fails := (now.Sub(start)/(250*time.Millisecond))%5 < 3
 				for j := range 16 {
 					batch = append(batch, obs(liar, peer(j), now, !fails))
 				}
