@@ -169,3 +169,133 @@ func TestShareStateIsBounded(t *testing.T) {
 	assert.LessOrEqual(t, s.Groups(), 2*1600+64)
 	assert.False(t, s.Allow("src-99999", now) && s.tokens("src-99999", now) >= 16, "a recent writer keeps its state")
 }
+
+// TestFairQueueKeepsTheQueueRules drives a Fair queue (groups and a share) and the model
+// with the same random operations. The order differs within the Verdict lane by design;
+// everything else must agree: what is pending, in flight, by priority, dropped, and every
+// Pop hands out a ready key with its newest value and the most urgent priority it may (a
+// more urgent ready item is only ever a grouped verdict past its share). Nothing is lost:
+// draining at the end pops every pending key once.
+func TestFairQueueKeepsTheQueueRules(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, seed*11+3))
+		maxItems := 0
+		if seed%2 == 1 {
+			maxItems = 1 + rng.IntN(10)
+		}
+		share := NewShare(2, 1+rng.IntN(3))
+		q := New[int](MaxItems(maxItems), Fair(groupOfKey, share))
+		m := newModel(maxItems)
+		now := t0
+		v := 0
+		keyOf := func() string {
+			n := rng.IntN(12)
+			if n < 8 {
+				return fmt.Sprintf("g/%d/%d", n%3, n)
+			}
+			return fmt.Sprintf("u/%d", n)
+		}
+		checkPop := func(step string) {
+			k, p, got, ok := q.Pop(now)
+			for _, it := range m.pending {
+				if !it.parked && !it.retryAt.IsZero() && !it.retryAt.After(now) {
+					it.retryAt = time.Time{}
+				}
+			}
+			if !ok {
+				for mk, it := range m.pending {
+					if it.parked || !it.retryAt.IsZero() {
+						continue
+					}
+					g := groupOfKey(mk, 0)
+					require.True(t, it.p == Verdict && g != "" && !share.Allow(g, now), "%s: %s was ready", step, mk)
+				}
+				return
+			}
+			it := m.pending[k]
+			require.NotNil(t, it, "%s: %s popped but not pending", step, k)
+			require.False(t, it.parked || !it.retryAt.IsZero(), "%s: %s not ready", step, k)
+			require.Equal(t, it.p, p, step)
+			require.Equal(t, it.v, got, step)
+			for mk, o := range m.pending {
+				if o.parked || !o.retryAt.IsZero() || o.p >= p {
+					continue
+				}
+				g := groupOfKey(mk, 0)
+				require.True(t, o.p == Verdict && g != "" && !share.Allow(g, now) || (p == Verdict && o.p == Verdict),
+					"%s: %s (%v) was ready before %s (%v)", step, mk, o.p, k, p)
+			}
+			delete(m.pending, k)
+			m.inflight[k] = it
+		}
+		for op := range 600 {
+			v++
+			key := keyOf()
+			p := Priority(rng.IntN(NumPriorities))
+			if rng.IntN(2) == 0 {
+				p = Verdict
+			}
+			step := fmt.Sprintf("seed %d op %d", seed, op)
+			switch r := rng.IntN(100); {
+			case r < 40:
+				gd, gdrop := q.Set(key, p, v, now)
+				wd, wdrop := m.set(key, p, v)
+				require.Equal(t, wdrop, gdrop, step)
+				require.Equal(t, wd, gd, step)
+			case r < 70:
+				now = now.Add(time.Duration(rng.IntN(300)) * time.Millisecond)
+				checkPop(step)
+			case r < 82:
+				for k := range m.inflight {
+					q.Done(k)
+					m.done(k)
+					break
+				}
+			default:
+				k := key
+				for ik := range m.inflight {
+					if rng.IntN(5) > 0 {
+						k = ik
+					}
+					break
+				}
+				var nb time.Time
+				if rng.IntN(3) > 0 {
+					nb = now.Add(time.Duration(rng.IntN(1000)) * time.Millisecond)
+				}
+				gd, gdrop := q.Retry(k, p, v, nb)
+				wd, wdrop := m.retry(k, p, v, nb)
+				require.Equal(t, wdrop, gdrop, step)
+				require.Equal(t, wd, gd, step)
+			}
+			require.Equal(t, len(m.pending), q.Len(), step)
+			require.Equal(t, len(m.inflight), q.InFlight(), step)
+			var byP [NumPriorities]int
+			for _, it := range m.pending {
+				byP[it.p]++
+			}
+			require.Equal(t, byP, q.LenByPriority(), step)
+			require.Equal(t, m.dropped, q.DroppedByPriority(), step)
+		}
+		for k := range m.inflight {
+			q.Done(k)
+			m.done(k)
+		}
+		for i := 0; len(m.pending) > 0; i++ {
+			require.Less(t, i, 10_000, "seed %d: the queue does not drain", seed)
+			next, ok := q.NextReadyAt(now, nil)
+			require.True(t, ok, "seed %d: pending but nothing will be ready", seed)
+			if next.After(now) {
+				now = next
+			}
+			before := len(m.pending)
+			checkPop(fmt.Sprintf("seed %d drain %d", seed, i))
+			for k := range m.inflight {
+				q.Done(k)
+				m.done(k)
+			}
+			require.LessOrEqual(t, len(m.pending), before)
+		}
+		require.Zero(t, q.Len())
+	}
+}
