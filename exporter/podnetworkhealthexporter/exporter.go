@@ -363,6 +363,16 @@ func (e *pnhExporter) initWriter(client versioned.Interface) {
 		e.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Events.PerMinute)/60), e.cfg.Events.PerMinute)
 		e.eventsBySource = eventShareOf(e.cfg.Events.PerMinute)
 		e.eventDropLog = rate.NewLimiter(rate.Every(30*time.Second), 1)
+		if le := e.cfg.LeaderElection; le.Identity != "" && le.LeaseNamespace != "" {
+			// A refusal that lasts (apply/refusals.go) is reported on the gateway's own pod
+			// (the Lease identity is the pod's name), at most every 10 min per kind of write.
+			self := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: le.LeaseNamespace, Name: le.Identity}
+			e.writer.OnForbidden(func(kind string, held int, err error) {
+				e.enqueueEvent(self, corev1.EventTypeWarning, "WritesForbidden",
+					fmt.Sprintf("The API server has refused every %s write for more than 40 s (403 Forbidden): %d held, retried one a minute. Grant the gateway's RBAC (node conditions need patch on nodes/status) or fix the admission webhook. %v", kind, held, err),
+					time.Now(), writequeue.Event)
+			})
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ package podnetworkhealthexporter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -15,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 	"github.com/netpulse/netpulse/internal/contract"
 )
 
@@ -147,4 +151,46 @@ func TestOneSourceFloodLeavesAnotherSourcesOutageAlone(t *testing.T) {
 	assert.LessOrEqual(t, got.event, quiet.event+2*slot, "the flood delayed the honest outage Event")
 	// The liar's share: 16 at once, then 1 verdict write a second (90 s).
 	assert.LessOrEqual(t, got.liarWrites, 16+90+16, "the liar's status writes")
+}
+
+// A kind of write refused for good (issue 40, item 3) is reported as a Warning Event on the
+// gateway's own pod (the Lease identity), besides the log line and the gauge.
+func TestPermanentRefusalIsAnEventOnTheGatewayPod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := createDefaultConfig().(*Config)
+		cfg.LeaderElection.Identity, cfg.LeaderElection.LeaseNamespace = "gw-0", "netpulse"
+		e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type))
+		require.NoError(t, err)
+		var mu sync.Mutex
+		var events []*corev1.Event
+		kube := kubefake.NewSimpleClientset()
+		kube.PrependReactor("create", "events", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			ev := a.(clienttesting.CreateAction).GetObject().(*corev1.Event)
+			events = append(events, ev)
+			return true, ev, nil
+		})
+		e.kube = kube
+		e.initWriter(fake.NewSimpleClientset())
+		e.writer.StartInformer()
+		ctx, cancel := context.WithCancel(context.Background())
+		require.True(t, e.writer.Synced(ctx))
+		e.writer.Run(ctx, cfg.Workers)
+		e.writer.Enqueue("node/node-a", writequeue.Verdict, func(context.Context) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "node-a", errors.New("RBAC: patch nodes/status denied"))
+		}, "node_condition")
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		cancel()
+		e.writer.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, events, 1)
+		ev := events[0]
+		assert.Equal(t, corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "netpulse", Name: "gw-0"}, ev.InvolvedObject)
+		assert.Equal(t, "WritesForbidden", ev.Reason)
+		assert.Equal(t, corev1.EventTypeWarning, ev.Type)
+		assert.Contains(t, ev.Message, "every node write")
+	})
 }

@@ -26,8 +26,9 @@ import (
 // Set replaces it without a request) and its kind - the key's prefix: pnh, node, pod,
 // event, zone, checkstatus... - is refused. One held write of the kind at a time is retried
 // (the probe): after 1 s, doubling to 5 s; once the kind has been refused for
-// forbiddenPermanentAfter, to one a minute, and the refusal is surfaced (a warn log line
-// every refusalLogEvery, the writes_forbidden gauge). When a probe is written, every held
+// forbiddenPermanentAfter, to one a minute, and the refusal is surfaced (a warn log line and
+// an OnForbidden call - the exporter's Event - every refusalLogEvery; the writes_forbidden
+// gauge). When a probe is written, every held
 // write of its kind is released at once. So a refused write costs one request, a refusal
 // one request per probe interval whatever the number of held writes, and no verdict is lost
 // to it. Writes of the kind that were never refused are tried as usual (a webhook that
@@ -110,7 +111,7 @@ func (w *Writer) forbidden(key string, p writequeue.Priority, it *writeItem, err
 	if logNow {
 		r.logged = now
 	}
-	held, since := len(r.isHeld), r.since
+	held, since := r.heldLocked(), r.since
 	w.notifyLocked()
 	w.mu.Unlock()
 	if logNow {
@@ -118,8 +119,16 @@ func (w *Writer) forbidden(key string, p writequeue.Priority, it *writeItem, err
 			"Grant the gateway's RBAC (node conditions need patch on nodes/status: deploy/rbac/gateway-node-conditions.yaml) or fix the admission webhook that denies them",
 			zap.String("kind", kind), zap.Int("held", held), zap.Duration("refused_for", now.Sub(since).Round(time.Second)), zap.Error(err))
 	}
+	if logNow && w.onForbidden != nil {
+		w.onForbidden(kind, held, err)
+	}
 	w.done(WriteResult{Key: key, Reason: it.reason, Priority: p, Err: err, Forbidden: true, Rejected: dropped})
 }
+
+// OnForbidden calls fn when a kind of write has been refused for forbiddenPermanentAfter,
+// and again every refusalLogEvery while it lasts (as the warn log line): the exporter
+// reports it as an Event on its own pod. Register before Run.
+func (w *Writer) OnForbidden(fn func(kind string, held int, err error)) { w.onForbidden = fn }
 
 // probeLocked makes sure one held write of r's kind is due for a retry after r's back-off.
 func (w *Writer) probeLocked(r *refusal, now time.Time) {
@@ -170,7 +179,7 @@ func (w *Writer) logCleared(key string, r *refusal) {
 		return
 	}
 	w.logger.Info("pod_network_health: the API allows these writes again; the held ones are written now",
-		zap.String("kind", r.kind), zap.Int("held", len(r.isHeld)), zap.String("probe", key))
+		zap.String("kind", r.kind), zap.Int("held", r.heldLocked()), zap.String("probe", key))
 }
 
 // Forbidden is the number of writes held because the API answers 403 to their kind, and
@@ -179,14 +188,20 @@ func (w *Writer) Forbidden() (held, permanent int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range w.refusals {
-		n := len(r.isHeld)
-		if r.probe != "" {
-			n++
-		}
+		n := r.heldLocked()
 		held += n
 		if r.permanent {
 			permanent += n
 		}
 	}
 	return held, permanent
+}
+
+// heldLocked is the number of writes r holds, its probe included.
+func (r *refusal) heldLocked() int {
+	n := len(r.isHeld)
+	if r.probe != "" {
+		n++
+	}
+	return n
 }

@@ -104,8 +104,18 @@ func TestPermanentForbiddenCostsOneRequestPerProbe(t *testing.T) {
 				return nil
 			}
 		}
-		w, stop := bubbleWriter(t, fake.NewSimpleClientset(), 5, 10, func(WriteResult) {})
-		defer stop()
+		w := NewWriter(fake.NewSimpleClientset(), "", 5, 10, zap.NewNop(), func(WriteResult) {})
+		var reported []string
+		w.OnForbidden(func(kind string, held int, _ error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reported = append(reported, fmt.Sprint(kind, " ", held))
+		})
+		w.StartInformer()
+		ctx, cancel := context.WithCancel(context.Background())
+		require.True(t, w.Synced(ctx))
+		w.Run(ctx, 2)
+		defer func() { cancel(); w.Stop() }()
 
 		var updateDelay time.Duration
 		for round := range rounds {
@@ -144,6 +154,9 @@ func TestPermanentForbiddenCostsOneRequestPerProbe(t *testing.T) {
 		held, permanent := w.Forbidden()
 		assert.Equal(t, nodes, held, "every node's write is held, none dropped")
 		assert.Equal(t, nodes, permanent, "and surfaced as refused for good")
+		mu.Lock()
+		assert.Equal(t, []string{"node 50"}, reported, "reported once in 10 minutes (the exporter's Event)")
+		mu.Unlock()
 
 		allowed.Store(true) // the rule is granted
 		// The next probe (at most a minute away), then 50 writes at 5/s.

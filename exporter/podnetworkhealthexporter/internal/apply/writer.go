@@ -139,6 +139,7 @@ type Writer struct {
 	done         func(WriteResult)
 	now          func() time.Time
 	popped       func(key string) // tests: the order the queue hands items out
+	onForbidden  func(kind string, held int, err error)
 
 	mu    sync.Mutex
 	queue *writequeue.Queue[*writeItem] // survives leadership terms
