@@ -96,8 +96,10 @@ type pnhExporter struct {
 	rejectLog    *rate.Limiter
 	// streamLimitLog paces the warning about points refused beyond a source's streams.
 	streamLimitLog *rate.Limiter
-	// droppedSeen: the writer's drop counts already added to the telemetry.
+	// droppedSeen: the writer's drop counts already added to the telemetry; tooSoonSeen
+	// the engine's rounds not counted (verdict/pace.go).
 	droppedSeen [writequeue.NumPriorities]uint64
+	tooSoonSeen uint64
 	// live hands accepted observations to the connectivity view in this process (live.go);
 	// unproduce ends this exporter's mark on it.
 	live      *livematrix.Hub
@@ -107,6 +109,11 @@ type pnhExporter struct {
 	done         []<-chan struct{}
 	shutdownOnce sync.Once
 	stopNodes    chan struct{}
+
+	// eventsBySource is each source's share of eventsRL (eventShareOf; guarded by mu),
+	// eventDropLog paces the log of its drops.
+	eventsBySource *writequeue.Share
+	eventDropLog   *rate.Limiter
 }
 
 func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
@@ -190,6 +197,9 @@ func engineConfig(cfg *Config) verdict.Config {
 		MaxProbeInterval:     cfg.MaxProbeInterval,
 		MaxFutureSkew:        observation.FutureSkew(cfg.MinProbeInterval),
 		Gray:                 cfg.Gray.verdict(),
+		// No accepted agent probes more often than min_probe_interval; a quarter, as rounds
+		// are stamped when they end (verdict/pace.go).
+		MinRoundSpacing: cfg.MinProbeInterval / 4,
 	}
 }
 
@@ -367,7 +377,32 @@ func (e *pnhExporter) initWriter(client versioned.Interface) {
 	if e.cfg.Events.Enabled {
 		e.hostname, _ = os.Hostname()
 		e.eventsRL = rate.NewLimiter(rate.Limit(float64(e.cfg.Events.PerMinute)/60), e.cfg.Events.PerMinute)
+		e.eventsBySource = eventShareOf(e.cfg.Events.PerMinute)
+		e.eventDropLog = rate.NewLimiter(rate.Every(30*time.Second), 1)
+		if le := e.cfg.LeaderElection; le.Identity != "" && le.LeaseNamespace != "" {
+			// A refusal that lasts (apply/refusals.go) is reported on the gateway's own pod
+			// (the Lease identity is the pod's name), at most every 10 min per kind of write.
+			self := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: le.LeaseNamespace, Name: le.Identity}
+			e.writer.OnForbidden(func(kind string, held int, err error) {
+				e.enqueueEvent(self, corev1.EventTypeWarning, "WritesForbidden",
+					fmt.Sprintf("The API server has refused every %s write for more than 40 s (403 Forbidden): %d held, retried one a minute. Grant the gateway's RBAC (node conditions need patch on nodes/status) or fix the admission webhook. %v", kind, held, err),
+					time.Now(), writequeue.Event)
+			})
+		}
 	}
+}
+
+// eventShareOf is one source's share of the pairs' Event limit of perMinute: a quarter of
+// it a minute (7.5 at the default 30) after a burst of max(a quarter, 10). One compromised
+// agent flipping its 16 pairs used up the whole limit, so a real outage's Events were
+// dropped (issue 40, item 1); now it takes at most its share and leaves the rest (20 at
+// once, 22.5 a minute by default) to the other sources. An honest source's outage Events
+// (its stable pairs, at most 16, and one followed failing pair) fit its burst unless all
+// of them change at once. State: writequeue.Share, the sources with an Event in the last
+// burst/rate (80 s): at most N (~100 B each, 0.5 MB at 5,000 nodes).
+func eventShareOf(perMinute int) *writequeue.Share {
+	quarter := float64(perMinute) / 4
+	return writequeue.NewShare(quarter/60, max(int(quarter), 10))
 }
 
 // expireLoop runs on every replica from start to shutdown: at each tick it forgets the
@@ -486,6 +521,10 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 			zap.Int("failing_observer_nodes", t.Failing), zap.Int("reaching_observer_nodes", t.Reaching))
 	}
 	st := e.engine.Stats()
+	if n := st.RoundsTooSoon - e.tooSoonSeen; n > 0 {
+		e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "round_too_soon")))
+	}
+	e.tooSoonSeen = st.RoundsTooSoon
 	e.tb.PodNetworkHealthPairs.Record(ctx, int64(st.Pairs))
 	e.tb.PodNetworkHealthObserversSilent.Record(ctx, int64(st.SilentObservers))
 	e.tb.PodNetworkHealthObjects.Record(ctx, int64(st.Objects))
@@ -504,6 +543,8 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 			zap.Bool("packet_loss", g.Status.Lossy), zap.Bool("high_latency", g.Status.HighLatency),
 			zap.String("loss", g.Status.LossText()), zap.Duration("rtt_p50", g.Status.Median), zap.Duration("rtt_baseline", g.Status.Baseline))
 	}
+	_, forbidden := e.writer.Forbidden()
+	e.tb.PodNetworkHealthWritesForbidden.Record(ctx, int64(forbidden))
 	e.emitEvents(res.Events)
 	e.emitPlanned(res.Degraded)
 	return len(res.TargetChanges) > 0
@@ -512,6 +553,9 @@ func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 func (e *pnhExporter) onWritten(r apply.WriteResult) {
 	outcome := "success"
 	switch {
+	case r.Forbidden && !r.Rejected:
+		// Held by the writer (apply/refusals.go), which logs a refusal that lasts.
+		outcome = "forbidden"
 	case r.Rejected:
 		outcome = "rejected"
 		if e.firstRejection(r.Key) {
@@ -563,17 +607,37 @@ func (e *pnhExporter) emitEvents(ts []observation.Transition) {
 	e.emitPlanned(plan.PairEvents(ts))
 }
 
-// emitPlanned writes the pairs' Events under the pairs' Event limiter.
+// emitPlanned writes the pairs' Events under each source's share and the pairs' Event
+// limiter.
 func (e *pnhExporter) emitPlanned(evs []plan.Event) {
 	if e.eventsRL == nil {
 		return
 	}
+	now := time.Now()
 	for _, ev := range evs {
+		src := ev.Key.SourceUID
+		if src == "" {
+			src = ev.Key.SourceNamespace + "/" + ev.Key.SourcePod
+		}
+		e.mu.Lock()
+		own := e.eventsBySource.Allow(src, now)
+		e.mu.Unlock()
+		if !own {
+			e.tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("priority", writequeue.Event.String())))
+			if e.eventDropLog.Allow() {
+				e.logger.Info("pod_network_health: one source's share of the event rate limit reached; its events are dropped (logged at most every 30 s)",
+					zap.String("source", ev.Key.SourceNamespace+"/"+ev.Key.SourcePod), zap.String("pair", ev.Key.String()), zap.String("reason", ev.Reason))
+			}
+			continue
+		}
 		if !e.eventsRL.Allow() {
 			e.tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("priority", writequeue.Event.String())))
 			e.logger.Info("pod_network_health: event rate limit reached; event dropped", zap.String("pair", ev.Key.String()), zap.String("reason", ev.Reason))
 			continue
 		}
+		e.mu.Lock()
+		e.eventsBySource.Take(src, now)
+		e.mu.Unlock()
 		e.enqueueEvent(corev1.ObjectReference{
 			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
 			Namespace: ev.Key.SourceNamespace, Name: nameOf(ev.Key),

@@ -58,8 +58,11 @@ type WriteResult struct {
 	Reason   string
 	Priority writequeue.Priority
 	Err      error
-	// Rejected: the API answered 4xx (other than 401, 408, 409, 429): not retried.
+	// Rejected: the API answered 4xx (other than 401, 403, 408, 409, 429): not retried.
 	Rejected bool
+	// Forbidden: the API answered 403; the write is held and written once its kind is
+	// allowed again (refusals.go).
+	Forbidden bool
 }
 
 // writeItem is one pending write: an object's Desired state, or one API request built by
@@ -84,16 +87,18 @@ const (
 	// Per-key back-off after a failed write.
 	retryBase = 200 * time.Millisecond
 	retryMax  = 5 * time.Second
-	// forbiddenRetries: a Forbidden answer is retried this many times (~40 s of back-off)
-	// before the write is taken as refused. A restarted kube-apiserver denies every request
-	// until its RBAC authorizer's caches have synced: taking that for a refusal dropped the
-	// verdicts of a partition that began while the API was away (TestAPIServerOutage), and
-	// nothing wrote them until the next heartbeat.
-	forbiddenRetries = 12
 	// heartbeatShare of the budget is what heartbeats may use (heartbeatInterval).
 	heartbeatShare = 0.5
 	// DefaultCheckShare of the budget is what declared checks may use (checks.write_share).
 	DefaultCheckShare = 0.2
+	// sourceShare of the budget is the most one source's pair verdicts take (1/s at the
+	// default 5/s), after a burst of sourceBurst (the admission's 16 stable targets per
+	// source): writequeue.Fair. A real outage flips at most a source's stable pairs and one
+	// followed failing pair at once, so an honest source's verdicts never wait for it; one
+	// compromised agent flipping its pairs as fast as the engine lets it leaves the other
+	// 4/s to every other write (issue 40, item 1).
+	sourceShare = 0.2
+	sourceBurst = 16
 )
 
 // priorityOf is the priority of an object write by its reason (plan.Decide's reasons).
@@ -134,6 +139,7 @@ type Writer struct {
 	done         func(WriteResult)
 	now          func() time.Time
 	popped       func(key string) // tests: the order the queue hands items out
+	onForbidden  func(kind string, held int, err error)
 
 	mu    sync.Mutex
 	queue *writequeue.Queue[*writeItem] // survives leadership terms
@@ -143,8 +149,10 @@ type Writer struct {
 	// stale: keys whose last write hit a conflict; their retry reads the object from the
 	// API instead of the informer, which can lag for minutes after an API server restart
 	// (its watch refused with "too large resource version") and would conflict forever.
-	stale   map[string]bool
-	changed chan struct{} // closed and replaced when the queue changes
+	stale map[string]bool
+	// refusals: the kinds of write the API answers 403 (refusals.go).
+	refusals map[string]*refusal
+	changed  chan struct{} // closed and replaced when the queue changes
 
 	events   atomic.Uint64
 	life     context.Context // ends with stop
@@ -193,15 +201,41 @@ func NewWriter(client versioned.Interface, namespace string, qps float64, burst 
 		logger:       logger,
 		done:         done,
 		now:          time.Now,
-		queue:        writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites)),
+		queue:        writequeue.New[*writeItem](writequeue.MaxItems(maxPendingWrites), writequeue.Fair(sourceOf, sourceShareOf(qps))),
 		retries:      workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBase, retryMax),
 		stale:        map[string]bool{},
+		refusals:     map[string]*refusal{},
 		changed:      make(chan struct{}),
 		life:         life,
 		kill:         kill,
 		stopCh:       make(chan struct{}),
 		objectLabels: o.objectLabels,
 	}
+}
+
+// sourceOf is the fairness group of a write in the verdict lane: the source pod of a
+// PodNetworkHealth (its pairs' verdicts); other writes (node and pod conditions, zones,
+// Events) are no one source's.
+func sourceOf(_ string, it *writeItem) string {
+	if it == nil || it.obj == nil || it.obj.Obj == nil {
+		return ""
+	}
+	ref := it.obj.Obj.Spec.SourcePodRef
+	if ref.UID != "" {
+		return string(ref.UID)
+	}
+	if ref.Name != "" {
+		return ref.Namespace + "/" + ref.Name
+	}
+	return ""
+}
+
+// sourceShareOf is each source's share of a budget of qps (nil: unlimited).
+func sourceShareOf(qps float64) *writequeue.Share {
+	if !(qps > 0) {
+		return nil
+	}
+	return writequeue.NewShare(qps*sourceShare, sourceBurst)
 }
 
 // checkShareBudget is share of a budget of qps requests per second and burst.
@@ -288,6 +322,7 @@ func (w *Writer) forgetLocked(key string) {
 	if !w.queue.Contains(key) {
 		w.retries.Forget(key)
 		delete(w.stale, key)
+		w.reprobeLocked(key)
 	}
 }
 
@@ -427,7 +462,7 @@ func (w *Writer) waitReady(ctx context.Context) bool {
 		w.mu.Lock()
 		now := w.now()
 		allow := w.allow(now)
-		next, ok := w.queue.NextReadyFunc(allow)
+		next, ok := w.queue.NextReadyAt(now, allow)
 		if allow != nil {
 			// Check writes wait for their share: wake when it refills.
 			if _, pending := w.queue.NextReady(); pending {
@@ -477,9 +512,11 @@ func (w *Writer) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// rejected reports whether err is an API answer that a retry of the same request cannot
+// Rejected reports whether err is an API answer that a retry of the same request cannot
 // change: every 4xx except 401 (a credential being rotated), 408 (a timeout), 409 (a
-// conflict: the retry re-reads the object) and 429 (the server asks to retry).
+// conflict: the retry re-reads the object) and 429 (the server asks to retry). The writer
+// holds a 403 instead (refusals.go): a restarted API server denies everything until its
+// RBAC caches sync.
 func Rejected(err error) bool {
 	var st apierrors.APIStatus
 	if !errors.As(err, &st) {
@@ -544,14 +581,19 @@ func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority,
 		w.mu.Unlock()
 		return
 	}
-	if err != nil && Rejected(err) && !(apierrors.IsForbidden(err) && w.retries.NumRequeues(key) < forbiddenRetries) {
-		// The API refused this request for what it is (invalid, forbidden, too large...):
-		// the same request would be refused again, so it is not retried; a newer state of
-		// the key is written when it comes.
+	if err != nil && apierrors.IsForbidden(err) {
+		w.forbidden(key, p, it, err)
+		return
+	}
+	if err != nil && Rejected(err) {
+		// The API refused this request for what it is (invalid, too large...): the same
+		// request would be refused again, so it is not retried; a newer state of the key
+		// is written when it comes.
 		w.mu.Lock()
 		w.retries.Forget(key)
 		delete(w.stale, key)
 		w.queue.Done(key)
+		w.reprobeLocked(key)
 		w.notifyLocked()
 		w.mu.Unlock()
 		w.done(WriteResult{Key: key, Reason: it.reason, Priority: p, Err: err, Rejected: true})
@@ -575,8 +617,12 @@ func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority,
 	w.retries.Forget(key)
 	delete(w.stale, key)
 	w.queue.Done(key)
+	cleared := w.allowedLocked(key)
 	w.notifyLocked()
 	w.mu.Unlock()
+	if cleared != nil {
+		w.logCleared(key, cleared)
+	}
 	w.done(WriteResult{Key: key, Status: status, Reason: it.reason, Priority: p})
 }
 

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -577,53 +576,5 @@ func TestWriterShardLabels(t *testing.T) {
 	assert.Equal(t, "0-of-2", got.Labels[LabelShard], "untouched")
 	for _, r := range res.get() {
 		assert.NoError(t, r.Err, r.Key)
-	}
-}
-
-// A restarted kube-apiserver answers Forbidden until its RBAC caches have synced: the write
-// is retried with back-off and lands; a write still forbidden after forbiddenRetries is
-// taken as refused, and the key is done.
-func TestWriterRetriesForbiddenForAWhile(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		forbidden int32
-		written   bool
-	}{
-		{"transient, as after an API server restart", 3, true},
-		{"for good", 1000, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			client := fake.NewSimpleClientset()
-			var calls atomic.Int32
-			client.PrependReactor("create", "podnetworkhealths", func(clienttesting.Action) (bool, runtime.Object, error) {
-				if calls.Add(1) <= tc.forbidden {
-					return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "netpulse.io", Resource: "podnetworkhealths"}, "f", errors.New("RBAC: not yet"))
-				}
-				return false, nil, nil
-			})
-			var res results
-			w := NewWriter(client, "", 1000, 1, zap.NewNop(), res.done)
-			w.retries = workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 5*time.Millisecond)
-			defer w.Stop()
-			w.StartInformer()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			require.True(t, w.Synced(ctx))
-			w.Set(&Desired{Obj: testPNH("f", "n"), Reason: "verdict"})
-			w.Run(ctx, 1)
-			require.Eventually(t, drained(w), 10*time.Second, 5*time.Millisecond)
-			got := res.get()
-			last := got[len(got)-1]
-			if tc.written {
-				require.NoError(t, last.Err)
-				assert.Len(t, got, 4, "three refusals, then the write")
-				_, err := client.NetpulseV1alpha1().PodNetworkHealths("ns").Get(ctx, "f", metav1.GetOptions{})
-				require.NoError(t, err)
-				return
-			}
-			require.True(t, apierrors.IsForbidden(last.Err))
-			assert.True(t, last.Rejected, "taken as refused in the end")
-			assert.Equal(t, int32(forbiddenRetries+1), calls.Load(), "retried forbiddenRetries times")
-		})
 	}
 }

@@ -45,6 +45,7 @@ type TelemetryBuilder struct {
 	PodNetworkHealthTargetLossRatio        metric.Float64ObservableGauge
 	PodNetworkHealthTargetReachable        metric.Int64ObservableGauge
 	PodNetworkHealthWritesDropped          metric.Int64Counter
+	PodNetworkHealthWritesForbidden        metric.Int64Gauge
 	PodNetworkHealthWritesPending          metric.Int64Gauge
 	PodNetworkHealthZonePairReachable      metric.Int64ObservableGauge
 }
@@ -317,6 +318,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.PodNetworkHealthWritesDropped, err = builder.meter.Int64Counter(
 		"otelcol_pod_network_health_writes_dropped",
 		metric.WithDescription("API writes dropped, by priority - because the queue was full (verdicts are never dropped for a less urgent write), or Events beyond their limiter (event: events.per_minute; check_event: checks.events_per_minute). [Alpha]"),
+		metric.WithUnit("{write}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthWritesForbidden, err = builder.meter.Int64Gauge(
+		"otelcol_pod_network_health_writes_forbidden",
+		metric.WithDescription("API writes held because the API server has answered 403 Forbidden to every write of their kind (PodNetworkHealth, node or pod condition, Event...) for more than 40 s: a refusal by policy (a missing RBAC rule, a denying admission webhook), not a restarted API server syncing its caches. The writes are kept (latest state each) and one of them is retried a minute; they are written as soon as it succeeds. 0 otherwise. [Alpha]"),
 		metric.WithUnit("{write}"),
 	)
 	errs = errors.Join(errs, err)

@@ -267,6 +267,20 @@ func AssertEqualPodNetworkHealthWritesDropped(t *testing.T, tt *componenttest.Te
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualPodNetworkHealthWritesForbidden(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_writes_forbidden",
+		Description: "API writes held because the API server has answered 403 Forbidden to every write of their kind (PodNetworkHealth, node or pod condition, Event...) for more than 40 s: a refusal by policy (a missing RBAC rule, a denying admission webhook), not a restarted API server syncing its caches. The writes are kept (latest state each) and one of them is retried a minute; they are written as soon as it succeeds. 0 otherwise. [Alpha]",
+		Unit:        "{write}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_writes_forbidden")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualPodNetworkHealthWritesPending(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_pod_network_health_writes_pending",

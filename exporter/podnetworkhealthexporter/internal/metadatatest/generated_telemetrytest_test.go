@@ -62,6 +62,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.PodNetworkHealthPairs.Record(context.Background(), 1)
 	tb.PodNetworkHealthPendingObjects.Record(context.Background(), 1)
 	tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1)
+	tb.PodNetworkHealthWritesForbidden.Record(context.Background(), 1)
 	tb.PodNetworkHealthWritesPending.Record(context.Background(), 1)
 	AssertEqualPodNetworkHealthAPIWrites(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -112,6 +113,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthWritesDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthWritesForbidden(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthWritesPending(t, testTel,

@@ -73,6 +73,9 @@ type Config struct {
 	// (default DefaultMaxFutureSkew; the decoder refuses them first, counted as
 	// future_timestamp).
 	MaxFutureSkew time.Duration
+	// MinRoundSpacing: a pair's round dated less than this after its previous counted
+	// round does not count (pace.go; default DefaultMinRoundSpacing).
+	MinRoundSpacing time.Duration
 	// Voter says which observer node an observation's source votes for in the per-target
 	// judgement (and so in the node quorum built on its evidence), and whether it votes at
 	// all. nil: every source votes for its own node (Source.Node, else its pod).
@@ -129,6 +132,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxFutureSkew <= 0 {
 		c.MaxFutureSkew = DefaultMaxFutureSkew
 	}
+	if c.MinRoundSpacing <= 0 {
+		c.MinRoundSpacing = DefaultMinRoundSpacing
+	}
 	if c.FailingPairsPerSource <= 0 {
 		c.FailingPairsPerSource = DefaultFailingPairsPerSource
 	}
@@ -173,6 +179,9 @@ func (e *Engine) sourcesWithObjects() map[string]bool {
 type Stats struct {
 	Targets, Pairs, StablePairs, CandidatePairs, Objects, Observers, SilentObservers int
 	Summarizer                                                                       SummaryStats
+	// RoundsTooSoon: observations of a pair's round dated within its minimum spacing of
+	// the previous counted round (pace.go), not counted.
+	RoundsTooSoon uint64
 }
 
 // Engine is the exporter's decision core. Safe for concurrent use.
@@ -214,6 +223,9 @@ type Engine struct {
 	baselines map[string]*nodeBaseline
 	// standby: what a replica that does not lead bounds and expires itself (standby.go).
 	standby standbyState
+
+	// roundsTooSoon counts the observations pace.go did not count.
+	roundsTooSoon uint64
 }
 
 // New returns an Engine.
@@ -302,7 +314,7 @@ func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := Stats{Targets: len(e.targets), Pairs: len(e.pairs), Objects: len(e.written), Observers: len(e.observers),
-		Summarizer: e.summ.Stats()}
+		Summarizer: e.summ.Stats(), RoundsTooSoon: e.roundsTooSoon}
 	for _, ob := range e.observers {
 		if ob.silent {
 			st.SilentObservers++

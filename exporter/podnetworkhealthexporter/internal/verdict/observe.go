@@ -33,6 +33,7 @@ type pairInfo struct {
 	// path: the pair's own answered echoes (gray.go, pairGray's path side), nil until its
 	// first one after the transients.
 	path *pathGray
+	counted  time.Time // newest round counted (pace.go)
 }
 
 // familyRounds is a pair's run of rounds in one address family.
@@ -296,7 +297,7 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 			e.pairs[key] = p
 			e.countCandidate(key, +1)
 		}
-		if p == nil {
+		if p == nil || !e.roundCounts(p, o.Timestamp) {
 			continue
 		}
 		if !o.Success && o.Timestamp.After(p.lastFailure) {

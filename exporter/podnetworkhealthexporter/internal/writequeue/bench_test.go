@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,9 +26,22 @@ func benchKeyNames() []string {
 
 // BenchmarkQueue: 10,000 pending keys; one op is Pop + Done + Set of the popped key (with a
 // rotating priority), so the queue stays at 10,000 keys.
-func BenchmarkQueue(b *testing.B) {
+func BenchmarkQueue(b *testing.B) { benchQueue(b, New[int](MaxItems(2*benchKeys)), time.Microsecond) }
+
+// BenchmarkQueueFair is BenchmarkQueue with the verdict lane shared fairly among 1,000
+// sources of 10 keys each (a 1,000-node cluster), each within a share of 1 write a second
+// (burst 16), as the writer runs it; one op per 200 ms of the queue's clock (the budget's
+// pace), so the shares hold nothing back and the cost measured is the lane's own.
+func BenchmarkQueueFair(b *testing.B) {
+	group := func(key string, _ int) string {
+		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(key, "pnh/netpulse/agent-"), ".agent-x-0123456789"))
+		return strconv.Itoa(n / 10)
+	}
+	benchQueue(b, New[int](MaxItems(2*benchKeys), Fair(group, NewShare(1, 16))), 200*time.Millisecond)
+}
+
+func benchQueue(b *testing.B, q *Queue[int], step time.Duration) {
 	keys := benchKeyNames()
-	q := New[int](MaxItems(2 * benchKeys))
 	now := t0
 	for i, k := range keys {
 		q.Set(k, Priority(i%NumPriorities), i, now)
@@ -35,7 +49,7 @@ func BenchmarkQueue(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		now = now.Add(time.Microsecond)
+		now = now.Add(step)
 		k, _, v, ok := q.Pop(now)
 		if !ok {
 			b.Fatal("empty")

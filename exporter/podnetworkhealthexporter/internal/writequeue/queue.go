@@ -69,6 +69,7 @@ func clamp(p Priority) Priority {
 
 type item[V any] struct {
 	key     string
+	group   string // Fair's group ("": ungrouped)
 	prio    Priority
 	value   V
 	seq     uint64    // first enqueue order: FIFO within a priority
@@ -89,7 +90,11 @@ type Drop[V any] struct {
 // Option configures a Queue.
 type Option func(*options)
 
-type options struct{ maxItems int }
+type options struct {
+	maxItems int
+	group    any // func(key string, v V) string (Fair)
+	share    *Share
+}
 
 // MaxItems bounds the number of pending keys (0: unbounded). When full, a Set of a new
 // key evicts the least urgent, newest pending item if that is strictly less urgent than
@@ -102,7 +107,8 @@ func MaxItems(n int) Option { return func(o *options) { o.maxItems = n } }
 // A key is either absent, pending (waiting), in flight (returned by Pop, until Done or
 // Retry), or in flight with a newer value pending. A pending key's value is replaced by
 // every Set; its priority is the most urgent of all Sets since it was enqueued; within a
-// priority, keys leave in the order they were first enqueued. A key is never handed out
+// priority, keys leave in the order they were first enqueued (with Fair, the Verdict lane's
+// groups take turns, each in that order: fair.go). A key is never handed out
 // twice at once: its newer value waits until the write in flight is Done or Retried, so
 // two workers never write one object concurrently and an older state never lands after a
 // newer one.
@@ -116,6 +122,10 @@ type Queue[V any] struct {
 	seq      uint64
 	dropped  [NumPriorities]uint64
 	free     []*item[V]
+	// fair holds the Verdict lane's grouped ready items (nil without Fair); groupOf names
+	// an item's group.
+	fair    *fairLane[V]
+	groupOf func(key string, v V) string
 }
 
 // New returns an empty queue.
@@ -134,6 +144,9 @@ func New[V any](opts ...Option) *Queue[V] {
 	for p := range NumPriorities {
 		q.ready[p] = heap[V]{slot: slotReady, less: older}
 		q.all[p] = heap[V]{slot: slotAll, less: newer}
+	}
+	if g, ok := o.group.(func(string, V) string); ok && g != nil {
+		q.fair, q.groupOf = newFairLane[V](o.share), g
 	}
 	q.delayed = heap[V]{slot: slotDelayed, less: func(a, b *item[V]) bool {
 		if !a.retryAt.Equal(b.retryAt) {
@@ -163,6 +176,7 @@ func (q *Queue[V]) Set(key string, p Priority, v V, now time.Time) (Drop[V], boo
 	}
 	it := q.newItem()
 	it.key, it.prio, it.value, it.first = key, p, v, now
+	it.group = q.groupFor(key, v)
 	q.seq++
 	it.seq = q.seq
 	it.parked = q.inflight[key] != nil
@@ -182,13 +196,21 @@ func (q *Queue[V]) PopFunc(now time.Time, allow func(Priority) bool) (key string
 	for q.delayed.len() > 0 && !q.delayed.peek().retryAt.After(now) {
 		it := q.delayed.pop()
 		it.retryAt = time.Time{}
-		q.ready[it.prio].push(it)
+		q.readyPush(it)
 	}
 	for pr := range NumPriorities {
-		if q.ready[pr].len() == 0 || (allow != nil && !allow(Priority(pr))) {
+		if allow != nil && !allow(Priority(pr)) {
 			continue
 		}
-		it := q.ready[pr].pop()
+		var it *item[V]
+		if Priority(pr) == Verdict && q.fair != nil {
+			it = q.popVerdict(now)
+		} else if q.ready[pr].len() > 0 {
+			it = q.ready[pr].pop()
+		}
+		if it == nil {
+			continue
+		}
 		q.all[pr].remove(it)
 		delete(q.pending, it.key)
 		q.inflight[it.key] = it
@@ -230,8 +252,8 @@ func (q *Queue[V]) Retry(key string, p Priority, v V, notBefore time.Time) (Drop
 		if old != nil && old.seq < cur.seq {
 			cur.seq, cur.first = old.seq, old.first
 			q.all[cur.prio].fix(cur)
-			if q.ready[cur.prio].has(cur) {
-				q.ready[cur.prio].fix(cur)
+			if q.readyHas(cur) {
+				q.readyFix(cur)
 			}
 		}
 		if notBefore.After(cur.retryAt) {
@@ -262,10 +284,30 @@ func (q *Queue[V]) Retry(key string, p Priority, v V, notBefore time.Time) (Drop
 		it = q.newItem()
 		q.seq++
 		it.seq, it.first = q.seq, notBefore
+		it.group = q.groupFor(key, v)
 	}
 	it.key, it.prio, it.value, it.retryAt, it.parked = key, p, v, notBefore, false
 	q.insert(it)
 	return drop, dropped
+}
+
+// Wake makes a pending key ready at at (zero: at once) when it was held for later, e.g. by
+// a Retry far in the future; a key already due sooner keeps its time. It reports whether
+// key is pending.
+func (q *Queue[V]) Wake(key string, at time.Time) bool {
+	it := q.pending[key]
+	if it == nil {
+		return false
+	}
+	if it.retryAt.IsZero() || (!at.IsZero() && !at.Before(it.retryAt)) {
+		return true
+	}
+	q.unschedule(it)
+	it.retryAt = at
+	if !it.parked {
+		q.schedule(it)
+	}
+	return true
 }
 
 // makeRoom applies the bound before a new pending key of priority p is added: it evicts
@@ -292,6 +334,68 @@ func (q *Queue[V]) makeRoom(key string, p Priority, v V) (drop Drop[V], dropped,
 	return Drop[V]{Key: key, Priority: p, Value: v}, true, false
 }
 
+// groupFor is the Fair group of a new item ("" without Fair).
+func (q *Queue[V]) groupFor(key string, v V) string {
+	if q.groupOf == nil {
+		return ""
+	}
+	return q.groupOf(key, v)
+}
+
+// fairItem: it is served by the fair lane (a grouped Verdict item of a Fair queue).
+func (q *Queue[V]) fairItem(it *item[V]) bool {
+	return q.fair != nil && it.prio == Verdict && it.group != ""
+}
+
+func (q *Queue[V]) readyPush(it *item[V]) {
+	if q.fairItem(it) {
+		q.fair.push(it)
+	} else {
+		q.ready[it.prio].push(it)
+	}
+}
+
+func (q *Queue[V]) readyRemove(it *item[V]) {
+	if q.fairItem(it) {
+		q.fair.remove(it)
+	} else {
+		q.ready[it.prio].remove(it)
+	}
+}
+
+func (q *Queue[V]) readyHas(it *item[V]) bool {
+	if q.fairItem(it) {
+		return q.fair.has(it)
+	}
+	return q.ready[it.prio].has(it)
+}
+
+func (q *Queue[V]) readyFix(it *item[V]) {
+	if q.fairItem(it) {
+		q.fair.fix(it)
+	} else {
+		q.ready[it.prio].fix(it)
+	}
+}
+
+// popVerdict takes the Verdict lane's next item: ungrouped and grouped items alternate,
+// the groups in turn (fairLane.pop); nil when none may be written now.
+func (q *Queue[V]) popVerdict(now time.Time) *item[V] {
+	ungrouped := &q.ready[Verdict]
+	if q.fair.ungroupedTurn && ungrouped.len() > 0 {
+		q.fair.ungroupedTurn = false
+		return ungrouped.pop()
+	}
+	if it := q.fair.pop(now); it != nil {
+		q.fair.ungroupedTurn = true
+		return it
+	}
+	if ungrouped.len() > 0 {
+		return ungrouped.pop()
+	}
+	return nil
+}
+
 // insert adds a new pending item.
 func (q *Queue[V]) insert(it *item[V]) {
 	q.pending[it.key] = it
@@ -304,7 +408,7 @@ func (q *Queue[V]) insert(it *item[V]) {
 // schedule puts a pending, unparked item into the ready or the delayed heap.
 func (q *Queue[V]) schedule(it *item[V]) {
 	if it.retryAt.IsZero() {
-		q.ready[it.prio].push(it)
+		q.readyPush(it)
 	} else {
 		q.delayed.push(it)
 	}
@@ -312,8 +416,8 @@ func (q *Queue[V]) schedule(it *item[V]) {
 
 // unschedule takes an item out of the ready and delayed heaps.
 func (q *Queue[V]) unschedule(it *item[V]) {
-	if q.ready[it.prio].has(it) {
-		q.ready[it.prio].remove(it)
+	if q.readyHas(it) {
+		q.readyRemove(it)
 	}
 	if q.delayed.has(it) {
 		q.delayed.remove(it)
@@ -321,15 +425,15 @@ func (q *Queue[V]) unschedule(it *item[V]) {
 }
 
 func (q *Queue[V]) reprioritize(it *item[V], p Priority) {
-	wasReady := q.ready[it.prio].has(it)
+	wasReady := q.readyHas(it)
 	if wasReady {
-		q.ready[it.prio].remove(it)
+		q.readyRemove(it)
 	}
 	q.all[it.prio].remove(it)
 	it.prio = p
 	q.all[p].push(it)
 	if wasReady {
-		q.ready[p].push(it)
+		q.readyPush(it)
 	}
 }
 
@@ -354,7 +458,7 @@ func (q *Queue[V]) recycle(it *item[V]) {
 		return
 	}
 	var zero V
-	it.key, it.value, it.first, it.retryAt, it.parked = "", zero, time.Time{}, time.Time{}, false
+	it.key, it.group, it.value, it.first, it.retryAt, it.parked = "", "", zero, time.Time{}, time.Time{}, false
 	for i := range it.idx {
 		it.idx[i] = -1
 	}
@@ -397,10 +501,17 @@ func (q *Queue[V]) DroppedByPriority() [NumPriorities]uint64 { return q.dropped 
 // the most urgent writes have been waiting for the budget.
 func (q *Queue[V]) OldestReady(p Priority) (time.Time, bool) {
 	p = clamp(p)
+	var t time.Time
+	ok := false
 	if it := q.ready[p].peek(); it != nil {
-		return it.first, true
+		t, ok = it.first, true
 	}
-	return time.Time{}, false
+	if p == Verdict && q.fair != nil {
+		if ft, fok := q.fair.oldest(); fok && (!ok || ft.Before(t)) {
+			t, ok = ft, true
+		}
+	}
+	return t, ok
 }
 
 // NextReady tells a worker how long to sleep: Pop(now) returns an item for every now not
@@ -413,22 +524,37 @@ func (q *Queue[V]) NextReady() (t time.Time, ok bool) {
 // NextReadyFunc is NextReady for PopFunc with the same allow: items of priorities allow
 // refuses do not count.
 func (q *Queue[V]) NextReadyFunc(allow func(Priority) bool) (t time.Time, ok bool) {
+	return q.NextReadyAt(time.Time{}, allow)
+}
+
+// NextReadyAt is NextReadyFunc at now, which a Fair queue's Share needs: a group past its
+// share makes its items ready when it refills. (NextReadyFunc takes a group as allowed.)
+func (q *Queue[V]) NextReadyAt(now time.Time, allow func(Priority) bool) (t time.Time, ok bool) {
 	for p := range NumPriorities {
 		if q.ready[p].len() > 0 && (allow == nil || allow(Priority(p))) {
 			return time.Time{}, true
 		}
 	}
+	if q.fair != nil && (allow == nil || allow(Verdict)) && len(q.fair.groups) > 0 {
+		if now.IsZero() {
+			return time.Time{}, true
+		}
+		at, _ := q.fair.next(now)
+		if !at.After(now) {
+			return time.Time{}, true
+		}
+		t, ok = at, true
+	}
 	if allow == nil {
-		if it := q.delayed.peek(); it != nil {
-			return it.retryAt, true
+		if it := q.delayed.peek(); it != nil && (!ok || it.retryAt.Before(t)) {
+			t, ok = it.retryAt, true
 		}
-		return time.Time{}, false
+		return t, ok
 	}
-	var best time.Time
 	for _, it := range q.delayed.items {
-		if allow(it.prio) && (best.IsZero() || it.retryAt.Before(best)) {
-			best = it.retryAt
+		if allow(it.prio) && (!ok || it.retryAt.Before(t)) {
+			t, ok = it.retryAt, true
 		}
 	}
-	return best, !best.IsZero()
+	return t, ok
 }
