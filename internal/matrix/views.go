@@ -169,6 +169,10 @@ type MatrixCell struct {
 	P50     string  `json:"p50,omitempty"`
 	Loss    float64 `json:"loss"`
 	HasLoss bool    `json:"hasLoss,omitempty"`
+	// Degraded lists the distinct Degraded reasons of the cell's objects, hard failures
+	// first (AddressFamilyUnreachable, MTUBlackHole, PacketLoss, HighLatency): the view
+	// colours a Degraded cell by the first.
+	Degraded []string `json:"dr,omitempty"`
 	// Pairs is the number of objects in the cell (0 in a cell only a live result fills:
 	// Verdict is then None).
 	Pairs int `json:"n"`
@@ -237,7 +241,7 @@ func (m *Model) cells(out Matrix, rowIndex, colIndex []int) Matrix {
 			continue
 		}
 		out.Cells = append(out.Cells, MatrixCell{O: r, T: t, Verdict: c.Verdict, P50: c.P50, Loss: c.Loss,
-			HasLoss: c.HasLoss, Pairs: len(c.Pairs)})
+			HasLoss: c.HasLoss, Degraded: c.Degraded, Pairs: len(c.Pairs)})
 	}
 	return out
 }
