@@ -403,3 +403,26 @@ func (m *Model) grayBlamed(members map[string]bool) []GrayNode {
 	slices.SortFunc(out, func(a, b GrayNode) int { return naturalCompare(a.Name, b.Name) })
 	return out
 }
+
+// GrayNodes lists every node the exporter blames for a gray verdict (on the target or the
+// observer side), with the reasons and sides, ordered by name.
+func (m *Model) GrayNodes() []GrayNode { return m.grayBlamed(nil) }
+
+// GrayText is a pair's Degraded reason with the side a gray verdict blames: "PacketLoss at
+// the target's node node-5", "HighLatency at the observer's own node node-7",
+// "PacketLoss on this path alone", "MTUBlackHole"; empty when not Degraded.
+func (p *Pair) GrayText() string {
+	g := p.Gray
+	if g == nil {
+		return p.DegradedReason
+	}
+	switch g.Side {
+	case SideTarget:
+		return g.Reason + " at the target's node " + g.Node
+	case SideObserver:
+		return g.Reason + " at the observer's own node " + g.Node
+	case SidePath:
+		return g.Reason + " on this path alone"
+	}
+	return g.Reason
+}
