@@ -45,6 +45,13 @@ func degradedOrder(reason string) int {
 	return 4
 }
 
+// sortDegraded orders Degraded reasons: hard failures first, then loss, then latency.
+func sortDegraded(rs []string) {
+	slices.SortFunc(rs, func(a, b string) int {
+		return cmp.Or(cmp.Compare(degradedOrder(a), degradedOrder(b)), strings.Compare(a, b))
+	})
+}
+
 // Gray is a pair's gray verdict read back from its Degraded condition: the reason, the
 // side and node the exporter blamed, and the figures of the message.
 type Gray struct {

@@ -112,6 +112,15 @@ func TestGrayCellsNameTheReason(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"dr":["PacketLoss"],"n":1`)
 
+	zc := map[string][]string{}
+	for _, c := range m.Summary().Cells {
+		zc[c.From+">"+c.To] = c.Degraded
+	}
+	assert.Equal(t, map[string][]string{
+		"zone-a>zone-a": {"PacketLoss"}, "zone-a>zone-b": {"MTUBlackHole", "PacketLoss", "HighLatency"},
+		"zone-b>zone-a": {"PacketLoss"}, "zone-b>zone-b": {"PacketLoss"},
+	}, zc)
+
 	details := m.PairsBetween("node-2", "node-5")
 	require.Len(t, details, 1)
 	require.NotNil(t, details[0].Gray)

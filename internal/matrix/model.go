@@ -358,9 +358,7 @@ func Build(in Input) *Model {
 		}
 		if r := p.DegradedReason; r != "" && !slices.Contains(cell.Degraded, r) {
 			cell.Degraded = append(cell.Degraded, r)
-			slices.SortStableFunc(cell.Degraded, func(a, b string) int {
-				return cmp.Or(cmp.Compare(degradedOrder(a), degradedOrder(b)), strings.Compare(a, b))
-			})
+			sortDegraded(cell.Degraded)
 		}
 	}
 	slices.SortFunc(m.Cells, func(a, b Cell) int { return cmp.Or(cmp.Compare(a.Row, b.Row), cmp.Compare(a.Col, b.Col)) })

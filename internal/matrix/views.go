@@ -51,6 +51,9 @@ type ZoneCell struct {
 	NodePairs int     `json:"nodePairs"`
 	P50       string  `json:"p50,omitempty"`
 	Loss      float64 `json:"loss"`
+	// Degraded lists the distinct Degraded reasons of its objects, hard failures first (as
+	// a node cell's).
+	Degraded []string `json:"degraded,omitempty"`
 	// ZonePair is the exporter's verdict on the zone pair, when it wrote one (a cut pair,
 	// or one that recovered recently): the cell's verdict is the worse of it and the
 	// objects'.
@@ -99,6 +102,11 @@ func (m *Model) Summary() Summary {
 		if c.HasLoss && c.Loss > zc.Loss {
 			zc.Loss = c.Loss
 		}
+		for _, r := range c.Degraded {
+			if !slices.Contains(zc.Degraded, r) {
+				zc.Degraded = append(zc.Degraded, r)
+			}
+		}
 	}
 	zoneIndex := make(map[string]int, nz)
 	for zi, z := range m.Zones {
@@ -121,6 +129,7 @@ func (m *Model) Summary() Summary {
 	}
 	for _, zc := range cells {
 		if zc != nil {
+			sortDegraded(zc.Degraded)
 			s.Cells = append(s.Cells, *zc)
 		}
 	}
