@@ -148,11 +148,16 @@ type Pair struct {
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
 	// DegradedReason and DegradedMessage are the Degraded condition's when it is True
-	// (AddressFamilyUnreachable, MTUBlackHole).
-	DegradedReason  string `json:"degradedReason,omitempty"`
-	DegradedMessage string `json:"degradedMessage,omitempty"`
-	P50             string `json:"p50,omitempty"`
-	P99             string `json:"p99,omitempty"`
+	// (AddressFamilyUnreachable, MTUBlackHole, PacketLoss, HighLatency), DegradedSince its
+	// lastTransitionTime.
+	DegradedReason  string    `json:"degradedReason,omitempty"`
+	DegradedMessage string    `json:"degradedMessage,omitempty"`
+	DegradedSince   time.Time `json:"degradedSince,omitzero"`
+	// Gray is a PacketLoss or HighLatency verdict read back from the message: the side and
+	// node it is blamed on, and the figures (nil for any other).
+	Gray *Gray  `json:"gray,omitempty"`
+	P50  string `json:"p50,omitempty"`
+	P99  string `json:"p99,omitempty"`
 	// Loss is the loss ratio (0-1); HasLoss is false when the object has none.
 	Loss    float64 `json:"loss"`
 	HasLoss bool    `json:"hasLoss"`
@@ -190,6 +195,9 @@ type Cell struct {
 	P50     string
 	Loss    float64
 	HasLoss bool
+	// Degraded lists the distinct Degraded reasons of its pairs, hard failures first
+	// (AddressFamilyUnreachable, MTUBlackHole, PacketLoss, HighLatency, others).
+	Degraded []string
 	// Pairs indexes Model.Pairs.
 	Pairs []int
 
@@ -348,6 +356,10 @@ func Build(in Input) *Model {
 		if p.HasLoss && (!cell.HasLoss || p.Loss > cell.Loss) {
 			cell.Loss, cell.HasLoss = p.Loss, true
 		}
+		if r := p.DegradedReason; r != "" && !slices.Contains(cell.Degraded, r) {
+			cell.Degraded = append(cell.Degraded, r)
+			sortDegraded(cell.Degraded)
+		}
 	}
 	slices.SortFunc(m.Cells, func(a, b Cell) int { return cmp.Or(cmp.Compare(a.Row, b.Row), cmp.Compare(a.Col, b.Col)) })
 	for i, c := range m.Cells {
@@ -392,7 +404,8 @@ func pairOf(o *v1alpha1.PodNetworkHealth, now time.Time) Pair {
 		p.Reason = "NotObservedYet"
 	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded); c != nil && c.Status == "True" {
-		p.DegradedReason, p.DegradedMessage = c.Reason, c.Message
+		p.DegradedReason, p.DegradedMessage, p.DegradedSince = c.Reason, c.Message, c.LastTransitionTime.Time
+		p.Gray = ParseGray(c.Reason, c.Message)
 		if p.Verdict == Reachable {
 			p.Verdict = Degraded
 		}

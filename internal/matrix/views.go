@@ -51,6 +51,9 @@ type ZoneCell struct {
 	NodePairs int     `json:"nodePairs"`
 	P50       string  `json:"p50,omitempty"`
 	Loss      float64 `json:"loss"`
+	// Degraded lists the distinct Degraded reasons of its objects, hard failures first (as
+	// a node cell's).
+	Degraded []string `json:"degraded,omitempty"`
 	// ZonePair is the exporter's verdict on the zone pair, when it wrote one (a cut pair,
 	// or one that recovered recently): the cell's verdict is the worse of it and the
 	// objects'.
@@ -99,6 +102,11 @@ func (m *Model) Summary() Summary {
 		if c.HasLoss && c.Loss > zc.Loss {
 			zc.Loss = c.Loss
 		}
+		for _, r := range c.Degraded {
+			if !slices.Contains(zc.Degraded, r) {
+				zc.Degraded = append(zc.Degraded, r)
+			}
+		}
 	}
 	zoneIndex := make(map[string]int, nz)
 	for zi, z := range m.Zones {
@@ -121,6 +129,7 @@ func (m *Model) Summary() Summary {
 	}
 	for _, zc := range cells {
 		if zc != nil {
+			sortDegraded(zc.Degraded)
 			s.Cells = append(s.Cells, *zc)
 		}
 	}
@@ -169,6 +178,10 @@ type MatrixCell struct {
 	P50     string  `json:"p50,omitempty"`
 	Loss    float64 `json:"loss"`
 	HasLoss bool    `json:"hasLoss,omitempty"`
+	// Degraded lists the distinct Degraded reasons of the cell's objects, hard failures
+	// first (AddressFamilyUnreachable, MTUBlackHole, PacketLoss, HighLatency): the view
+	// colours a Degraded cell by the first.
+	Degraded []string `json:"dr,omitempty"`
 	// Pairs is the number of objects in the cell (0 in a cell only a live result fills:
 	// Verdict is then None).
 	Pairs int `json:"n"`
@@ -237,7 +250,7 @@ func (m *Model) cells(out Matrix, rowIndex, colIndex []int) Matrix {
 			continue
 		}
 		out.Cells = append(out.Cells, MatrixCell{O: r, T: t, Verdict: c.Verdict, P50: c.P50, Loss: c.Loss,
-			HasLoss: c.HasLoss, Pairs: len(c.Pairs)})
+			HasLoss: c.HasLoss, Degraded: c.Degraded, Pairs: len(c.Pairs)})
 	}
 	return out
 }

@@ -45,6 +45,15 @@ type Explanation struct {
 	// AsObserver counts, for a node, the pairs observed from it by verdict (a node whose
 	// own probes fail everywhere is an unhealthy observer, not a bad target).
 	AsObserver Counts `json:"asObserver,omitempty"`
+	// Gray: the gray verdicts (PacketLoss, HighLatency) on the pairs towards it and on
+	// those it observes, by reason, side and direction, with the worst figures; Blamed
+	// says whether the exporter blames it (a pod: its node).
+	Gray []GrayFinding `json:"gray,omitempty"`
+	// ObservedGray: the pairs it observes (a pod: as their source) with a gray verdict.
+	ObservedGray []Pair `json:"observedGray,omitempty"`
+	// GrayNodes, for a zone: its nodes the exporter blames for a gray verdict, with the
+	// reasons and sides.
+	GrayNodes []GrayNode `json:"grayNodes,omitempty"`
 	// ZonePairs, for a zone, are the exporter's verdicts on the zone pairs in and out of it.
 	ZonePairs []ZonePair `json:"zonePairs,omitempty"`
 	// Lines is the explanation in a few lines of text.
@@ -71,7 +80,7 @@ func (m *Model) WhyNode(name string) (Explanation, bool) {
 	}
 	n := m.Nodes[i]
 	e := Explanation{Kind: "Node", Name: name, Node: name, Zone: n.Zone, Condition: n.Condition, AsObserver: Counts{}}
-	var towards []int
+	var towards, observes []int
 	for pi := range m.Pairs {
 		p := &m.Pairs[pi]
 		if p.TargetNode == name && p.TargetKind != string(v1alpha1.TargetKindExternal) {
@@ -79,10 +88,22 @@ func (m *Model) WhyNode(name string) (Explanation, bool) {
 		}
 		if p.ObserverNode == name {
 			e.AsObserver[p.Verdict]++
+			observes = append(observes, pi)
 		}
 	}
+	m.explainGray(&e, towards, observes)
 	m.explain(&e, towards)
 	return e, true
+}
+
+// explainGray fills the gray findings and the gray pairs observed.
+func (m *Model) explainGray(e *Explanation, towards, observes []int) {
+	e.Gray = m.grayFindings(e.Node, towards, observes)
+	for _, pi := range observes {
+		if m.Pairs[pi].Gray != nil {
+			e.ObservedGray = append(e.ObservedGray, m.Pairs[pi])
+		}
+	}
 }
 
 // WhyPod explains the pod target namespace/name. False when no pair targets it.
@@ -107,6 +128,13 @@ func (m *Model) WhyPod(namespace, name string) (Explanation, bool) {
 			break
 		}
 	}
+	var observes []int
+	for pi := range m.Pairs {
+		if p := &m.Pairs[pi]; p.Namespace == namespace && p.SourcePod == name {
+			observes = append(observes, pi)
+		}
+	}
+	m.explainGray(&e, towards, observes)
 	m.explain(&e, towards)
 	return e, true
 }
@@ -242,7 +270,7 @@ func (m *Model) lines(e *Explanation) []string {
 	}
 	if len(e.Pairs) == 0 {
 		l = append(l, "no PodNetworkHealth object targets it: it is probed only in rotation (its verdict is in the exporter's pod_network_health_target_reachable metric) or not at all")
-		return l
+		return append(l, m.grayLines(e)...)
 	}
 	l = append(l, fmt.Sprintf("observer nodes: %d fail to reach it%s, %d reach it%s, %d unknown%s (distinct nodes: what the quorum counts)",
 		len(e.Failing), list(e.Failing), len(e.Reaching), list(e.Reaching), len(e.Unjudged), list(e.Unjudged)))
@@ -282,6 +310,7 @@ func (m *Model) lines(e *Explanation) []string {
 	if n := degraded[v1alpha1.ReasonMTUBlackHole]; n > 0 {
 		l = append(l, fmt.Sprintf("path-MTU black hole on %d pairs: full-size don't-fragment packets vanish while small ones pass (a hop with a smaller MTU whose ICMP errors are dropped); the pairs' Degraded message gives the size that passes", n))
 	}
+	l = append(l, m.grayLines(e)...)
 	if e.Verdict == Reachable || e.Verdict == Degraded {
 		var last time.Time
 		for _, p := range e.Pairs {
@@ -341,7 +370,7 @@ func verdictText(v Verdict) string {
 	case None:
 		return "no object (not probed as a stable pair, not failing)"
 	case Degraded:
-		return "Degraded (reachable, but some observers, an address family or full-size packets fail)"
+		return "Degraded (reachable, but some observers, an address family or full-size packets fail, or packet loss or high latency is judged)"
 	case Unreachable:
 		return "Unreachable (every observer that judged it fails)"
 	case Unknown:

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -127,6 +128,22 @@ func (m *Model) WhyZone(name string) (Explanation, bool) {
 		e.Lines = append(e.Lines, line)
 	}
 	e.Lines = append(e.Lines, "objects from other zones towards it: "+countsText(e.Counts), "objects from it towards other zones: "+countsText(e.AsObserver))
+	inZone := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		inZone[n] = true
+	}
+	if e.GrayNodes = m.grayBlamed(inZone); len(e.GrayNodes) > 0 {
+		parts := make([]string, 0, min(len(e.GrayNodes), 11))
+		for i, n := range e.GrayNodes {
+			if i == 10 {
+				parts = append(parts, fmt.Sprintf("+%d more", len(e.GrayNodes)-i))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s; %d pair%s)", n.Name, strings.Join(n.Reasons, ", "), n.Pairs, plural(n.Pairs)))
+		}
+		e.Lines = append(e.Lines, fmt.Sprintf("gray verdicts: %d of its nodes blamed (reason and side; kubectl netpulse why <node> gives the figures): %s",
+			len(e.GrayNodes), strings.Join(parts, "; ")))
+	}
 	return e, true
 }
 

@@ -98,6 +98,50 @@ func TestView(t *testing.T) {
 	t.Run("chromium", func(t *testing.T) { testChromium(t, base) })
 	t.Run("live", func(t *testing.T) { testLive(t, base, cp) })
 	t.Run("zone pairs", func(t *testing.T) { testZonePairs(t, base, cp) })
+	t.Run("gray", func(t *testing.T) { testGray(t, base, cp) })
+}
+
+// testGray: a pair's gray verdict (Degraded PacketLoss, written as the exporter would)
+// reaches the page as a cell in the loss colour with its reason, and its drill-down shows
+// the reason, the side and the message; `kubectl netpulse why` quotes it.
+func testGray(t *testing.T, base string, cp *kubetest.ControlPlane) {
+	ctx := context.Background()
+	pc, err := versioned.NewForConfig(cp.Config)
+	require.NoError(t, err)
+	const msg = "packet loss at the target's node node-11: 5.2 % (95 % CI 3.1-8.0 %) of 1440 echoes over 2m0s, lost from 4 observer nodes"
+	obj, err := pc.NetpulseV1alpha1().PodNetworkHealths("netpulse").Get(ctx, "netpulse-agent-10-to-netpulse-agent-11", metav1.GetOptions{})
+	require.NoError(t, err)
+	matrixtest.Degrade(obj, v1alpha1.ReasonPacketLoss, msg, time.Now().Add(-time.Minute).UTC().Truncate(time.Second))
+	_, err = pc.NetpulseV1alpha1().PodNetworkHealths("netpulse").UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var mx viewserver.MatrixResponse
+		getJSON(t, base+"/api/v1/matrix", &mx)
+		for _, c := range mx.Cells {
+			if mx.Nodes[c.O].Name == "node-10" && mx.Nodes[c.T].Name == "node-11" {
+				return c.Verdict == matrix.Degraded && len(c.Degraded) == 1 && c.Degraded[0] == v1alpha1.ReasonPacketLoss
+			}
+		}
+		return false
+	}, 10*time.Second, 50*time.Millisecond)
+
+	ctx2, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	dom, err := RenderPage(ctx2, base+"/#pair=node-10,node-11", filepath.Join(t.TempDir(), "gray.png"))
+	require.NoError(t, err)
+	assert.Regexp(t, `<td class="v-Degraded g-PacketLoss[^"]*" data-o="node-10" data-t="node-11" data-v="Degraded" data-degraded="PacketLoss"`, dom)
+	assert.Contains(t, dom, `<span class="key v-Degraded g-PacketLoss">~</span>Degraded: packet loss`)
+	assert.Contains(t, dom, "Degraded: PacketLoss at the target's node node-11")
+	assert.Contains(t, dom, msg)
+
+	out, err := run(t, cp.Kubeconfig, "why", "node-11")
+	require.NoError(t, err)
+	t.Log("\n" + out)
+	assert.Contains(t, out, "gray verdict: it is blamed for PacketLoss (packet loss) on its targets' side")
+	assert.Contains(t, out, "worst (netpulse/netpulse-agent-10-to-netpulse-agent-11): "+msg)
+	out, err = run(t, cp.Kubeconfig, "why", "node-10,node-11")
+	require.NoError(t, err)
+	assert.Contains(t, out, "degraded: PacketLoss at the target's node node-11 since ")
 }
 
 // getJSON polls url until it answers 200 (the informers list first), then decodes it.

@@ -71,13 +71,14 @@ func (o *options) matrixCommand() *cobra.Command {
 
 func (o *options) whyCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "why <node|pod|zone>",
-		Short: "explain why a node, a pod target or a zone is judged as it is: observers, failing probes, since when, the quorum or zone decision",
+		Use:   "why <node|pod|zone|observer,target>",
+		Short: "explain why a node, a pod target or a zone is judged as it is: observers, failing probes, since when, the quorum or zone decision, packet loss and latency with their figures and the side blamed; or one matrix cell's objects",
 		Example: `  kubectl netpulse why node-2
   kubectl netpulse why node/node-2
   kubectl netpulse why zone/eu-west-1a
   kubectl netpulse why pod/netpulse-agent-7xk2p -n netpulse
-  kubectl netpulse why netpulse/netpulse-agent-7xk2p`,
+  kubectl netpulse why netpulse/netpulse-agent-7xk2p
+  kubectl netpulse why node-1,node-2       # the cell: objects observed from node-1 towards node-2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			col, err := o.colour()
@@ -87,6 +88,9 @@ func (o *options) whyCommand() *cobra.Command {
 			m, err := o.load(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if obs, tgt, ok := strings.Cut(strings.TrimPrefix(args[0], "pair/"), ","); ok {
+				return writeCell(cmd.OutOrStdout(), painter{on: col}, m, obs, tgt)
 			}
 			e, err := o.resolve(m, args[0])
 			if err != nil {
@@ -338,7 +342,7 @@ func zoneName(z string) string {
 	return z
 }
 
-const legend = "+ Reachable  ~ Degraded  ? Unknown  X Unreachable  . no object (not probed as a stable pair: no verdict)  - self"
+const legend = "+ Reachable  ~ Degraded (PacketLoss, HighLatency, MTUBlackHole or AddressFamilyUnreachable: why OBSERVER,TARGET names it)  ? Unknown  X Unreachable  . no object (not probed as a stable pair: no verdict)  - self"
 
 func writeMatrix(w writer, p painter, m *matrix.Model, mx matrix.Matrix) {
 	fmt.Fprintf(w, "netpulse: %s\n", header(m))
@@ -395,7 +399,106 @@ func writeMatrix(w writer, p painter, m *matrix.Model, mx matrix.Matrix) {
 		fmt.Fprintln(w, strings.TrimRight(row.String(), " "))
 	}
 	fmt.Fprintf(w, "\n%s\n", legend)
+	writeDegradedCells(w, p, mx)
+	writeGrayNodes(w, p, m)
 	writeProblems(w, p, m)
+}
+
+// maxDegradedCells bounds the degraded cells the matrix names.
+const maxDegradedCells = 10
+
+// writeDegradedCells names the reasons of the matrix's Degraded cells (~).
+func writeDegradedCells(w writer, p painter, mx matrix.Matrix) {
+	cols := mx.Targets
+	if cols == nil {
+		cols = mx.Nodes
+	}
+	var lines []string
+	n := 0
+	for _, c := range mx.Cells {
+		if c.Verdict != matrix.Degraded {
+			continue
+		}
+		n++
+		if len(lines) < maxDegradedCells {
+			lines = append(lines, fmt.Sprintf("  %s -> %s: %s", mx.Nodes[c.O].Name, cols[c.T].Name, strings.Join(c.Degraded, ", ")))
+		}
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "degraded cells (~, %d; kubectl netpulse why OBSERVER,TARGET gives the figures):\n", n)
+	for _, l := range lines {
+		fmt.Fprintln(w, p.paint(ansiOrange, l))
+	}
+	if n > len(lines) {
+		fmt.Fprintf(w, "  ... and %d more\n", n-len(lines))
+	}
+}
+
+// writeGrayNodes lists the nodes blamed for packet loss or high latency, with the side.
+func writeGrayNodes(w writer, p painter, m *matrix.Model) {
+	nodes := m.GrayNodes()
+	if len(nodes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "gray verdicts (%d nodes blamed for packet loss or high latency; target: most of its observers see it, observer: it sees it towards most of its targets):\n", len(nodes))
+	for i, n := range nodes {
+		if i == maxDegradedCells {
+			fmt.Fprintf(w, "  ... and %d more\n", len(nodes)-i)
+			break
+		}
+		fmt.Fprintln(w, p.paint(ansiOrange, fmt.Sprintf("  %s: %s (%d pairs)", n.Name, strings.Join(n.Reasons, ", "), n.Pairs)))
+	}
+}
+
+// writeCell is the drill-down of one matrix cell: its objects with their verdicts,
+// reasons, Degraded reasons and messages, and figures.
+func writeCell(w writer, p painter, m *matrix.Model, observer, target string) error {
+	for _, n := range []string{observer, target} {
+		if _, ok := m.NodeIndex(n); !ok {
+			return fmt.Errorf("node %q: no such node, and no PodNetworkHealth object names it", n)
+		}
+	}
+	pairs := m.PairsBetween(observer, target)
+	head := fmt.Sprintf("cell %s -> %s: ", observer, target)
+	c := m.Cell(observer, target)
+	if c == nil {
+		fmt.Fprintln(w, head+"no object (not probed as a stable pair, not failing): no verdict")
+		return nil
+	}
+	head += fmt.Sprintf("%s, %d object(s)", c.Verdict, len(pairs))
+	if len(c.Degraded) > 0 {
+		head += " (degraded: " + strings.Join(c.Degraded, ", ") + ")"
+	}
+	fmt.Fprintln(w, p.verdict(c.Verdict, c.Loss, head))
+	for _, pr := range pairs {
+		fmt.Fprintf(w, "\n  %s/%s: %s -> %s %s\n", pr.Namespace, pr.Name, pr.SourcePod, strings.ToLower(pr.TargetKind), pr.Target)
+		line := "verdict: " + string(pr.Verdict)
+		if pr.Reason != "" {
+			line += "; Reachable condition " + pr.Reason
+			if pr.Message != "" {
+				line += ": " + pr.Message
+			}
+		}
+		fmt.Fprintln(w, "    "+p.verdict(pr.Verdict, pr.Loss, line))
+		if pr.DegradedReason != "" {
+			line := "degraded: " + pr.GrayText()
+			if !pr.DegradedSince.IsZero() {
+				line += " since " + m.When(pr.DegradedSince)
+			}
+			fmt.Fprintln(w, "    "+p.paint(ansiOrange, line))
+			if pr.DegradedMessage != "" {
+				fmt.Fprintln(w, "      "+pr.DegradedMessage)
+			}
+		}
+		fmt.Fprintf(w, "    RTT p50 %s, p99 %s, loss %s, window %s", dash(pr.P50), dash(pr.P99), lossText(pr.Pair), dash(string(pr.Status.Window)))
+		if !pr.OutageSince.IsZero() {
+			fmt.Fprintf(w, ", outage since %s", m.When(pr.OutageSince))
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
 }
 
 func writeZones(w writer, p painter, m *matrix.Model, maxNodes int) {
@@ -499,20 +602,38 @@ func writeWhy(w writer, p painter, e matrix.Explanation) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "OBSERVER\tSOURCE POD\tTARGET\tREACHABLE\tRTT P50\tLOSS\tOUTAGE SINCE\tREASON")
+	writePairRows(tw, e.Pairs)
+	_ = tw.Flush()
+	if len(e.ObservedGray) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\npairs it observes with a gray verdict:\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OBSERVER\tSOURCE POD\tTARGET\tREACHABLE\tRTT P50\tLOSS\tOUTAGE SINCE\tREASON")
+	writePairRows(tw, e.ObservedGray)
+	_ = tw.Flush()
+}
+
+// writePairRows writes up to 20 pairs; REASON is the Degraded reason with the side a gray
+// verdict blames when the pair is Degraded, else the Reachable condition's reason.
+func writePairRows(tw writer, pairs []matrix.Pair) {
 	const maxRows = 20
-	for i, pr := range e.Pairs {
+	for i, pr := range pairs {
 		if i == maxRows {
-			fmt.Fprintf(tw, "... %d more\t\t\t\t\t\t\t\n", len(e.Pairs)-maxRows)
+			fmt.Fprintf(tw, "... %d more\t\t\t\t\t\t\t\n", len(pairs)-maxRows)
 			break
 		}
 		since := ""
 		if !pr.OutageSince.IsZero() {
 			since = pr.OutageSince.UTC().Format(time.RFC3339)
 		}
+		reason := pr.Reason
+		if pr.DegradedReason != "" && pr.Verdict == matrix.Degraded {
+			reason = pr.GrayText()
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(pr.ObserverNode), pr.Namespace+"/"+pr.SourcePod, pr.Target,
-			pr.Verdict, dash(pr.P50), lossText(pr), dash(since), dash(pr.Reason))
+			pr.Verdict, dash(pr.P50), lossText(pr), dash(since), dash(reason))
 	}
-	_ = tw.Flush()
 }
 
 func writeTop(w writer, p painter, m *matrix.Model, pairs []matrix.Pair) {

@@ -231,3 +231,28 @@ func pair(o Options, i, j, part int, now, since metav1.Time) *v1alpha1.PodNetwor
 	}
 	return obj
 }
+
+// Degrade sets o's Degraded condition True with reason and message (as the exporter writes
+// a gray verdict, PacketLoss or HighLatency, or MTUBlackHole, AddressFamilyUnreachable),
+// changed at since; the Reachable verdict is left as it is.
+func Degrade(o *v1alpha1.PodNetworkHealth, reason, message string, since time.Time) {
+	c := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: message,
+		LastTransitionTime: metav1.NewTime(since), ObservedGeneration: 1}
+	for i := range o.Status.Conditions {
+		if o.Status.Conditions[i].Type == v1alpha1.ConditionDegraded {
+			o.Status.Conditions[i] = c
+			return
+		}
+	}
+	o.Status.Conditions = append(o.Status.Conditions, c)
+}
+
+// Find is the fixture's object from agent i to agent j (1-based), nil when none.
+func (f Fixture) Find(i, j int) *v1alpha1.PodNetworkHealth {
+	for _, o := range f.Objects {
+		if o.Spec.SourcePodRef.Name == AgentName(i) && o.Spec.TargetPodRef != nil && o.Spec.TargetPodRef.Name == AgentName(j) {
+			return o
+		}
+	}
+	return nil
+}

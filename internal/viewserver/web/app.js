@@ -75,10 +75,26 @@ function when(iso) {
   return iso.replace("T", " ").replace(/\.\d+/, "") + " (" + ago(iso) + ")";
 }
 
-function cellClass(v, loss) {
+const GRAY = { PacketLoss: true, HighLatency: true };
+
+// cellClass: the verdict's colour; a Degraded cell whose first reason (hard failures come
+// first) is a gray verdict has that verdict's own colour.
+function cellClass(v, loss, reasons) {
   let c = "v-" + v;
   if (v === "Reachable" && loss > 0) c += " lossy";
+  const r = reasons && reasons.length ? reasons[0] : "";
+  if (v === "Degraded" && GRAY[r]) c += " g-" + r;
   return c;
+}
+
+// grayText: a pair's Degraded reason and the side a gray verdict blames.
+function grayText(p) {
+  const g = p.gray;
+  if (!g) return p.degradedReason || "";
+  if (g.side === "target") return g.reason + " at the target's node " + g.node;
+  if (g.side === "observer") return g.reason + " at the observer's own node " + g.node;
+  if (g.side === "path") return g.reason + " on this path alone";
+  return g.reason;
 }
 
 // ---- live cells: the leader gateway's newest probe result, an observation, not a verdict --
@@ -100,7 +116,9 @@ function liveNote(z) {
   return l.message;
 }
 
-function pill(v) { return el("span", { class: "pill " + cellClass(v, 0), text: v || "none" }); }
+function pill(v, reason) {
+  return el("span", { class: "pill " + cellClass(v, 0, reason ? [reason] : null), text: (v || "none") + (v === "Degraded" && reason ? ": " + reason : "") });
+}
 
 function condText(c) {
   if (!c) return "no netpulse condition";
@@ -243,7 +261,8 @@ function renderZones(z) {
       if (zp) title += "\nzone pair " + zp.verdict + " (" + (zp.reason || "") + "): " + zp.failingNodePairs + " of " +
         zp.nodePairs + " node pairs fail" + (zp.message ? "\n" + zp.message : "");
       const route = f.name === t.name ? "matrix=" + f.name : "cross=" + f.name + "," + t.name;
-      tr.append(el("td", { class: cellClass(c.verdict, c.loss) + (zp && zp.verdict === "Unreachable" ? " zone-cut" : ""),
+      if (c.degraded) title += "\ndegraded: " + c.degraded.join(", ");
+      tr.append(el("td", { class: cellClass(c.verdict, c.loss, c.degraded) + (zp && zp.verdict === "Unreachable" ? " zone-cut" : ""),
         "data-from": f.name, "data-to": t.name, "data-v": c.verdict, "data-zone-pair": zp ? zp.verdict : "",
         title, onclick: () => go(route) }, el("span", { class: "n", text: total }), bad ? " ✕" + bad : "",
         zp && zp.verdict === "Unreachable" ? el("span", { class: "zcut", text: " ⛓" }) : ""));
@@ -327,8 +346,10 @@ async function renderMatrix(arg, cross) {
         continue;
       }
       tr.append(el("td", {
-        class: cellClass(cell.v, cell.loss) + zs, "data-o": node.name, "data-t": target, "data-v": cell.v,
-        title: node.name + " → " + target + "\n" + cell.v + "\nRTT p50 " + (cell.p50 || "–") + " · loss " +
+        class: cellClass(cell.v, cell.loss, cell.dr) + zs, "data-o": node.name, "data-t": target, "data-v": cell.v,
+        "data-degraded": cell.dr ? cell.dr.join(",") : null,
+        title: node.name + " → " + target + "\n" + cell.v + (cell.dr ? ": " + cell.dr.join(", ") + " (click for the figures)" : "") +
+          "\nRTT p50 " + (cell.p50 || "–") + " · loss " +
           (cell.hasLoss ? pct(cell.loss) : "–") + "\n" + cell.n + (cell.n === 1 ? " object" : " objects") +
           (cell.live ? "\n" + liveText(cell.live) : ""),
         onclick: () => go("pair=" + node.name + "," + target),
@@ -358,8 +379,11 @@ function pairsTable(pairs, withTarget) {
       onclick: clickable ? () => go("pair=" + p.observerNode + "," + p.targetNode) : null },
     el("td", { text: p.observerNode || "?" }), el("td", { text: p.sourcePod }),
     withTarget ? el("td", { text: p.target }) : null, el("td", { text: p.targetNode || "–" }),
-    el("td", {}, pill(p.verdict)), el("td", { text: p.p50 || "–" }), el("td", { text: p.hasLoss ? pct(p.loss) : "–" }),
-    el("td", { text: p.outageSince ? ago(p.outageSince) : "" }), el("td", { text: p.reason || "", title: p.message || "" })));
+    el("td", {}, pill(p.verdict, p.degradedReason)), el("td", { text: p.p50 || "–" }), el("td", { text: p.hasLoss ? pct(p.loss) : "–" }),
+    el("td", { text: p.outageSince ? ago(p.outageSince) : "" }),
+    p.verdict === "Degraded" && p.degradedReason
+      ? el("td", { class: "degraded-reason", text: grayText(p), title: p.degradedMessage || "" })
+      : el("td", { text: p.reason || "", title: p.message || "" })));
   }
   return t;
 }
@@ -397,6 +421,10 @@ function explanation(e) {
     out.push(el("h3", { text: "Pairs towards it" }));
     out.push(pairsTable(e.pairs, e.kind === "Node"));
   }
+  if (e.observedGray && e.observedGray.length) {
+    out.push(el("h3", { text: "Pairs it observes with a gray verdict" }));
+    out.push(pairsTable(e.observedGray, true));
+  }
   return out;
 }
 
@@ -417,10 +445,12 @@ function pairDetail(r) {
   for (const p of r.pairs) {
     const st = p.status || {};
     const box = el("div", { class: "object" },
-      el("h3", {}, p.namespace + "/" + p.name + " ", pill(p.verdict)),
+      el("h3", {}, p.namespace + "/" + p.name + " ", pill(p.verdict, p.degradedReason)),
       el("p", {}, p.sourcePod + " → " + p.targetKind.toLowerCase() + " " + p.target,
         el("br"), el("span", { class: "muted", text: (p.reason ? p.reason + ": " : "") + (p.message || "") }),
-        p.degradedMessage ? el("span", { text: " · degraded: " + p.degradedMessage }) : null,
+        p.degradedReason ? el("span", { class: "degraded", "data-degraded": p.degradedReason }, el("br"),
+          el("b", { text: "Degraded: " + grayText(p) }), p.degradedSince ? " since " + when(p.degradedSince) : "",
+          p.degradedMessage ? el("br") : null, p.degradedMessage || "") : null,
         el("br"), "RTT p50 " + (p.p50 || "–") + " · p99 " + (p.p99 || "–") + " · loss " + (p.hasLoss ? pct(p.loss) : "–") +
           " · window " + (st.window || "–"),
         el("br"), "verdict since " + (when(p.verdictSince) || "–") + " · written " + (when(p.lastObserved) || "–") +
