@@ -32,8 +32,8 @@ type pairInfo struct {
 	families [2]familyRounds
 	// path: the pair's own answered echoes (gray.go, pairGray's path side), nil until its
 	// first one after the transients.
-	path *pathGray
-	counted  time.Time // newest round counted (pace.go)
+	path    *pathGray
+	counted time.Time // newest round counted (pace.go)
 }
 
 // familyRounds is a pair's run of rounds in one address family.
