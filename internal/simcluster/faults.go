@@ -21,7 +21,10 @@ type faultState struct {
 	partitioned bool
 	muted       bool
 	lossPercent int
-	delay       time.Duration
+	// egressLossPercent: what the node sends to the other nodes is lost at random (its own
+	// uplink; EgressLoss).
+	egressLossPercent int
+	delay             time.Duration
 	// blocked: addresses the namespace neither hears from nor sends to (CutZones).
 	blocked []netip.Addr
 	// dropAbove: packets from the other nodes longer than this many bytes are dropped on
@@ -35,7 +38,9 @@ type Faults struct {
 	// Muted: the node's agent cannot send to the gateway (OTLP port), see Mute.
 	Muted       bool
 	LossPercent int
-	Delay       time.Duration
+	// EgressLossPercent: see EgressLoss.
+	EgressLossPercent int
+	Delay             time.Duration
 	// Blocked: the addresses CutZones cut the node off from.
 	Blocked []netip.Addr
 	// DropAbove: see DropAbove (0: none).
@@ -50,7 +55,7 @@ func (c *Cluster) Faults(node string) (Faults, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, Delay: n.faults.delay,
+	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, EgressLossPercent: n.faults.egressLossPercent, Delay: n.faults.delay,
 		Blocked: slices.Clone(n.faults.blocked), DropAbove: n.faults.dropAbove}, nil
 }
 
@@ -161,6 +166,20 @@ func (c *Cluster) Loss(node string, percent int) error {
 	}
 	return c.withNode(node, func(n *nodeState) error {
 		n.faults.lossPercent = percent
+		return applyNft(n)
+	})
+}
+
+// EgressLoss drops percent % of the packets the node sends to the other nodes (nft
+// "numgen random mod 100 < percent drop" on output): its own echo requests and its replies
+// to its peers' echoes are lost with that probability, the gateway's traffic spared (a
+// lossy uplink of the node's own). 0 removes it.
+func (c *Cluster) EgressLoss(node string, percent int) error {
+	if percent < 0 || percent > 100 {
+		return fmt.Errorf("simcluster: egress loss %d%% out of range [0, 100]", percent)
+	}
+	return c.withNode(node, func(n *nodeState) error {
+		n.faults.egressLossPercent = percent
 		return applyNft(n)
 	})
 }
@@ -299,7 +318,7 @@ func nftRuleset(f faultState) string {
 	// Create-then-delete makes the delete succeed whether or not the table exists; the
 	// whole file is one transaction.
 	fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", nftTable, nftTable)
-	if !f.partitioned && !f.muted && f.lossPercent == 0 && len(f.blocked) == 0 && f.dropAbove == 0 {
+	if !f.partitioned && !f.muted && f.lossPercent == 0 && f.egressLossPercent == 0 && len(f.blocked) == 0 && f.dropAbove == 0 {
 		return b.String()
 	}
 	var block4, block6 []string
@@ -344,7 +363,7 @@ func nftRuleset(f faultState) string {
 		fmt.Fprintf(&b, "\t\tip6 saddr %s numgen random mod 100 < %d counter drop\n", p6, f.lossPercent)
 	}
 	b.WriteString("\t}\n")
-	if f.partitioned || f.muted || len(f.blocked) > 0 {
+	if f.partitioned || f.muted || len(f.blocked) > 0 || f.egressLossPercent > 0 {
 		b.WriteString("\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n")
 		if f.muted { // before the host-side exemption
 			fmt.Fprintf(&b, "\t\tip daddr %s tcp dport %d counter drop\n\t\tip6 daddr %s tcp dport %d counter drop\n",
@@ -355,6 +374,14 @@ func nftRuleset(f faultState) string {
 			fmt.Fprintf(&b, "\t\tip daddr %s counter drop\n\t\tip6 daddr %s counter drop\n", p4, p6)
 		}
 		blockRules("daddr")
+		if e := f.egressLossPercent; e > 0 {
+			if e >= 100 {
+				fmt.Fprintf(&b, "\t\tip daddr %s counter drop\n\t\tip6 daddr %s counter drop\n", p4, p6)
+			} else {
+				fmt.Fprintf(&b, "\t\tip daddr %s numgen random mod 100 < %d counter drop\n", p4, e)
+				fmt.Fprintf(&b, "\t\tip6 daddr %s numgen random mod 100 < %d counter drop\n", p6, e)
+			}
+		}
 		b.WriteString("\t}\n")
 	}
 	b.WriteString("}\n")

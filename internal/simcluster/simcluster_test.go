@@ -78,6 +78,10 @@ func TestNftRuleset(t *testing.T) {
 	require.Contains(t, loss, "ip6 saddr fd00:6e70::/64 numgen random mod 100 < 20 counter drop")
 	require.NotContains(t, loss, "chain output")
 	require.NotContains(t, nftRuleset(faultState{lossPercent: 100}), "numgen", "nft takes numgen values 0-99 only")
+	egress := nftRuleset(faultState{egressLossPercent: 10})
+	require.Contains(t, egress, "chain output")
+	require.Contains(t, egress, "ip daddr "+Prefix4.String()+" numgen random mod 100 < 10 counter drop")
+	require.NotContains(t, egress[:strings.Index(egress, "chain output")], "numgen", "input is untouched")
 
 	mute := nftRuleset(faultState{muted: true})
 	require.Contains(t, mute, "ip daddr { 198.18.0.1, 198.18.0.2, 198.18.0.3, 198.18.0.4 } tcp dport 4317 counter drop")
