@@ -461,6 +461,29 @@ func logLoss(t *testing.T, e *env, exp *expectation, node string) {
 	}
 }
 
+// TestLossyObserver (here, before TestRoll replaces every pod and with them the windows that
+// still hold the loss: TestHealthyMesh wants lossRatio 0): node-2 loses 10 % of what it sends (its own uplink: its echo requests
+// and its replies to its peers' echoes). Every pair of node-2 reads Degraded/PacketLoss
+// blaming node-2 (towards it, the target's side; from it, its own side), no other pair is
+// Degraded, none reads Unreachable; healed, every pair is healthy again.
+func TestLossyObserver(t *testing.T) {
+	e := requireMesh(t)
+	const node = "node-2"
+	e.requireHealthy(t)
+	e.healOnCleanup(t, node)
+	start := time.Now()
+	if err := e.cl.EgressLoss(node, 10); err != nil {
+		t.Fatal(err)
+	}
+	d := e.awaitGray(t, grayWant{node: node, reason: v1alpha1.ReasonPacketLoss, fromToo: true, blame: node}, start, lossTimeout)
+	t.Logf("E2E lossy observer: every pair of %s Degraded/PacketLoss blaming it %.1fs after its egress began losing 10%%", node, d.Seconds())
+	healed := time.Now()
+	if err := e.cl.Heal(node); err != nil {
+		t.Fatal(err)
+	}
+	e.await(t, "recover", e.healthy("lossy observer", healed, pathExpect{}), recoverTimeout)
+}
+
 // TestRoll: a DaemonSet-style roll replaces every agent pod (new UIDs, new IPs). The new
 // pods get objects for every pair, Reachable, and the old pods' objects are
 // garbage-collected with their pods.
