@@ -215,6 +215,8 @@ type Engine struct {
 	// termStart: when this leadership term resumed (Resume).
 	termStart time.Time
 	nodes     nodeStates
+	// grayNodes: the gray node condition's state, of the nodes blamed or carrying it.
+	grayNodes nodeStates
 	// gray: the effective gray configuration; grayObservers the observer nodes' gray
 	// state, by voter key (O(N), forgotten TargetTTL after their last report).
 	gray          GrayConfig
@@ -252,6 +254,7 @@ func New(cfg Config) *Engine {
 		badNodes:           map[string]bool{},
 		seededBad:          map[string]bool{},
 		nodes:              nodeStates{},
+		grayNodes:          nodeStates{},
 	}
 	// Summarizer.Add runs under e.mu (Observe), so the floor reads the targets directly.
 	e.summ.runFloor = e.pairRunFloor

@@ -116,6 +116,7 @@ type NodeDecision struct {
 type nodeState struct {
 	problem      bool      // the condition says True
 	lastEvidence time.Time // newest decision that marked it
+	reason       string    // the mark's reason (the gray condition holds it)
 	// decided is the last condition this engine decided to write, and when.
 	decided   NodeCondition
 	decidedAt time.Time

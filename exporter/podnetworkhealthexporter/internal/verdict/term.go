@@ -129,5 +129,6 @@ func (e *Engine) EndTerm() {
 	clear(e.writtenDisruption)
 	clear(e.seededBad)
 	e.nodes = nodeStates{}
+	e.grayNodes = nodeStates{}
 	e.standbyLocked()
 }
