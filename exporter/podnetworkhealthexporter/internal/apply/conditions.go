@@ -70,11 +70,11 @@ func SetPodCondition(ctx context.Context, client kubernetes.Interface, ns, name 
 }
 
 // NodeConditions schedules the node condition patches of the plan under the write budget
-// (one request each; a newer patch of a node replaces a pending one).
+// (one request each; a newer patch of a node's condition replaces a pending one).
 func (w *Writer) NodeConditions(client kubernetes.Interface, writes []plan.NodeConditionWrite) {
 	for _, nw := range writes {
 		n, cond := nw.Node, nw.Condition
-		w.Enqueue(NodeKey(n.Name), nw.Priority, func(ctx context.Context) error {
+		w.Enqueue(NodeConditionKey(n.Name, string(cond.Type)), nw.Priority, func(ctx context.Context) error {
 			return SetNodeCondition(ctx, client, n, cond)
 		}, "node_condition")
 	}
@@ -105,7 +105,7 @@ func (w *Writer) CleanupNodeConditions(ctx context.Context, client kubernetes.In
 				continue
 			}
 			node := n.Name
-			w.Enqueue(NodeKey(node), writequeue.Cleanup, func(ctx context.Context) error {
+			w.Enqueue(NodeConditionKey(node, condType), writequeue.Cleanup, func(ctx context.Context) error {
 				err := RemoveNodeCondition(ctx, client, node, condType)
 				if apierrors.IsForbidden(err) {
 					logger.Info("pod_network_health: node conditions are disabled but a stale one remains; grant nodes/status patch to remove it", zap.String("node", node))

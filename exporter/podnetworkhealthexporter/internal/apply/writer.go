@@ -76,7 +76,11 @@ type writeItem struct {
 // Queue keys. Objects, nodes and pods coalesce to their latest state; events do not.
 func ObjectKey(ns, name string) string { return "pnh/" + ns + "/" + name }
 func NodeKey(name string) string       { return "node/" + name }
-func PodKey(ns, name string) string    { return "pod/" + ns + "/" + name }
+
+// NodeConditionKey keys one condition type of a node: the gray condition's patch never
+// replaces a pending outage one.
+func NodeConditionKey(name, condType string) string { return NodeKey(name) + "/" + condType }
+func PodKey(ns, name string) string                 { return "pod/" + ns + "/" + name }
 
 const (
 	// maxPendingWrites bounds the pending writes (memory while the API is unreachable).
