@@ -202,6 +202,9 @@ type NodeConditionsConfig struct {
 	Enabled bool `mapstructure:"enabled"`
 	// Type of the condition written (never one the kubelet owns).
 	Type string `mapstructure:"type"`
+	// DegradedType, when set, is a second condition for gray failures (PacketLoss,
+	// HighLatency: docs/gray.md) with the same hold and heartbeat; empty: off.
+	DegradedType string `mapstructure:"degraded_type"`
 	// Quorum: distinct observer nodes that must fail to reach a node before it is marked.
 	Quorum int `mapstructure:"quorum"`
 	// MaxFailingShare of observers failing beyond which marking suppresses itself.
@@ -500,6 +503,15 @@ func (nc NodeConditionsConfig) Validate() error {
 		add("type: %q is owned by the kubelet; netpulse never writes it", nc.Type)
 	} else if msgs := validation.IsQualifiedName(nc.Type); nc.Type == "" || len(msgs) > 0 {
 		add("type: %q is not a valid condition type: %s", nc.Type, strings.Join(msgs, "; "))
+	}
+	if d := nc.DegradedType; d != "" {
+		if kubeletConditions[d] {
+			add("degraded_type: %q is owned by the kubelet; netpulse never writes it", d)
+		} else if msgs := validation.IsQualifiedName(d); len(msgs) > 0 {
+			add("degraded_type: %q is not a valid condition type: %s", d, strings.Join(msgs, "; "))
+		} else if d == nc.Type {
+			add("degraded_type: %q is type's: the two conditions must differ", d)
+		}
 	}
 	if nc.Quorum < 1 || nc.Quorum > 100 {
 		add("quorum: %d out of range [1, 100]", nc.Quorum)

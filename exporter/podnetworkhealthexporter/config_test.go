@@ -186,3 +186,22 @@ func TestShardConfigRanges(t *testing.T) {
 func TestShardLabelNamesTheCount(t *testing.T) {
 	require.Equal(t, "2-of-3", ShardConfig{Count: 3, Index: 2}.label(), "a shard of another count neither resumes nor prunes it")
 }
+
+// The gray node condition (degraded_type) is checked like type, and must differ from it.
+func TestDegradedTypeValidation(t *testing.T) {
+	valid := NodeConditionsConfig{Enabled: true, Type: "netpulse.io/PodNetworkProblem", Quorum: 2, MaxFailingShare: 0.5, Heartbeat: time.Minute}
+	require.NoError(t, valid.Validate(), "off by default")
+	nc := valid
+	nc.DegradedType = "netpulse.io/PodNetworkDegraded"
+	require.NoError(t, nc.Validate())
+	for typ, want := range map[string]string{
+		"MemoryPressure":                `degraded_type: "MemoryPressure" is owned by the kubelet`,
+		"not valid!":                    `degraded_type: "not valid!" is not a valid condition type: `,
+		"netpulse.io/PodNetworkProblem": `degraded_type: "netpulse.io/PodNetworkProblem" is type's: the two conditions must differ`,
+	} {
+		nc.DegradedType = typ
+		err := nc.Validate()
+		require.Error(t, err, typ)
+		require.Contains(t, err.Error(), want)
+	}
+}

@@ -314,7 +314,11 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	e.done = append(e.done, expiring)
 	e.mu.Unlock()
 	if e.cfg.NodeConditions.Enabled {
-		nodes := newNodeCache(e.kube, e.cfg.NodeConditions.Type)
+		types := []string{e.cfg.NodeConditions.Type}
+		if d := e.cfg.NodeConditions.DegradedType; d != "" {
+			types = append(types, d)
+		}
+		nodes := newNodeCache(e.kube, types...)
 		e.mu.Lock() // the node_problem gauge's callback reads it
 		e.nodes = nodes
 		e.mu.Unlock()

@@ -22,14 +22,14 @@ import (
 // node judgement (verdict.Engine.ReconcileNodes), the controller plan.NodeConditions turns
 // it into patches, and the writer (apply) makes them.
 
-// nodeCache watches the nodes and keeps of each only its name and our condition.
+// nodeCache watches the nodes and keeps of each only its name and our conditions.
 type nodeCache struct {
 	factory  informers.SharedInformerFactory
 	informer cache.SharedIndexInformer
 }
 
-func newNodeCache(kube kubernetes.Interface, condType string) *nodeCache {
-	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripNodeToCondition(condType)))
+func newNodeCache(kube kubernetes.Interface, condTypes ...string) *nodeCache {
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripNodeToCondition(condTypes...)))
 	return &nodeCache{factory: f, informer: f.Core().V1().Nodes().Informer()}
 }
 
@@ -77,6 +77,21 @@ func (e *pnhExporter) reconcileNodes(now time.Time) {
 	}
 	e.writer.NodeConditions(e.kube, control.Plan(d, nodes, now))
 	e.writeZones(d.Zones, now)
+	if e.cfg.NodeConditions.Enabled && e.cfg.NodeConditions.DegradedType != "" {
+		e.reconcileGrayNodes(now, nodes)
+	}
+}
+
+// reconcileGrayNodes has the gray node conditions written (node_conditions.degraded_type)
+// for the nodes reconcileNodes judged (this shard's).
+func (e *pnhExporter) reconcileGrayNodes(now time.Time, nodes []*corev1.Node) {
+	nc := e.cfg.NodeConditions
+	control := plan.NodeConditions{Type: nc.DegradedType}
+	d := e.engine.ReconcileGrayNodes(now, control.Current(nodes), verdict.GrayNodeConfig{Heartbeat: nc.Heartbeat, MinHold: nc.MinHold})
+	if d.Suppressed && len(d.Writes) > 0 {
+		e.logger.Warn("pod_network_health: gray node marking suppressed", zap.String("reason", d.SuppressedReason))
+	}
+	e.writer.NodeConditions(e.kube, control.Plan(d, nodes, now))
 }
 
 // nodeCache is the node cache (nil until start, and with node_conditions off).
@@ -99,8 +114,8 @@ func (e *pnhExporter) nodeConditionStatuses() map[string]corev1.ConditionStatus 
 	return out
 }
 
-// stripNodeToCondition keeps only the node's name and our condition in the cache.
-func stripNodeToCondition(condType string) cache.TransformFunc {
+// stripNodeToCondition keeps only the node's name and our conditions in the cache.
+func stripNodeToCondition(condTypes ...string) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		n, ok := obj.(*corev1.Node)
 		if !ok {
@@ -108,7 +123,7 @@ func stripNodeToCondition(condType string) cache.TransformFunc {
 		}
 		out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}}
 		for _, c := range n.Status.Conditions {
-			if string(c.Type) == condType {
+			if slices.Contains(condTypes, string(c.Type)) {
 				out.Status.Conditions = append(out.Status.Conditions, c)
 			}
 		}
