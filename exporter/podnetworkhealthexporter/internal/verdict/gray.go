@@ -113,9 +113,10 @@ type targetGray struct {
 // pendingEcho is an answered round held until no outage boundary can claim it.
 type pendingEcho struct {
 	voter, node string
-	key         observation.PairKey
-	at          time.Time
-	sent, lost  uint64
+	// pair: the followed pair it belongs to, when it had one (its path window).
+	pair       *pairInfo
+	at         time.Time
+	sent, lost uint32
 }
 
 // maxPendingEchoes bounds a target's held rounds (K+M observers over two rounds fit).
@@ -142,19 +143,20 @@ func (e *Engine) commitEcho(ts *targetState, p pendingEcho) {
 	}
 	span := e.gray.Span()
 	observerBad := og.loss.Lossy || e.distrusted(p.node)
+	sent, lost := uint64(p.sent), uint64(p.lost)
 	if !observerBad || tg.loss.Lossy {
-		tg.window.Add(p.at, p.sent, p.lost)
-		tg.contrib.Add(p.voter, p.sent, p.lost, p.at, span)
+		tg.window.Add(p.at, sent, lost)
+		tg.contrib.Add(p.voter, sent, lost, p.at, span)
 	}
 	if !tg.loss.Lossy || og.loss.Lossy {
-		og.window.Add(p.at, p.sent, p.lost)
-		og.contrib.Add(targetNodeKey(ts), p.sent, p.lost, p.at, span)
+		og.window.Add(p.at, sent, lost)
+		og.contrib.Add(targetNodeKey(ts), sent, lost, p.at, span)
 	}
-	if pi := e.pairs[p.key]; pi != nil { // a followed pair's own window
+	if pi := p.pair; pi != nil { // a followed pair's own window
 		if pi.path == nil {
 			pi.path = &pathGray{window: gray.NewWindow(pathSlots, e.gray.SlotWidth)}
 		}
-		pi.path.window.Add(p.at, p.sent, p.lost)
+		pi.path.window.Add(p.at, sent, lost)
 	}
 }
 
@@ -323,7 +325,8 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 				e.commitEcho(ts, tg.pending[0])
 				tg.pending = tg.pending[1:]
 			}
-			tg.pending = append(tg.pending, pendingEcho{voter: voter, node: o.Source.Node, key: observation.KeyOf(o), at: o.Timestamp, sent: o.Sent, lost: min(o.Lost, o.Sent)})
+			tg.pending = append(tg.pending, pendingEcho{voter: voter, node: o.Source.Node, pair: e.pairs[observation.KeyOf(o)], at: o.Timestamp,
+				sent: uint32(min(o.Sent, 1<<16)), lost: uint32(min(o.Lost, o.Sent, 1<<16))})
 		}
 	}
 	if o.Timestamp.After(tg.newest) {
