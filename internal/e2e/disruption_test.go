@@ -189,6 +189,7 @@ func TestPathMTUBlackHole(t *testing.T) {
 	e := requireMesh(t)
 	const node = "node-4"
 	e.requireHealthy(t)
+	e.awaitNoGray(t, 2*time.Minute) // the scenarios before replaced pods; transients clear
 	e.healOnCleanup(t, node)
 	ctx := context.Background()
 	before, err := e.degradedReasons(ctx)

@@ -87,3 +87,34 @@ func condText(c *metav1.Condition) string {
 	}
 	return fmt.Sprintf("Degraded=%s %s %q", c.Status, c.Reason, c.Message)
 }
+
+// awaitNoGray waits until no pair reads Degraded with a gray reason (PacketLoss,
+// HighLatency): an earlier scenario's loss clears over its window once healed (within a
+// minute of clean rounds at 1 s rounds), and a scenario that asserts what is Degraded
+// starts from a clean picture. It fails after timeout, naming what is still Degraded.
+func (e *env) awaitNoGray(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for {
+		got, err := e.degradedReasons(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gray []string
+		for name, r := range got {
+			if r == v1alpha1.ReasonPacketLoss || r == v1alpha1.ReasonHighLatency {
+				gray = append(gray, name+": "+r)
+			}
+		}
+		if len(gray) == 0 {
+			if d := time.Since(start); d > time.Second {
+				t.Logf("E2E gray verdicts of earlier scenarios cleared %.1fs into the wait", d.Seconds())
+			}
+			return
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("gray verdicts still written %v after the scenarios before healed: %v", timeout, gray)
+		}
+		time.Sleep(time.Second)
+	}
+}

@@ -470,6 +470,7 @@ func TestLossyObserver(t *testing.T) {
 	e := requireMesh(t)
 	const node = "node-2"
 	e.requireHealthy(t)
+	e.awaitNoGray(t, 2*time.Minute) // TestLoss's node-4 clears first
 	e.healOnCleanup(t, node)
 	start := time.Now()
 	if err := e.cl.EgressLoss(node, 10); err != nil {

@@ -190,3 +190,18 @@ func TestConfigValidate(t *testing.T) {
 	assert.ErrorContains(t, LossConfig{Background: 1}.Validate(), "background")
 	assert.ErrorContains(t, LatencyConfig{Margin: -1}.Validate(), "margin")
 }
+
+// A burst in a small sample (a starved agent losing a few echoes in a row) sets nothing;
+// the same rate over enough echoes does.
+func TestSmallBurstsSetNothing(t *testing.T) {
+	w := NewWindow(60, 30*time.Second)
+	w.Add(t0, 18, 4)
+	var l Loss
+	LossConfig{}.Judge(&l, w, Counts{}, t0)
+	assert.False(t, l.Lossy, "4 of 18 echoes")
+	for i := range 6 {
+		w.Add(t0.Add(time.Duration(i)*time.Second), 18, 4)
+	}
+	LossConfig{}.Judge(&l, w, Counts{}, t0.Add(6*time.Second))
+	assert.True(t, l.Lossy, "28 of 126 echoes")
+}

@@ -24,6 +24,12 @@ type LossConfig struct {
 	// ClearZ is the confidence (standard deviations) of the upper bound that clears a
 	// verdict (default 2).
 	ClearZ float64
+	// MinEchoes: a scale with fewer echoes sets no verdict (default 60). The test treats
+	// echoes as independent; a starved agent or a restarting peer loses them in bursts, and
+	// a burst in a small sample would read as overwhelming evidence (in CI, 4 of 18 echoes in
+	// 30 s of a loaded agent did). 60 is ~25 s of a node's echoes at the shipped budget,
+	// small beside the time a few percent of loss takes to show.
+	MinEchoes uint64
 }
 
 // Defaults of LossConfig.
@@ -32,6 +38,7 @@ const (
 	DefaultThreshold  = 0.005
 	DefaultEvidence   = 12.0
 	DefaultClearZ     = 2.0
+	DefaultMinEchoes  = 60
 )
 
 // WithDefaults fills zero fields.
@@ -47,6 +54,9 @@ func (c LossConfig) WithDefaults() LossConfig {
 	}
 	if c.ClearZ <= 0 {
 		c.ClearZ = DefaultClearZ
+	}
+	if c.MinEchoes == 0 {
+		c.MinEchoes = DefaultMinEchoes
 	}
 	return c
 }
@@ -104,7 +114,7 @@ func (c LossConfig) Judge(l *Loss, w *Window, except Counts, now time.Time) bool
 	// longer an episode lasts).
 	best := -1
 	for i, s := range scales {
-		if s.Ratio() < c.Threshold || LLR(s.Lost, s.Sent, c.Background) < c.Evidence {
+		if s.Sent < c.MinEchoes || s.Ratio() < c.Threshold || LLR(s.Lost, s.Sent, c.Background) < c.Evidence {
 			continue
 		}
 		// The others' losses alone (the leave-one-out counts are conservative: except's
