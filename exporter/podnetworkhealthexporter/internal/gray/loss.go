@@ -215,6 +215,25 @@ func (c *Contributors) Top() (key string, counts Counts) {
 	return key, counts
 }
 
+// Excluding returns the counts to leave out of a judgement: those of every sender blamed
+// says is lossy itself (its losses are its own), plus the largest of the rest.
+func (c *Contributors) Excluding(blamed func(key string) bool) Counts {
+	var out, top Counts
+	for _, x := range c.e {
+		switch {
+		case x.key == "":
+		case blamed != nil && blamed(x.key):
+			out.Sent += x.sent
+			out.Lost += x.lost
+		case x.lost > top.Lost:
+			top = Counts{Sent: x.sent, Lost: x.lost}
+		}
+	}
+	out.Sent += top.Sent
+	out.Lost += top.Lost
+	return out
+}
+
 // Distinct counts the senders that lost echoes.
 func (c *Contributors) Distinct() int {
 	n := 0

@@ -369,3 +369,29 @@ func TestTransientsAreNotGray(t *testing.T) {
 	}
 	assert.Empty(t, g.e.GrayTargets(), "a target going away is no gray target")
 }
+
+// Two lossy nodes in turn within the window: each observer lost echoes towards both, and
+// the judged-lossy targets' losses are left out of the observers' judgement, so no
+// observer is blamed (leaving out only the largest contributor would blame them).
+func TestTwoLossyNodesInTurnBlameNoObserver(t *testing.T) {
+	for seed := range graySeeds() {
+		// A full mesh of 5 (the end-to-end mesh's shape: each observer probes every other
+		// node each round), so every observer's window holds both nodes' losses.
+		g := newGrayRun(5, 31+seed)
+		g.run(6, baseFate)
+		check := func() {
+			for node, v := range g.grayNodes() {
+				require.Contains(t, []string{"node-1", "node-3"}, node, "seed %d round %d: %s blamed (%s)", seed, g.round, node, v)
+			}
+		}
+		for range 30 {
+			g.run(1, nodeLoss(1, 0.2))
+			check()
+		}
+		for range 30 {
+			g.run(1, nodeLoss(3, 0.2))
+			check()
+		}
+		assert.Equal(t, "PacketLoss/node", g.grayNodes()["node-3"])
+	}
+}

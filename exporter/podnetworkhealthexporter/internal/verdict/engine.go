@@ -223,6 +223,10 @@ type Engine struct {
 	grayObservers map[string]*observerGray
 	// baselines: the learnt RTT per target node and family (O(N)).
 	baselines map[string]*nodeBaseline
+	// lossyTargets (by target node key) and lossyObservers (by voter key): when each was
+	// last judged lossy, kept for the gray window (O(N)): the other side leaves their
+	// losses out.
+	lossyTargets, lossyObservers map[string]time.Time
 	// standby: what a replica that does not lead bounds and expires itself (standby.go).
 	standby standbyState
 
@@ -239,6 +243,8 @@ func New(cfg Config) *Engine {
 		gray:               cfg.Gray,
 		grayObservers:      map[string]*observerGray{},
 		baselines:          map[string]*nodeBaseline{},
+		lossyTargets:       map[string]time.Time{},
+		lossyObservers:     map[string]time.Time{},
 		summ:               NewSummarizer(cfg.Summary),
 		candidates:         map[string]int{},
 		targets:            map[TargetKey]*targetState{},

@@ -354,6 +354,13 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 	}
 }
 
+// recentlyLossy reports whether key was judged lossy within the gray window (caller holds
+// mu): its losses may still be in the other side's windows.
+func (e *Engine) recentlyLossy(m map[string]time.Time, key string, now time.Time) bool {
+	at, ok := m[key]
+	return ok && now.Sub(at) <= e.gray.Span()
+}
+
 // targetNodeKey is what an observer's losses are attributed to: the target's node, else
 // the target itself.
 func targetNodeKey(ts *targetState) string {
@@ -370,8 +377,13 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 	if tg == nil {
 		return false
 	}
-	_, top := tg.contrib.Top()
-	changed := e.gray.Loss.Judge(&tg.loss, tg.window, top, now)
+	// Left out: the observers judged lossy themselves within the window (their losses are
+	// theirs, also those counted before they were judged), and the largest other one.
+	except := tg.contrib.Excluding(func(voter string) bool { return e.recentlyLossy(e.lossyObservers, voter, now) })
+	changed := e.gray.Loss.Judge(&tg.loss, tg.window, except, now)
+	if tg.loss.Lossy && ts.target.Node != "" {
+		e.lossyTargets["node:"+ts.target.Node] = now
+	}
 
 	// Latency: the newest round of each observer node that probed it in the last third of
 	// a slot (10 s: one shipped round), leaving out observers whose own latency or loss is
@@ -411,6 +423,13 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 // judgeGrayObservers re-judges the observer nodes that reported since the last call and
 // forgets those gone for TargetTTL (caller holds mu).
 func (e *Engine) judgeGrayObservers(now time.Time) {
+	for _, m := range []map[string]time.Time{e.lossyTargets, e.lossyObservers} {
+		for k, at := range m {
+			if now.Sub(at) > e.gray.Span() {
+				delete(m, k)
+			}
+		}
+	}
 	for k, b := range e.baselines {
 		if now.Sub(b.seen) > e.cfg.TargetTTL {
 			delete(e.baselines, k)
@@ -425,8 +444,13 @@ func (e *Engine) judgeGrayObservers(now time.Time) {
 			continue
 		}
 		og.dirty = false
-		_, top := og.contrib.Top()
-		e.gray.Loss.Judge(&og.loss, og.window, top, now)
+		// Left out: the targets judged lossy within the window (a node that lost echoes
+		// towards two lossy targets in turn is not lossy itself), and the largest other one.
+		except := og.contrib.Excluding(func(target string) bool { return e.recentlyLossy(e.lossyTargets, target, now) })
+		e.gray.Loss.Judge(&og.loss, og.window, except, now)
+		if og.loss.Lossy {
+			e.lossyObservers[k] = now
+		}
 		// Latency: most of its recent rounds were high against their targets' baselines.
 		high := og.lat.High
 		switch {
