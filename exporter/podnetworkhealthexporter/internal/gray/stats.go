@@ -123,10 +123,13 @@ func RunLength(q, e float64) int {
 
 // RunLossUpper is the loss rate a run bound should assume from lost of sent echoes of
 // answered rounds of e echoes: the 2-sigma Wilson upper bound of their share, unbiased
-// (UnconditionalLoss). An upper bound, because underestimating the loss of a lossy
-// target makes its random runs read as outages; a few dozen echoes are all a minute holds.
+// (UnconditionalLoss), and 0 below 3 lost echoes or 12 sent. An upper bound, because
+// underestimating the loss of a lossy target makes its random runs read as outages; a
+// modest one with a floor of evidence, because a single lost echo in a small sample would
+// otherwise hold a real outage back for dozens of rounds (the CI mesh's partition of a node
+// that had lost one echo read Reachable for 30 s).
 func RunLossUpper(lost, sent uint64, e float64) float64 {
-	if sent == 0 || lost == 0 {
+	if sent < 12 || lost < 3 {
 		return 0
 	}
 	return UnconditionalLoss(WilsonUpper(lost, sent, 2), e)

@@ -725,7 +725,7 @@ func (ts *targetState) partialRun(vs, fails []vote, slotWidth time.Duration) int
 	if tg.contrib.Distinct() >= 2 {
 		var buf [16]gray.Scale
 		for _, s := range tg.window.Scales(fails[0].at, time.Time{}, buf[:0]) {
-			if s.Sent >= 12 && s.Lost > 0 {
+			if s.Sent >= 30 {
 				q = max(q, gray.RunLossUpper(s.Lost, s.Sent, e))
 			}
 		}
@@ -747,7 +747,7 @@ func (e *Engine) pairRunFloor(k observation.PairKey) int {
 			var buf [16]gray.Scale
 			q := 0.0
 			for _, s := range og.answered.Scales(og.newest, time.Time{}, buf[:0]) {
-				if s.Sent >= 6 && s.Lost >= 2 {
+				if s.Sent >= 30 {
 					q = max(q, gray.RunLossUpper(s.Lost, s.Sent, 3))
 				}
 			}
