@@ -191,8 +191,9 @@ func TestConfigValidate(t *testing.T) {
 	assert.ErrorContains(t, LatencyConfig{Margin: -1}.Validate(), "margin")
 }
 
-// A burst in a small sample (a starved agent losing a few echoes in a row) sets nothing;
-// the same rate over enough echoes does.
+// A burst in a small sample (a starved agent losing a few echoes in a row) sets nothing,
+// nor does a burst in one slot however many echoes it holds; the same rate spread over
+// two slots does.
 func TestSmallBurstsSetNothing(t *testing.T) {
 	w := NewWindow(60, 30*time.Second)
 	w.Add(t0, 18, 4)
@@ -203,5 +204,32 @@ func TestSmallBurstsSetNothing(t *testing.T) {
 		w.Add(t0.Add(time.Duration(i)*time.Second), 18, 4)
 	}
 	LossConfig{}.Judge(&l, w, Counts{}, t0.Add(6*time.Second))
-	assert.True(t, l.Lossy, "28 of 126 echoes")
+	assert.False(t, l.Lossy, "28 of 126 echoes, all in one slot")
+	// The CI case: 4 of one pair's 60 echoes lost in a second, then a clean minute.
+	p := NewWindow(10, 30*time.Second)
+	p.Add(t0, 60, 4)
+	p.Add(t0.Add(30*time.Second), 90, 0)
+	p.Add(t0.Add(60*time.Second), 90, 0)
+	var pl Loss
+	for s := range 90 {
+		LossConfig{}.Judge(&pl, p, Counts{}, t0.Add(time.Duration(s)*time.Second))
+		assert.False(t, pl.Lossy, "a burst of 4 in one slot, at %ds", s)
+	}
+	next := t0.Add(30 * time.Second)
+	for i := range 6 {
+		w.Add(next.Add(time.Duration(i)*time.Second), 18, 4)
+	}
+	LossConfig{}.Judge(&l, w, Counts{}, next.Add(6*time.Second))
+	assert.True(t, l.Lossy, "56 of 252 echoes over two slots")
+}
+
+// Scales carry the worst slot's losses.
+func TestScalesWorstSlot(t *testing.T) {
+	w := NewWindow(8, time.Second)
+	w.Add(t0, 10, 1)
+	w.Add(t0.Add(time.Second), 10, 5)
+	w.Add(t0.Add(2*time.Second), 10, 2)
+	s := w.Scales(t0.Add(2*time.Second), time.Time{}, nil)
+	require.Len(t, s, 4) // 1, 2, 4 and the whole 8 slots
+	assert.Equal(t, []uint64{2, 5, 5, 5}, []uint64{s[0].Worst, s[1].Worst, s[2].Worst, s[3].Worst})
 }

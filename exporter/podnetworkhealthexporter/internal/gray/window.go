@@ -27,6 +27,9 @@ type Scale struct {
 	Span time.Duration
 	// Start is the start of the oldest slot in it.
 	Start time.Time
+	// Worst is the most echoes lost in any one slot of it: a burst (a starved agent, a
+	// restarting peer) sits in one or two slots, a gray loss spreads over all of them.
+	Worst uint64
 }
 
 // slot counts the echoes of one time slot; id is its start divided by the slot width.
@@ -101,24 +104,25 @@ func (w *Window) Scales(now, notBefore time.Time, out []Scale) []Scale {
 	n := int64(len(w.ring))
 	cur := floorDiv(now.UnixNano(), w.width)
 	var acc Counts
-	var emitted uint64
+	var emitted, worst uint64
 	next := int64(1)
 	for k := int64(0); k < n; k++ {
 		id := cur - k
 		start := time.Unix(0, id*w.width)
 		if !notBefore.IsZero() && start.Before(notBefore.Truncate(time.Duration(w.width))) {
 			if acc.Sent > emitted { // the evidence since notBefore, whatever its scale
-				out = append(out, Scale{Counts: acc, Span: time.Duration(k * w.width), Start: start.Add(time.Duration(w.width))})
+				out = append(out, Scale{Counts: acc, Span: time.Duration(k * w.width), Start: start.Add(time.Duration(w.width)), Worst: worst})
 			}
 			break
 		}
 		if s := &w.ring[((id%n)+n)%n]; s.id == id {
 			acc.Sent += uint64(s.sent)
 			acc.Lost += uint64(s.lost)
+			worst = max(worst, uint64(s.lost))
 		}
 		if k+1 == next || k+1 == n {
 			if acc.Sent > 0 {
-				out = append(out, Scale{Counts: acc, Span: time.Duration((k + 1) * w.width), Start: start})
+				out = append(out, Scale{Counts: acc, Span: time.Duration((k + 1) * w.width), Start: start, Worst: worst})
 				emitted = acc.Sent
 			}
 			next *= 2

@@ -249,6 +249,20 @@ type pathGray struct {
 	loss   gray.Loss
 }
 
+// pathEvidenceFactor: a path verdict asks 1.5 times the evidence of an end's (18 nats at
+// the defaults: e^-6 the false-alarm odds per test). A node's window is one test; its
+// paths are one a followed pair, tens to hundreds of tests with no leave-one-out to
+// protect them, so the same odds per test would make a node's paths false alarms that
+// many times as often.
+const pathEvidenceFactor = 1.5
+
+// pathLoss is the loss test of a pair's own window.
+func (c GrayConfig) pathLoss() gray.LossConfig {
+	l := c.Loss.WithDefaults()
+	l.Evidence *= pathEvidenceFactor
+	return l
+}
+
 // pathSlots: a pair's own window is the newest 10 slots (5 minutes at the defaults): the
 // pair's object's declared window.
 const pathSlots = 10
@@ -550,7 +564,7 @@ func (e *Engine) pairGray(k observation.PairKey, p *pairInfo, s observation.Summ
 	// would be wrong). The same test as the ends', on the pair's answered echoes after the
 	// transients, with the same hysteresis.
 	if pg := p.path; pg != nil {
-		e.gray.Loss.Judge(&pg.loss, pg.window, gray.Counts{}, s.LastObserved)
+		e.gray.pathLoss().Judge(&pg.loss, pg.window, gray.Counts{}, s.LastObserved)
 		if pg.loss.Lossy && !e.building(tgt) && !e.building(obs) {
 			f := pg.loss.Figures
 			return PairGray{Reason: reasonPacketLoss, Side: SidePath, Status: GrayStatus{Lossy: true, Sent: f.Sent, Lost: f.Lost, Span: f.Span, LossSince: pg.loss.Since}}
