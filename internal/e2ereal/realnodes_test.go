@@ -117,6 +117,8 @@ func TestRealNodes(t *testing.T) {
 		// After 2-3 minutes of steady state and one fault, before anything restarts.
 		{"Footprint", s.footprint},
 		{"UpgradeRollsAgents", s.upgradeRollsAgents},
+		// At the upgrade's 5 s rounds: a gray verdict in a few minutes.
+		{"GrayLoss", s.grayLoss},
 		// Before the takeover: the check is created while both replicas run, so the new
 		// leader resumes a check its standby only read (#28 item 6).
 		{"SidecarCheck", s.sidecarCheck},

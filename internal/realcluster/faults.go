@@ -27,14 +27,7 @@ func (c *Cluster) Partition(node string) error {
 	if err != nil {
 		return err
 	}
-	var peers4, peers6 []string
-	for _, p := range c.Nodes {
-		if p == n {
-			continue
-		}
-		peers4 = append(peers4, p.IPv4.String(), p.PodCIDR4.String())
-		peers6 = append(peers6, p.IPv6.String(), p.PodCIDR6.String())
-	}
+	peers4, peers6 := c.peers(n)
 	rules := fmt.Sprintf(`table inet %[1]s {
   set peers4 { type ipv4_addr; flags interval; elements = { %[2]s } }
   set peers6 { type ipv6_addr; flags interval; elements = { %[3]s } }
@@ -50,7 +43,45 @@ func (c *Cluster) Partition(node string) error {
 	return nil
 }
 
-// Heal removes what Partition injected.
+// Loss drops percent % of what node receives from the other nodes and their pods (nft
+// "numgen random mod 100 < percent drop" before anything else sees it): its peers' echo
+// requests and the replies to its own echoes, each lost with that probability - a lossy
+// NIC or switch port of its own. Heal removes it.
+func (c *Cluster) Loss(node string, percent int) error {
+	if percent < 1 || percent > 99 {
+		return fmt.Errorf("realcluster: loss %d%% out of range [1, 99] (Partition drops all)", percent)
+	}
+	n, err := c.Node(node)
+	if err != nil {
+		return err
+	}
+	peers4, peers6 := c.peers(n)
+	rules := fmt.Sprintf(`table inet %[1]s {
+  set peers4 { type ipv4_addr; flags interval; elements = { %[2]s } }
+  set peers6 { type ipv6_addr; flags interval; elements = { %[3]s } }
+  chain prerouting { type filter hook prerouting priority -300; ip saddr @peers4 numgen random mod 100 < %[4]d counter drop; ip6 saddr @peers6 numgen random mod 100 < %[4]d counter drop; }
+}
+`, faultTable, strings.Join(peers4, ", "), strings.Join(peers6, ", "), percent)
+	if err := c.nft(n, []byte(dropTable+rules)); err != nil {
+		return err
+	}
+	c.logf("realcluster: %s loses %d%% of its input", node, percent)
+	return nil
+}
+
+// peers are the addresses and pod CIDRs of every node but n.
+func (c *Cluster) peers(n *Node) (peers4, peers6 []string) {
+	for _, p := range c.Nodes {
+		if p == n {
+			continue
+		}
+		peers4 = append(peers4, p.IPv4.String(), p.PodCIDR4.String())
+		peers6 = append(peers6, p.IPv6.String(), p.PodCIDR6.String())
+	}
+	return peers4, peers6
+}
+
+// Heal removes what Partition or Loss injected.
 func (c *Cluster) Heal(node string) error {
 	n, err := c.Node(node)
 	if err != nil {

@@ -1,0 +1,128 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package e2ereal
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/netpulse/netpulse/api/v1alpha1"
+)
+
+// grayLossPercent: what the lossy node drops of its input. Each of its peers' echoes is
+// lost with this probability, and so is each reply to its own echoes.
+const grayLossPercent = 20
+
+// grayLoss makes one node lose 20 % of what its peers send it (nft numgen in its network
+// namespace, on the shipped chart with 5 s rounds): the pairs towards its agent read
+// Degraded/PacketLoss blamed on its node, none of them Unreachable at any time, no pair
+// between the other nodes is Degraded, no node condition turns True; healed, every gray
+// verdict clears, and each object had at most one ConnectivityDegraded Event.
+func (s *suite) grayLoss(t *testing.T) {
+	ctx := context.Background()
+	victim := s.quietNode(t)
+	victimAgent := s.agentOn(t, victim).Name
+	start := time.Now()
+	require.NoError(t, s.cl.Loss(victim, grayLossPercent))
+	healed := false
+	defer func() {
+		if !healed {
+			_ = s.cl.Heal(victim)
+		}
+	}()
+	var unreachable []string
+	d := s.awaitObjects(t, fmt.Sprintf("%d %% loss at %s judged", grayLossPercent, victim), 5*time.Minute, func(agents map[string]corev1.Pod, objs map[string]*v1alpha1.PodNetworkHealth) string {
+		var bad []string
+		towards := 0
+		for key, o := range objs {
+			if o.Spec.TargetPodRef == nil {
+				continue
+			}
+			src, dst := o.Spec.SourcePodRef.Name, o.Spec.TargetPodRef.Name
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
+			gray := c != nil && c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency)
+			switch {
+			case dst == victimAgent && src != victimAgent:
+				towards++
+				if o.Status.Reachability == v1alpha1.Unreachable {
+					unreachable = append(unreachable, key)
+				}
+				if !gray || c.Reason != v1alpha1.ReasonPacketLoss || !strings.Contains(c.Message, victim) {
+					bad = append(bad, key+": "+grayText(c))
+				}
+			case src == victimAgent:
+				// The lossy node's own pairs may carry it (its observer side).
+			case gray:
+				bad = append(bad, key+" (not of "+victim+") is Degraded: "+grayText(c))
+			}
+		}
+		if towards == 0 {
+			bad = append(bad, "no object towards "+victimAgent)
+		}
+		for n, st := range s.nodeConditions(t) {
+			if st == corev1.ConditionTrue {
+				bad = append(bad, "node "+n+" condition True during a gray fault")
+			}
+		}
+		sort.Strings(bad)
+		return strings.Join(bad, "; ")
+	})
+	require.Empty(t, unreachable, "pairs towards a node that answers most of its echoes read Unreachable")
+	s.figure("%d %% input loss at %s (5 s rounds, %d peers) → its pairs Degraded/PacketLoss blamed on it, none Unreachable, no other pair or node condition: %.0f s",
+		grayLossPercent, victim, len(s.cl.Nodes)-1, d.Seconds())
+
+	require.NoError(t, s.cl.Heal(victim))
+	healed = true
+	d = s.awaitObjects(t, "gray verdicts of "+victim+" cleared", 5*time.Minute, func(agents map[string]corev1.Pod, objs map[string]*v1alpha1.PodNetworkHealth) string {
+		var bad []string
+		for key, o := range objs {
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
+			if c != nil && c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency) {
+				bad = append(bad, key+": "+grayText(c))
+			}
+		}
+		sort.Strings(bad)
+		return strings.Join(bad, "; ")
+	})
+	s.figure("heal of %s → every gray verdict cleared: %.0f s", victim, d.Seconds())
+
+	// One Event per object and episode.
+	evs, err := s.cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=ConnectivityDegraded"})
+	require.NoError(t, err)
+	per := map[string]int32{}
+	for _, ev := range evs.Items {
+		last := ev.LastTimestamp.Time
+		if ev.EventTime.After(last) {
+			last = ev.EventTime.Time
+		}
+		if last.Before(start.Truncate(time.Second)) {
+			continue
+		}
+		n := ev.Count
+		if ev.Series != nil {
+			n = ev.Series.Count
+		}
+		per[ev.InvolvedObject.Name] += max(n, 1)
+	}
+	for obj, n := range per {
+		require.LessOrEqual(t, n, int32(1), "%s had %d ConnectivityDegraded Events in one episode", obj, n)
+	}
+	require.NotEmpty(t, per, "no ConnectivityDegraded Event for the lossy node's pairs")
+}
+
+func grayText(c *metav1.Condition) string {
+	if c == nil {
+		return "no Degraded condition"
+	}
+	return fmt.Sprintf("Degraded=%s %s %q", c.Status, c.Reason, c.Message)
+}
