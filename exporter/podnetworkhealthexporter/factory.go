@@ -66,6 +66,7 @@ func createDefaultConfig() component.Config {
 		FailuresToUnreachable:     3,
 		SuccessesToReachable:      2,
 		MaxOutages:                20,
+		FlapWindow:                time.Minute,
 		Heartbeat:                 10 * time.Minute,
 		RTTTolerance:              0.2,
 		LossTolerance:             0.02,

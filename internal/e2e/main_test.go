@@ -239,9 +239,11 @@ func startEnv() (*env, error) {
 	e.checkers = []checker{e.api, gatewayChecker{}}
 	// The gateway: deploy/agent-gateway/config/gateway.yaml unchanged, POD_IP=198.18.0.1,
 	// POD_NAME=netpulse-gateway-0, POD_NAMESPACE=netpulse, the netpulse-gateway kubeconfig.
-	// The only additions are NETPULSE_TARGET_TTL (see targetTTL) and NETPULSE_NODE_MIN_HOLD
-	// (see nodeMinHold).
-	e.gwEnv = map[string]string{"NETPULSE_TARGET_TTL": targetTTL.String(), "NETPULSE_NODE_MIN_HOLD": nodeMinHold.String()}
+	// The only additions are NETPULSE_TARGET_TTL (see targetTTL), NETPULSE_NODE_MIN_HOLD
+	// (see nodeMinHold) and NETPULSE_FLAP_WINDOW=0s: the scenarios re-fault the same pairs
+	// within seconds of a heal, which flap folding (on by default) would fold into one
+	// outage; TestFlappingLink turns it back on.
+	e.gwEnv = map[string]string{"NETPULSE_TARGET_TTL": targetTTL.String(), "NETPULSE_NODE_MIN_HOLD": nodeMinHold.String(), "NETPULSE_FLAP_WINDOW": "0s"}
 	// OpenShift's PodNetworkConnectivityCheck CRD (written from its published schema) and
 	// the opt-in RBAC, and the gateway and agents serving it (TestDeclaredChecks).
 	if err := cl.ApplyFiles(ctx, filepath.Join(filepath.Dir(kubetest.DeployPath()), "testdata", "crds", "controlplane.operator.openshift.io_podnetworkconnectivitychecks.yaml"),

@@ -262,14 +262,15 @@ func TestTemplateSwitchesOff(t *testing.T) {
 	require.Equal(t, false, nested(cfg, "exporters", "pod_network_health", "node_conditions", "enabled"))
 }
 
-// The optional features are off by default, as deploy/ ships them: the chart's defaults
-// leave their environment placeholders as the shipped files have them.
-func TestOptionalFeaturesOffByDefault(t *testing.T) {
+// The optional features are as deploy/ ships them (path-MTU probes off, flap folding on
+// at 1m): the chart's defaults leave their environment placeholders as the shipped files
+// have them.
+func TestOptionalFeaturesAsShipped(t *testing.T) {
 	objs := render(t, nil)
 	acfg := configOf(t, objs, "netpulse-agent-config", "agent.yaml")
 	require.Equal(t, "${env:NETPULSE_PATH_MTU:-false}", nested(acfg, "receivers", "pod_probe", "icmp", "path_mtu", "enabled"))
 	gcfg := configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
-	require.Equal(t, "${env:NETPULSE_FLAP_WINDOW:-0s}", nested(gcfg, "exporters", "pod_network_health", "flap_window"))
+	require.Equal(t, "${env:NETPULSE_FLAP_WINDOW:-1m}", nested(gcfg, "exporters", "pod_network_health", "flap_window"))
 	// agent.config and gateway.config still win over the values.
 	objs = render(t, map[string]any{
 		"probe": map[string]any{"pathMTU": map[string]any{"enabled": true}},
