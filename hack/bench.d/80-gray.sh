@@ -3,10 +3,12 @@
 # internal/plan, TestGrayDetectionAgainstTheBound): at the shipped budget (10 s rounds, K+M =
 # 4, 3 echoes), the seconds until a node losing 1-50 % of its input is blamed (p50 and p99
 # over 200 seeds) against h/KL(p‖p0) echoes; the budget 1 % in 5 minutes needs; and the false
-# verdicts per 1,000 nodes per day at 0.1 % background (20,000 target-hours). ~15 s.
+# verdicts per 1,000 nodes per day at 0.1 % background (20,000 target-hours); latency shifts
+# of +5 to +200 ms against 2hσ²/δ² samples and false HighLatency verdicts in 1,200 node-hours
+# of a noisy mesh. ~1 min.
 set -euo pipefail
 echo "# gray bench at commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo '-dirty')"
-NETPULSE_BENCH=1 go test -count=1 -run 'TestGrayDetectionAgainstTheBound|TestGrayFalseVerdictsAtBackground' -v ./exporter/podnetworkhealthexporter/internal/plan/
+NETPULSE_BENCH=1 go test -count=1 -run 'TestGrayDetectionAgainstTheBound|TestGrayFalseVerdictsAtBackground|TestGrayLatency' -v ./exporter/podnetworkhealthexporter/internal/plan/
 # The gray state's heap and time per simulated hour at 1,000 and 5,000 nodes, against the
 # same engine with gray.enabled: false in the same run (~2 min).
 go test -run '^$' -bench BenchmarkGrayState -benchtime 1x ./exporter/podnetworkhealthexporter/internal/verdict/ | tee /dev/stderr |
