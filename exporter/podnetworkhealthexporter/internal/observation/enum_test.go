@@ -4,8 +4,10 @@
 package observation
 
 import (
+	"slices"
 	"testing"
 
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/contract"
 )
 
@@ -28,6 +30,24 @@ func TestEveryErrorTypeHasAFailureReason(t *testing.T) {
 	for _, e := range contract.ErrorTypes {
 		if got := FailureReason(e); (got == "Error") != generic[e] {
 			t.Errorf("FailureReason(%s) = %s; map it to an API reason (or list it here as generic)", e, got)
+		}
+	}
+}
+
+// The leaf types keep the API's words without importing the API: they must stay its words.
+func TestAPIWordsAreTheAPIs(t *testing.T) {
+	for got, want := range map[TargetKind]v1alpha1.TargetKind{
+		TargetPod: v1alpha1.TargetKindPod, TargetNode: v1alpha1.TargetKindNode, TargetExternal: v1alpha1.TargetKindExternal,
+	} {
+		if string(got) != string(want) {
+			t.Errorf("target kind %s; the API says %s", got, want)
+		}
+	}
+	api := []string{v1alpha1.FailureReasonTimeout, v1alpha1.FailureReasonConnectionRefused, v1alpha1.FailureReasonHostUnreachable,
+		v1alpha1.FailureReasonDNSError, v1alpha1.FailureReasonTLSError, v1alpha1.FailureReasonHTTPStatus, v1alpha1.FailureReasonError}
+	for _, e := range append(contract.ErrorTypes[:], "", "unknown") {
+		if r := FailureReason(e); !slices.Contains(api, r) {
+			t.Errorf("FailureReason(%q) = %s, not one of the API's FailureReason* (%v)", e, r, api)
 		}
 	}
 }
