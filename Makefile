@@ -232,13 +232,16 @@ check-generated: generate ## fail when committed generated code differs from wha
 
 ## ---- quality -----------------------------------------------------------------------
 .PHONY: lint
-lint: $(STATICCHECK) ## gofmt + licence headers + import rule + docs checked against the tree + go vet + staticcheck (pinned)
+lint: $(STATICCHECK) ## gofmt + licence headers + import rule + docs checked against the tree + the package map + go vet + staticcheck (pinned)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt -w needed:"; echo "$$unformatted"; exit 1; fi
 	@./hack/spdx.sh
 	@GO=$(GO) $(GO) run ./hack/importcheck
 	@# Every relative link and anchor, metric name, chart value, make target and repo path
 	@# the *.md files name exists (hack/doccheck).
 	@GO=$(GO) $(GO) run ./hack/doccheck
+	@# Every package of `go list ./...` has its line in docs/development.md's package map
+	@# (hack/pkgmap).
+	@GO=$(GO) $(GO) run ./hack/pkgmap
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 

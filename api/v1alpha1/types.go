@@ -9,6 +9,8 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netpulse/netpulse/internal/contract"
 )
 
 // PodNetworkHealth is the observed network health of one (source pod -> target) pair: can the
@@ -191,16 +193,17 @@ const (
 	ReachabilityUnknown Reachability = "Unknown"
 )
 
-// ProbeType is a kind of probe.
+// ProbeType is a kind of probe. The enum is the telemetry contract's probe types
+// (contract.ProbeTypes); a test keeps the two equal.
 // +kubebuilder:validation:Enum=icmp;tcp;http;dns
 type ProbeType string
 
-// Probe types; the same values as the probe-type attribute of the telemetry.
+// Probe types: the probe-type attribute's values of the telemetry (internal/contract).
 const (
-	ProbeTypeICMP ProbeType = "icmp"
-	ProbeTypeTCP  ProbeType = "tcp"
-	ProbeTypeHTTP ProbeType = "http"
-	ProbeTypeDNS  ProbeType = "dns"
+	ProbeTypeICMP ProbeType = contract.ProbeTypeICMP
+	ProbeTypeTCP  ProbeType = contract.ProbeTypeTCP
+	ProbeTypeHTTP ProbeType = contract.ProbeTypeHTTP
+	ProbeTypeDNS  ProbeType = contract.ProbeTypeDNS
 )
 
 // PodNetworkHealthStatus is the observed health of the pair over the observation window

@@ -14,14 +14,16 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/netpulse/netpulse/internal/contract"
 )
 
 // Bounds of the API (the CRD enforces them; the exporter must stay within them).
 const (
 	// MaxOutages is the length of the outage history.
 	MaxOutages = 20
-	// MaxProbeTypes is the number of probe types (one result each).
-	MaxProbeTypes = 4
+	// MaxProbeTypes is the number of probe types (one result each): the contract's.
+	MaxProbeTypes = len(contract.ProbeTypes)
 	// MaxConditions is the number of conditions an object may carry.
 	MaxConditions = 4
 	// MaxReasonLength bounds machine-readable reasons (failures, outages, conditions).
@@ -65,10 +67,11 @@ const (
 	// network (no node condition, no Event, no alert): the target pod is terminating or
 	// deleted, its node is cordoned (a drain), its node's Ready condition is not True, or
 	// the pod has not started (Pending).
-	ReasonPodTerminating = "PodTerminating"
-	ReasonNodeDraining   = "NodeDraining"
-	ReasonNodeNotReady   = "NodeNotReady"
-	ReasonNotReady       = "NotReady"
+	// These are the contract's disruptions (contract.Disruptions), the same words.
+	ReasonPodTerminating = contract.DisruptionPodTerminating
+	ReasonNodeDraining   = contract.DisruptionNodeDraining
+	ReasonNodeNotReady   = contract.DisruptionNodeNotReady
+	ReasonNotReady       = contract.DisruptionNotReady
 )
 
 // Reasons of the Degraded condition.

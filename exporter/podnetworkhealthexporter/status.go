@@ -6,6 +6,7 @@ package podnetworkhealthexporter
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+	"github.com/netpulse/netpulse/internal/contract"
 )
 
 // nameOf is the object name of a pair.
@@ -306,13 +308,14 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
 		switch c.Type {
 		case v1alpha1.ConditionReachable:
 			p.Since = c.LastTransitionTime.Time
-			switch c.Reason {
-			case v1alpha1.ReasonObserverUnhealthy:
+			switch {
+			case c.Reason == v1alpha1.ReasonObserverUnhealthy:
 				p.Verdict, p.BadObserverNode = observation.VerdictUnreachable, st.ObservedFromNode
-			case v1alpha1.ReasonPodTerminating, v1alpha1.ReasonNodeDraining, v1alpha1.ReasonNodeNotReady, v1alpha1.ReasonNotReady:
-				// The pair's own verdict; the target is judged again from the next rounds.
+			case slices.Contains(contract.Disruptions[:], c.Reason):
+				// A disruption (markDisrupted): the pair's own verdict; the target is judged
+				// again from the next rounds.
 				p.Verdict = observation.VerdictUnreachable
-			case v1alpha1.ReasonObserverSilent:
+			case c.Reason == v1alpha1.ReasonObserverSilent:
 				// Nothing is known of the path; the object waits for its observer.
 				p.Verdict, p.SilentObserver = "", true
 			}
@@ -367,18 +370,22 @@ func markObserverUnhealthy(st *v1alpha1.PodNetworkHealthStatus, node string) {
 	}
 }
 
+// disruptionMessages says why for each contract.Disruptions value (the API's reasons of
+// the same words); a test checks every disruption has one.
+var disruptionMessages = map[string]string{
+	contract.DisruptionPodTerminating: "the target pod is terminating or deleted",
+	contract.DisruptionNodeDraining:   "the target's node is cordoned (drained)",
+	contract.DisruptionNodeNotReady:   "the target's node is NotReady",
+	contract.DisruptionNotReady:       "the target pod has not started",
+}
+
 // markDisrupted re-states an Unreachable pair whose target the cluster reported going away
 // or down before the failures began (a drain, a pod terminating, a node NotReady, a pod not
 // started): the failures are expected and blame no network, so reachability is Unknown with
 // the disruption as the reason. The outage history is kept.
 func markDisrupted(st *v1alpha1.PodNetworkHealthStatus, disruption string) {
 	st.Reachability = v1alpha1.ReachabilityUnknown
-	why := map[string]string{
-		v1alpha1.ReasonPodTerminating: "the target pod is terminating or deleted",
-		v1alpha1.ReasonNodeDraining:   "the target's node is cordoned (drained)",
-		v1alpha1.ReasonNodeNotReady:   "the target's node is NotReady",
-		v1alpha1.ReasonNotReady:       "the target pod has not started",
-	}[disruption]
+	why := disruptionMessages[disruption]
 	for i := range st.Conditions {
 		if st.Conditions[i].Type == v1alpha1.ConditionReachable {
 			st.Conditions[i].Status = metav1.ConditionUnknown

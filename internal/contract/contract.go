@@ -5,7 +5,15 @@
 // pod_probe receiver emits it, k8s_net_attributes enriches it, pod_network_health reads it.
 // Keeping the keys in one place is what lets one pipeline test prove the components agree.
 // docs/telemetry-contract.md explains each key.
+//
+// The closed lists of values (ProbeTypes, TargetKinds, NetworkTypes, ErrorTypes,
+// PathMTUStatuses, Disruptions; Enums for the attributes) are defined here once: the
+// components and the API derive their own from them, and the copies that must stay literal
+// (pod_probe's metadata.yaml, the API's kubebuilder enum markers and the CRDs generated from
+// them) have tests that fail when they differ.
 package contract
+
+import "slices"
 
 // Source of a probe: the probing pod, on the Resource (standard OpenTelemetry k8s keys).
 const (
@@ -20,13 +28,14 @@ const (
 const (
 	DestinationAddress = "destination.address"
 	DestinationPort    = "destination.port"
-	// NetworkType is "ipv4" or "ipv6".
+	// NetworkType is one of the NetworkType* values (NetworkTypes).
 	NetworkType = "network.type"
-	// ProbeType is one of the ProbeType* values.
+	// ProbeType is one of the ProbeType* values (ProbeTypes).
 	ProbeType = "netpulse.probe.type"
 	// ErrorType is a low-cardinality failure class (the ErrorType* values); absent on success.
 	ErrorType = "error.type"
-	// TargetKind says what the address belongs to: "pod", "node" or "external".
+	// TargetKind says what the address belongs to: one of the TargetKind* values
+	// (TargetKinds).
 	TargetKind = "netpulse.target.kind"
 	// PairStable is true on the points of a pair the source probes every round (its
 	// stable peers and its static targets) and absent on rotating peers. Only stable pairs
@@ -47,13 +56,52 @@ const (
 	PathMTUFragmentationNeeded = "fragmentation_needed"
 )
 
-// Probe types.
+// PathMTUStatuses is every PathMTUStatus value.
+var PathMTUStatuses = [...]string{PathMTUOK, PathMTUBlackHole, PathMTUFragmentationNeeded}
+
+// Network types (NetworkType values): the probed address's family. pod_probe's
+// address_families setting uses the same words.
+const (
+	NetworkTypeIPv4 = "ipv4"
+	NetworkTypeIPv6 = "ipv6"
+)
+
+// NetworkTypes is every NetworkType value.
+var NetworkTypes = [...]string{NetworkTypeIPv4, NetworkTypeIPv6}
+
+// Target kinds (TargetKind values), as the receiver knows the address: a peer pod, a
+// peer's node (its host network) or an external / static endpoint. The PodNetworkHealth
+// API names the same three kinds capitalised (api/v1alpha1 TargetKind: Pod, Node,
+// External), as the gateway resolves the address.
+const (
+	TargetKindPod      = "pod"
+	TargetKindNode     = "node"
+	TargetKindExternal = "external"
+)
+
+// TargetKinds is every TargetKind value.
+var TargetKinds = [...]string{TargetKindPod, TargetKindNode, TargetKindExternal}
+
+// Probe types (ProbeType values). The PodNetworkHealth API's probe types
+// (api/v1alpha1 ProbeType) are the same values.
 const (
 	ProbeTypeICMP = "icmp"
 	ProbeTypeTCP  = "tcp"
 	ProbeTypeHTTP = "http"
 	ProbeTypeDNS  = "dns"
 )
+
+// ProbeTypes is every ProbeType value, in the order a PodNetworkHealth status lists its
+// probe results (ICMP first: the pair's RTT is ICMP's when it has one). Adding a type
+// here adds it everywhere the list is derived (the gateway's admission, the exporter's
+// per-type state, the live matrix); the tests of the literal copies (pod_probe's
+// metadata.yaml, the API's enum markers and CRDs) then fail until those are updated.
+var ProbeTypes = [...]string{ProbeTypeICMP, ProbeTypeTCP, ProbeTypeHTTP, ProbeTypeDNS}
+
+// AddressProbeTypes are the probe types run against an address or a URL: pod_probe's
+// peers, selectors and static targets, and declared checks (NetworkCheck spec.probe).
+// DNS is a question asked of a server, configured apart (pod_probe's dns list).
+var AddressProbeTypes = [...]string{ProbeTypeICMP, ProbeTypeTCP, ProbeTypeHTTP}
 
 // Error types (error.type values).
 const (
@@ -114,6 +162,11 @@ const (
 	DisruptionNotReady = "NotReady"
 )
 
+// Disruptions is every DestinationDisruption value, in precedence order. The
+// PodNetworkHealth API writes each as a reason of the Reachable condition (api/v1alpha1
+// Reason*, the same words).
+var Disruptions = [...]string{DisruptionPodTerminating, DisruptionNodeNotReady, DisruptionNodeDraining, DisruptionNotReady}
+
 // Metric names emitted by pod_probe (documented by its generated documentation.md).
 const (
 	MetricStatus      = "netpulse.probe.status"       // gauge 1/0 per target and probe type
@@ -158,3 +211,16 @@ const (
 	// SourceAddress is the local address the probe left from.
 	SourceAddress = "source.address"
 )
+
+// Enums returns the closed data point attributes of pod_probe's metrics with their
+// values: what the gateway's admission accepts, and what pod_probe's metadata.yaml must
+// declare (its tests compare them). A fresh map each call.
+func Enums() map[string][]string {
+	return map[string][]string{
+		NetworkType:   slices.Clone(NetworkTypes[:]),
+		ProbeType:     slices.Clone(ProbeTypes[:]),
+		TargetKind:    slices.Clone(TargetKinds[:]),
+		ErrorType:     slices.Clone(ErrorTypes[:]),
+		PathMTUStatus: slices.Clone(PathMTUStatuses[:]),
+	}
+}

@@ -191,12 +191,12 @@ func (a *Agent) RoundWithLoss(now time.Time, stableTargets, rotatingTargets []st
 	attrs := func(m pcommon.Map, o obs) {
 		m.PutStr(contract.DestinationAddress, o.addr)
 		if strings.Contains(o.addr, ":") {
-			m.PutStr(contract.NetworkType, "ipv6")
+			m.PutStr(contract.NetworkType, contract.NetworkTypeIPv6)
 		} else {
-			m.PutStr(contract.NetworkType, "ipv4")
+			m.PutStr(contract.NetworkType, contract.NetworkTypeIPv4)
 		}
 		m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
-		m.PutStr(contract.TargetKind, "pod")
+		m.PutStr(contract.TargetKind, contract.TargetKindPod)
 		if o.stable {
 			m.PutBool(contract.PairStable, true)
 		}

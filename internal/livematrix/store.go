@@ -23,11 +23,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/netpulse/netpulse/internal/contract"
 )
 
-// Probe types a cell records (pod_probe's netpulse.probe.type values); any other is
-// recorded as "other".
-var probeTypes = [...]string{"icmp", "tcp", "http", "dns", "other"}
+// Probe types a cell records (the contract's netpulse.probe.type values, in its order);
+// any other is recorded as "other". A cell keeps them as bits of a uint8.
+var probeTypes = append(slices.Clone(contract.ProbeTypes[:]), "other")
+
+// A cell's probe-type mask (uint8) holds the contract's probe types and "other".
+var _ [8 - len(contract.ProbeTypes) - 1]struct{}
 
 func probeBit(t string) uint8 {
 	for i, p := range probeTypes[:len(probeTypes)-1] {
@@ -184,7 +189,7 @@ func (s *Store) record(sm *Sample, at int64) {
 				}
 				if sm.OK {
 					c.ok |= bit
-					if rtt > 0 && (c.rttUS == 0 || bit == probeBit("icmp")) {
+					if rtt > 0 && (c.rttUS == 0 || bit == probeBit(contract.ProbeTypeICMP)) {
 						c.rttUS = rtt // ICMP's echo RTT over a connect or request time
 					}
 				} else {

@@ -72,15 +72,18 @@ var probeResourceKeys = map[string]bool{
 	contract.K8sNodeName: true, contract.K8sPodIP: true,
 }
 
-var enumValues = map[string]map[string]bool{
-	contract.NetworkType: {"ipv4": true, "ipv6": true},
-	contract.ProbeType:   {contract.ProbeTypeICMP: true, contract.ProbeTypeTCP: true, contract.ProbeTypeHTTP: true, contract.ProbeTypeDNS: true},
-	contract.TargetKind:  {"pod": true, "node": true, "external": true},
-	contract.ErrorType: {contract.ErrorTypeTimeout: true, contract.ErrorTypeRefused: true, contract.ErrorTypeUnreachable: true,
-		contract.ErrorTypeDNS: true, contract.ErrorTypeTLS: true, contract.ErrorTypeHTTPStatus: true,
-		contract.ErrorTypePermission: true, contract.ErrorTypeOther: true},
-	contract.PathMTUStatus: {contract.PathMTUOK: true, contract.PathMTUBlackHole: true, contract.PathMTUFragmentationNeeded: true},
-}
+// enumValues are the closed attributes of the contract with their values (contract.Enums):
+// a data point with any other value is refused.
+var enumValues = func() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for k, values := range contract.Enums() {
+		out[k] = map[string]bool{}
+		for _, v := range values {
+			out[k][v] = true
+		}
+	}
+	return out
+}()
 
 // admissionLogEvery bounds the admission's log lines.
 const admissionLogEvery = 30 * time.Second

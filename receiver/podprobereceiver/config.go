@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -220,7 +221,7 @@ const (
 // values.
 
 // allProbes are the probe types of peers, selectors and static targets.
-var allProbes = []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP}
+var allProbes = contract.AddressProbeTypes[:]
 
 // Validate checks the top-level fields and what spans several parts: timeout against
 // interval, the ICMP echoes against the timeout, static targets against the address
@@ -249,11 +250,11 @@ func (c *Config) Validate() error {
 		add("shards: %d out of range [1, %d] gateway shards", c.Shards, shard.MaxCount)
 	}
 	if len(c.AddressFamilies) == 0 {
-		add("address_families: empty; want one or both of ipv4, ipv6")
+		add("address_families: empty; want one or both of %s", strings.Join(contract.NetworkTypes[:], ", "))
 	}
 	for i, f := range c.AddressFamilies {
-		if f != "ipv4" && f != "ipv6" {
-			add("address_families::%d: %q; want ipv4 or ipv6", i, f)
+		if !slices.Contains(contract.NetworkTypes[:], f) {
+			add("address_families::%d: %q; want %s", i, f, strings.Join(contract.NetworkTypes[:], " or "))
 		}
 	}
 	if c.MaxConcurrency < 1 || c.MaxConcurrency > 4096 {

@@ -107,18 +107,12 @@ func networkType(t target) metadata.AttributeNetworkType {
 	return metadata.AttributeNetworkTypeIpv4
 }
 
-var probeTypes = map[string]metadata.AttributeNetpulseProbeType{
-	contract.ProbeTypeICMP: metadata.AttributeNetpulseProbeTypeIcmp,
-	contract.ProbeTypeTCP:  metadata.AttributeNetpulseProbeTypeTCP,
-	contract.ProbeTypeHTTP: metadata.AttributeNetpulseProbeTypeHTTP,
-	contract.ProbeTypeDNS:  metadata.AttributeNetpulseProbeTypeDNS,
-}
-
-var targetKinds = map[string]metadata.AttributeNetpulseTargetKind{
-	kindPod:      metadata.AttributeNetpulseTargetKindPod,
-	kindNode:     metadata.AttributeNetpulseTargetKindNode,
-	kindExternal: metadata.AttributeNetpulseTargetKindExternal,
-}
+// probeTypes and targetKinds map the contract's values to mdatagen's attribute values
+// (generated from metadata.yaml, whose enums the tests compare with the contract's).
+var (
+	probeTypes  = metadata.MapAttributeNetpulseProbeType
+	targetKinds = metadata.MapAttributeNetpulseTargetKind
+)
 
 // shardBy makes the emitter stamp every target's points with its shard (internal/shard)
 // and add the per-round heartbeat, for count gateway shards; count <= 1 changes nothing.

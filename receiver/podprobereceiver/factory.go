@@ -6,6 +6,7 @@ package podprobereceiver
 import (
 	"context"
 	"os"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -53,7 +54,7 @@ func createDefaultConfig() component.Config {
 		StablePeers:     1,
 		ProbeBudget:     1000,
 		Shards:          1,
-		AddressFamilies: []string{"ipv4", "ipv6"},
+		AddressFamilies: slices.Clone(contract.NetworkTypes[:]),
 		MaxConcurrency:  64,
 		ICMP: ICMPConfig{
 			Mode:          ICMPAuto,

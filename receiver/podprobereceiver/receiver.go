@@ -40,9 +40,9 @@ import (
 
 // Target kinds (netpulse.target.kind).
 const (
-	kindPod      = "pod"
-	kindNode     = "node"
-	kindExternal = "external"
+	kindPod      = contract.TargetKindPod
+	kindNode     = contract.TargetKindNode
+	kindExternal = contract.TargetKindExternal
 )
 
 // target is one (address, port, probe type) to probe in a round.
@@ -187,8 +187,8 @@ func (r *podProbeReceiver) Start(_ context.Context, host component.Host) error {
 			Mode:               icmpengine.Mode(r.cfg.ICMP.Mode),
 			ReceiveBufferBytes: r.cfg.ICMP.ReceiveBuffer,
 			DontFragment:       r.cfg.ICMP.PathMTU.Enabled,
-			DisableIPv4:        !slices.Contains(r.cfg.AddressFamilies, "ipv4"),
-			DisableIPv6:        !slices.Contains(r.cfg.AddressFamilies, "ipv6"),
+			DisableIPv4:        !slices.Contains(r.cfg.AddressFamilies, contract.NetworkTypeIPv4),
+			DisableIPv6:        !slices.Contains(r.cfg.AddressFamilies, contract.NetworkTypeIPv6),
 		})
 		if err != nil {
 			return fmt.Errorf("icmp: %w", err)
@@ -484,9 +484,9 @@ func (r *podProbeReceiver) buildPlan(now time.Time) (*planner.Plan, map[string]d
 
 func (r *podProbeReceiver) familyAllowed(a netip.Addr) bool {
 	if a.Is4() {
-		return slices.Contains(r.cfg.AddressFamilies, "ipv4")
+		return slices.Contains(r.cfg.AddressFamilies, contract.NetworkTypeIPv4)
 	}
-	return slices.Contains(r.cfg.AddressFamilies, "ipv6")
+	return slices.Contains(r.cfg.AddressFamilies, contract.NetworkTypeIPv6)
 }
 
 // roundTargets lists what this agent probes in round.

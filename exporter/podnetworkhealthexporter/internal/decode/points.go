@@ -75,7 +75,7 @@ func targetOf(attrs pcommon.Map) (observation.Target, string, SkipReason) {
 	t.Namespace, t.Name, t.UID = dst(contract.K8sNamespaceName), dst(contract.K8sPodName), dst(contract.K8sPodUID)
 	t.Node, t.Zone = dst(contract.K8sNodeName), dst(contract.CloudZone)
 	switch {
-	case str(attrs, contract.TargetKind) == "node" && t.Node != "":
+	case str(attrs, contract.TargetKind) == contract.TargetKindNode && t.Node != "":
 		t.Kind = observation.TargetNode
 		t.Namespace, t.Name, t.UID = "", t.Node, ""
 	case t.UID != "" || (t.Name != "" && t.Namespace != ""):
@@ -147,9 +147,7 @@ func appendPoints(pts []point, m pmetric.Metric, kind metricKind, src observatio
 		}
 		if kind == mPathMTU {
 			// The outcome rides in errorType (a point is copied a lot; no field of its own).
-			switch p.errorType = str(attrs, contract.PathMTUStatus); p.errorType {
-			case contract.PathMTUOK, contract.PathMTUBlackHole, contract.PathMTUFragmentationNeeded:
-			default:
+			if p.errorType = str(attrs, contract.PathMTUStatus); !slices.Contains(contract.PathMTUStatuses[:], p.errorType) {
 				res.Skipped[SkipInvalidValue]++
 				return point{}, false
 			}
@@ -288,8 +286,7 @@ func histFromPdata(dp pmetric.ExponentialHistogramDataPoint) (observation.Histog
 // disruptionOf is the destination's known disruption (contract.DestinationDisruption, set
 // by k8s_net_attributes from the cluster's own state), "" when absent or not a known value.
 func disruptionOf(attrs pcommon.Map) string {
-	switch d := str(attrs, contract.DestinationDisruption); d {
-	case contract.DisruptionPodTerminating, contract.DisruptionNodeNotReady, contract.DisruptionNodeDraining, contract.DisruptionNotReady:
+	if d := str(attrs, contract.DestinationDisruption); slices.Contains(contract.Disruptions[:], d) {
 		return d
 	}
 	return ""

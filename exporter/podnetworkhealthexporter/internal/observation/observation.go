@@ -190,22 +190,19 @@ func (k PairKey) valid() bool {
 	}
 }
 
-// probeIndex maps the contract's probe types to a fixed order (icmp, tcp, http, dns).
+// ProbeIndex is t's place in the contract's probe types (contract.ProbeTypes: icmp, tcp,
+// http, dns), -1 for any other value.
 func ProbeIndex(t string) int {
-	switch t {
-	case contract.ProbeTypeICMP:
-		return 0
-	case contract.ProbeTypeTCP:
-		return 1
-	case contract.ProbeTypeHTTP:
-		return 2
-	case contract.ProbeTypeDNS:
-		return 3
+	for i, p := range contract.ProbeTypes {
+		if p == t {
+			return i
+		}
 	}
 	return -1
 }
 
-var ProbeTypes = [...]string{contract.ProbeTypeICMP, contract.ProbeTypeTCP, contract.ProbeTypeHTTP, contract.ProbeTypeDNS}
+// ProbeTypes are the contract's probe types, in ProbeIndex order.
+var ProbeTypes = contract.ProbeTypes
 
 const NumProbeTypes = len(ProbeTypes)
 
@@ -234,8 +231,8 @@ func FailureReason(errorType string) string {
 
 // Address families (the contract's network.type values).
 const (
-	FamilyIPv4 = "ipv4"
-	FamilyIPv6 = "ipv6"
+	FamilyIPv4 = contract.NetworkTypeIPv4
+	FamilyIPv6 = contract.NetworkTypeIPv6
 )
 
 // Family is the address family of the target address: ipv6 when it has a colon (an IPv6

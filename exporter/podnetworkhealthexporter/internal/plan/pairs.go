@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
@@ -169,8 +170,8 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 
 // Degraded records of gray verdicts (ObjectRecord.Degraded): the condition's reason.
 const (
-	DegradedPacketLoss  = "PacketLoss"
-	DegradedHighLatency = "HighLatency"
+	DegradedPacketLoss  = v1alpha1.ReasonPacketLoss
+	DegradedHighLatency = v1alpha1.ReasonHighLatency
 )
 
 // isGray reports whether an ObjectRecord.Degraded is a gray verdict ("PacketLoss/target",

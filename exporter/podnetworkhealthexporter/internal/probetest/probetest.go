@@ -80,9 +80,9 @@ func (a *Agent) Round(ts time.Time, targets []Target, results []Outcome) pmetric
 
 	attrs := func(m pcommon.Map, t Target) {
 		m.PutStr(contract.DestinationAddress, t.IP)
-		m.PutStr(contract.NetworkType, "ipv4")
+		m.PutStr(contract.NetworkType, contract.NetworkTypeIPv4)
 		m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
-		m.PutStr(contract.TargetKind, "pod")
+		m.PutStr(contract.TargetKind, contract.TargetKindPod)
 		if !t.Rotating {
 			m.PutBool(contract.PairStable, true)
 		}

@@ -49,9 +49,9 @@ func roundMetrics(src observation.Source, targets []observation.Target, stable [
 	st, now := pcommon.NewTimestampFromTime(start), pcommon.NewTimestampFromTime(ts)
 	attrs := func(m pcommon.Map, t observation.Target, stable bool) {
 		m.PutStr(contract.DestinationAddress, t.Address)
-		m.PutStr(contract.NetworkType, "ipv4")
+		m.PutStr(contract.NetworkType, contract.NetworkTypeIPv4)
 		m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
-		m.PutStr(contract.TargetKind, "pod")
+		m.PutStr(contract.TargetKind, contract.TargetKindPod)
 		if stable {
 			m.PutBool(contract.PairStable, true)
 		}
@@ -117,7 +117,7 @@ func ReferenceBytes(samples int) (perPair, perStreamPair float64) {
 		rtt.RecordN(0.00025, 3)
 		obs := make([]observation.Observation, 0, samples)
 		for i := range targets {
-			obs = append(obs, observation.Observation{Source: src, Target: targets[i], ProbeType: "icmp", Timestamp: t0, Success: true, Sent: 3, RTT: rtt})
+			obs = append(obs, observation.Observation{Source: src, Target: targets[i], ProbeType: contract.ProbeTypeICMP, Timestamp: t0, Success: true, Sent: 3, RTT: rtt})
 		}
 		s.Add(obs...)
 		return s

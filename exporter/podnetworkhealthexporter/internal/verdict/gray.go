@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/gray"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/internal/contract"
@@ -61,6 +62,11 @@ const (
 	SideBoth     = "node"     // both: the node's own network
 	SidePath     = "path"     // this pair alone
 )
+
+// NodeSides are the sides of a node's gray verdict (GrayNode.Side): the values of the
+// netpulse.gray.side attribute of pod_network_health's node gauge (its metadata.yaml enum,
+// which a test compares with this list).
+var NodeSides = [...]string{SideTarget, SideObserver, SideBoth}
 
 // GrayStatus is a gray verdict with its figures.
 type GrayStatus struct {
@@ -579,12 +585,16 @@ func (e *Engine) building(st GrayStatus) bool {
 	return gray.LLR(st.Window.Lost, st.Window.Sent, e.gray.Loss.Background) >= e.gray.Loss.Evidence/3
 }
 
-// The API's reasons (v1alpha1.ReasonPacketLoss, ReasonHighLatency), without importing the
-// API into the verdict stage's hot path twice.
+// The API's reasons of a gray verdict.
 const (
-	reasonPacketLoss  = "PacketLoss"
-	reasonHighLatency = "HighLatency"
+	reasonPacketLoss  = v1alpha1.ReasonPacketLoss
+	reasonHighLatency = v1alpha1.ReasonHighLatency
 )
+
+// GrayReasons are the reasons of a gray verdict (PairGray.Reason, GrayNode.Reason): the
+// values of the netpulse.gray.reason attribute (pod_network_health's metadata.yaml enum,
+// which a test compares with this list).
+var GrayReasons = [...]string{reasonPacketLoss, reasonHighLatency}
 
 // GrayTarget is one target's gray verdict, for the gauges and the view.
 type GrayTarget struct {
