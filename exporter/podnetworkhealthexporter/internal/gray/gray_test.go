@@ -233,3 +233,31 @@ func TestScalesWorstSlot(t *testing.T) {
 	require.Len(t, s, 4) // 1, 2, 4 and the whole 8 slots
 	assert.Equal(t, []uint64{2, 5, 5, 5}, []uint64{s[0].Worst, s[1].Worst, s[2].Worst, s[3].Worst})
 }
+
+// A verdict clears within a few slots of clean echoes after the heal, however long the
+// episode ran: the level does not dilute (on real nodes, at 1.2 echoes/s, a 20 % loss
+// outlived its heal by more than 5 minutes when it did).
+func TestClearsSoonAfterTheHeal(t *testing.T) {
+	for _, lossySlots := range []int{4, 12, 40} {
+		w := NewWindow(60, 30*time.Second)
+		var l Loss
+		at := t0
+		for range lossySlots {
+			w.Add(at, 36, 7) // 20 % at 1.2 echoes/s
+			LossConfig{}.Judge(&l, w, Counts{}, at.Add(29*time.Second))
+			at = at.Add(30 * time.Second)
+		}
+		require.True(t, l.Lossy, "%d slots of 20 %% loss", lossySlots)
+		cleared := -1
+		for s := range 20 {
+			w.Add(at, 36, 0)
+			if (LossConfig{}).Judge(&l, w, Counts{}, at.Add(29*time.Second)) && !l.Lossy {
+				cleared = s + 1
+				break
+			}
+			at = at.Add(30 * time.Second)
+		}
+		require.Positive(t, cleared, "never cleared after %d lossy slots", lossySlots)
+		assert.LessOrEqual(t, cleared, 3, "clean slots to clear after %d lossy slots", lossySlots)
+	}
+}

@@ -147,9 +147,15 @@ func (c LossConfig) Judge(l *Loss, w *Window, except Counts, now time.Time) bool
 	if best >= 0 {
 		// The level is the whole episode's rate: robust with its many echoes (a short
 		// scale's lucky high estimate would loosen the bound and clear a loss that goes
-		// on). After a heal it dilutes, which tightens the bound, but never below
-		// Threshold: clearing takes at most the echoes that put the rate below it.
-		l.Figures, l.Level = scales[best], scales[len(scales)-1].Ratio()
+		// on; so would the episode's highest rate, which at 2 % is the onset's, biased
+		// high by the test that set it). It is updated only while the newest slot loses
+		// echoes: after a heal it stays what the episode's loss was, instead of diluting
+		// with the clean echoes and tightening the bound as they come in - a moving target
+		// that kept a healed 20 % verdict on real nodes (1.2 echoes/s) for over 5 minutes.
+		l.Figures = scales[best]
+		if scales[0].Lost > 0 {
+			l.Level = scales[len(scales)-1].Ratio()
+		}
 	} else if len(scales) > 0 {
 		l.Figures = scales[len(scales)-1]
 	}
