@@ -27,6 +27,10 @@ const (
 	// second after that is far above it and far below the API budget (qps 20).
 	DefaultPeerReviewRate  = 1.0
 	DefaultPeerReviewBurst = 10
+	// The API server's keys change when its signing key is rotated (rare; a token naming a
+	// new key triggers a refetch at once): the refresh only drops keys the issuer dropped.
+	DefaultKeysRefreshInterval    = 10 * time.Minute
+	DefaultKeysMinRefetchInterval = 10 * time.Second
 )
 
 // NewFactory creates the k8s_token_auth extension factory.
@@ -39,7 +43,9 @@ func createDefaultConfig() component.Config {
 	// After a gateway restart every agent is reviewed once within a probe interval or two.
 	kc.QPS, kc.Burst = 20, 40
 	return &Config{
-		Config: kc,
+		Config:       kc,
+		Verification: VerificationLocal,
+		Keys:         KeysConfig{RefreshInterval: DefaultKeysRefreshInterval, MinRefetchInterval: DefaultKeysMinRefetchInterval},
 		Cache: CacheConfig{
 			MaxEntries:         DefaultMaxEntries,
 			MaxNegativeEntries: DefaultMaxNegativeEntries,
