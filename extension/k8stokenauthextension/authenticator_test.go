@@ -119,6 +119,8 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Audience = audience
 	cfg.ServiceAccounts = []string{"netpulse/netpulse-agent"}
+	// The review path; local_test.go sets verification: local.
+	cfg.Verification = VerificationReview
 	if mutate != nil {
 		mutate(cfg)
 	}
