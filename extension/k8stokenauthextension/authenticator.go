@@ -201,7 +201,8 @@ func (a *authenticator) Start(context.Context, component.Host) error {
 		}
 		rc := cs.Discovery().RESTClient()
 		v.keys.setGetter(func(ctx context.Context, path string) ([]byte, error) {
-			return rc.Get().AbsPath(path).DoRaw(ctx)
+			// The JWKS is served as application/jwk-set+json only (406 otherwise).
+			return rc.Get().AbsPath(path).SetHeader("Accept", "application/json, application/jwk-set+json").DoRaw(ctx)
 		})
 		a.bg.Add(1)
 		go func() {
