@@ -114,7 +114,7 @@ func (f *fixture) advance(d time.Duration) {
 	f.mu.Unlock()
 }
 
-func newFixture(t *testing.T, mutate func(*Config)) *fixture {
+func newFixture(t testing.TB, mutate func(*Config)) *fixture {
 	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.Audience = audience

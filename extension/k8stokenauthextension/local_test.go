@@ -131,7 +131,7 @@ type localFixture struct {
 
 // newLocalFixture: verification local, the issuer publishing one RSA key, its keys
 // fetched, and the agents' account's pods listed with agent-1 (uid-1) on node-1.
-func newLocalFixture(t *testing.T, mutate func(*Config)) *localFixture {
+func newLocalFixture(t testing.TB, mutate func(*Config)) *localFixture {
 	t.Helper()
 	f := newFixture(t, func(c *Config) {
 		c.Verification = VerificationLocal
@@ -149,7 +149,7 @@ func newLocalFixture(t *testing.T, mutate func(*Config)) *localFixture {
 
 // setPods lists the agents' account's pods (uid -> name, all on node-1): the watch's
 // initial list or a relist.
-func (lf *localFixture) setPods(t *testing.T, pods map[string]string) {
+func (lf *localFixture) setPods(t testing.TB, pods map[string]string) {
 	t.Helper()
 	var list []any
 	for uid, name := range pods {
