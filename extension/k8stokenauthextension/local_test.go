@@ -394,7 +394,9 @@ func TestLocalFallsBackToReview(t *testing.T) {
 			return lf.tokenFor(t, lf.key, "agent-1", "uid-1", func(c map[string]any) { c["iss"] = "https://old-issuer.example" })
 		}, fallbackIssuer},
 		{"issued in the future (clock skew)", nil, func(t *testing.T, lf *localFixture) string {
-			return lf.tokenFor(t, lf.key, "agent-1", "uid-1", func(c map[string]any) { c["iat"], c["nbf"] = lf.now.Add(5*time.Minute).Unix(), lf.now.Add(5*time.Minute).Unix() })
+			return lf.tokenFor(t, lf.key, "agent-1", "uid-1", func(c map[string]any) {
+				c["iat"], c["nbf"] = lf.now.Add(5*time.Minute).Unix(), lf.now.Add(5*time.Minute).Unix()
+			})
 		}, fallbackNotYetValid},
 		{"pod being deleted", func(t *testing.T, lf *localFixture) {
 			st := &accountStore{ap: lf.a.verifier.pods.accounts["netpulse/netpulse-agent"]}
