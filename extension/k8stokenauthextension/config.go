@@ -47,7 +47,10 @@ type Config struct {
 	AgentServiceAccounts []string `mapstructure:"agent_service_accounts"`
 	// Issuer is the cluster's service-account token issuer (the API server's
 	// --service-account-issuer, e.g. https://kubernetes.default.svc.cluster.local). When set,
-	// a token with another iss claim is rejected before any review. Default: not checked.
+	// a token with another iss claim is rejected before any review, and local verification
+	// requires it instead of the discovery document's issuer. Default: not checked before
+	// review; local verification takes the discovery document's (and sends a token of
+	// another issuer to review: the API server may accept several).
 	Issuer string `mapstructure:"issuer"`
 
 	Cache CacheConfig `mapstructure:"cache"`
