@@ -41,7 +41,7 @@ const (
 	fallbackIssuer       = "other_issuer"      // iss is not the discovery issuer (the API server may accept several)
 	fallbackNotYetValid  = "not_yet_valid"     // nbf or iat beyond the leeway (clock skew with the API server)
 	fallbackPodsNotReady = "pods_not_synced"   // the pod index has not listed the account's pods yet
-	fallbackPodNotFound  = "pod_not_found"     // no pod with the token's UID: deleted, or not seen yet
+	fallbackPodNotFound  = "pod_not_found"     // no pod with the token's UID, none seen deleted: not seen yet, or deleted before the watch began (or forgotten)
 	fallbackPodDeleted   = "pod_being_deleted" // its deletionTimestamp passed more than the leeway ago
 )
 
@@ -194,14 +194,17 @@ func (v *verifier) verify(ctx context.Context, token string, now time.Time) (loc
 }
 
 // checkPod: the pod the identity is bound to must be in the index with its UID, name and
-// node, and not deleted more than the leeway ago (the API server's own rule). What the
-// index cannot confirm goes to the API (fallback): a pod created a moment ago may not
-// have reached the watch yet.
+// node, and not deleted more than the leeway ago (the API server's own rule). A UID the
+// watch saw deleted is refused (UIDs are never reused). What the index cannot confirm goes
+// to the API (fallback): a pod created a moment ago may not have reached the watch yet.
 func (v *verifier) checkPod(id identity.Identity, now time.Time) (localVerdict, outcome, string) {
-	p, found, synced := v.pods.lookup(id.Namespace, id.ServiceAccount, id.PodUID)
+	p, found, deleted, synced := v.pods.lookup(id.Namespace, id.ServiceAccount, id.PodUID)
 	switch {
 	case !synced:
 		return localFallback, outcome{}, fallbackPodsNotReady
+	case deleted:
+		return localRejected, outcome{reason: reasonTokenRejected, detail: fmt.Sprintf(
+			"the pod %s/%s (UID %s) the token is bound to was deleted (verified locally: seen by the pod watch)", id.Namespace, id.PodName, id.PodUID)}, ""
 	case !found:
 		return localFallback, outcome{}, fallbackPodNotFound
 	case p.name != id.PodName || (p.node != "" && p.node != id.NodeName):

@@ -335,8 +335,9 @@ func TestLocalFollowsKeyRotation(t *testing.T) {
 	assert.EqualValues(t, 1, lf.local(t)["fallback/unknown_key"])
 }
 
-// Revocation follows the pod: a token accepted locally (and cached) is no longer accepted
-// once the watch sees its pod deleted; the API, asked instead, refuses it.
+// Revocation follows the pod: a token accepted locally (and cached) is refused as soon as
+// the watch sees its pod deleted - without asking the API (a UID is never reused) - and a
+// new token of the deleted pod too.
 func TestLocalBoundPodDeleted(t *testing.T) {
 	lf := newLocalFixture(t, nil)
 	tok := lf.tokenFor(t, lf.key, "agent-1", "uid-1", nil)
@@ -345,29 +346,41 @@ func TestLocalBoundPodDeleted(t *testing.T) {
 	assert.Equal(t, 1, lf.a.cache.len())
 
 	lf.deletePod(t, "uid-1", "agent-1")
-	_, err = lf.a.Authenticate(context.Background(), bearer(tok))
-	require.Error(t, err)
-	assert.Equal(t, codes.Unauthenticated, code(err), "%v", err)
-	assert.EqualValues(t, 1, lf.rv.calls.Load(), "the undecided token went to the API")
-	assert.Equal(t, map[string]int64{"accepted": 1, "fallback/pod_not_found": 1}, lf.local(t))
-	// Answered from the negative cache from now on.
-	_, err = lf.a.Authenticate(context.Background(), bearer(tok))
-	require.Error(t, err)
-	assert.EqualValues(t, 1, lf.rv.calls.Load())
+	for _, tk := range []string{tok, tok, lf.tokenFor(t, lf.key, "agent-1", "uid-1", func(c map[string]any) { c["jti"] = "other" })} {
+		_, err = lf.a.Authenticate(context.Background(), bearer(tk))
+		require.Error(t, err)
+		assert.Equal(t, codes.Unauthenticated, code(err), "%v", err)
+		assert.Contains(t, err.Error(), reasonTokenRejected)
+	}
+	assert.Zero(t, lf.a.cache.len(), "the cached acceptance dropped")
+	assert.Zero(t, lf.rv.calls.Load(), "no TokenReview")
+	assert.Equal(t, map[string]int64{"accepted": 1, "rejected/token_rejected": 2}, lf.local(t), "the second from the negative cache")
 }
 
-// A pod of the token's name exists, with another UID (deleted and created again): the
-// token is not verified locally and the API refuses it.
+// A pod of the token's name exists with another UID (deleted and created again). When the
+// watch saw the old UID go, the token is refused locally; when it never saw it (the gateway
+// started after the deletion), the API is asked and refuses it.
 func TestLocalPodWithAnotherUID(t *testing.T) {
-	lf := newLocalFixture(t, nil)
-	lf.setPods(t, map[string]string{"uid-2": "agent-1"})
-	tok := lf.tokenFor(t, lf.key, "agent-1", "uid-1", nil)
-	_, err := lf.a.Authenticate(context.Background(), bearer(tok))
-	require.Error(t, err)
-	assert.Equal(t, codes.Unauthenticated, code(err), "%v", err)
-	assert.Equal(t, map[string]int64{"fallback/pod_not_found": 1}, lf.local(t))
-	assert.EqualValues(t, 1, lf.rv.calls.Load())
-	assert.Zero(t, lf.requests(t)["accepted/verified"])
+	t.Run("deletion seen", func(t *testing.T) {
+		lf := newLocalFixture(t, nil)
+		lf.setPods(t, map[string]string{"uid-2": "agent-1"}) // a relist: uid-1 is gone
+		_, err := lf.a.Authenticate(context.Background(), bearer(lf.tokenFor(t, lf.key, "agent-1", "uid-1", nil)))
+		require.Error(t, err)
+		assert.Equal(t, codes.Unauthenticated, code(err), "%v", err)
+		assert.Equal(t, map[string]int64{"rejected/token_rejected": 1}, lf.local(t))
+		assert.Zero(t, lf.rv.calls.Load())
+	})
+	t.Run("deletion not seen", func(t *testing.T) {
+		lf := newLocalFixture(t, nil)
+		lf.a.verifier.pods = newBoundPods([]string{"netpulse/netpulse-agent"})
+		lf.setPods(t, map[string]string{"uid-2": "agent-1"})
+		_, err := lf.a.Authenticate(context.Background(), bearer(lf.tokenFor(t, lf.key, "agent-1", "uid-1", nil)))
+		require.Error(t, err)
+		assert.Equal(t, codes.Unauthenticated, code(err), "%v", err)
+		assert.Equal(t, map[string]int64{"fallback/pod_not_found": 1}, lf.local(t))
+		assert.EqualValues(t, 1, lf.rv.calls.Load())
+		assert.Zero(t, lf.requests(t)["accepted/verified"])
+	})
 }
 
 // What local verification cannot decide goes to TokenReview, so nothing the API accepts
@@ -389,7 +402,10 @@ func TestLocalFallsBackToReview(t *testing.T) {
 		{"pods not synced", func(t *testing.T, lf *localFixture) {
 			lf.a.verifier.pods = newBoundPods([]string{"netpulse/netpulse-agent"})
 		}, nil, fallbackPodsNotReady},
-		{"pod not seen yet", func(t *testing.T, lf *localFixture) { lf.setPods(t, nil) }, nil, fallbackPodNotFound},
+		{"pod not seen yet", func(t *testing.T, lf *localFixture) {
+			lf.a.verifier.pods = newBoundPods([]string{"netpulse/netpulse-agent"})
+			lf.setPods(t, nil)
+		}, nil, fallbackPodNotFound},
 		{"another issuer of the API server", nil, func(t *testing.T, lf *localFixture) string {
 			return lf.tokenFor(t, lf.key, "agent-1", "uid-1", func(c map[string]any) { c["iss"] = "https://old-issuer.example" })
 		}, fallbackIssuer},

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,13 +41,20 @@ type boundPods struct {
 	hc     *http.Client
 }
 
-// accountPods are the pods of one service account, by UID.
+// accountPods are the pods of one service account, by UID, and the UIDs of those the watch
+// saw deleted (or gone at a relist): a UID is never reused, so a token bound to one of them
+// is refused without asking the API. Bounded (maxGone, least recently deleted forgotten
+// first); a UID not remembered goes to TokenReview, which refuses it too.
 type accountPods struct {
 	mu     sync.RWMutex
 	pods   map[string]boundPod
+	gone   *lru.Cache[string, struct{}]
 	synced chan struct{}
 	once   sync.Once
 }
+
+// maxGone bounds the deleted pods' UIDs remembered per account (~100 B each).
+const maxGone = 16_384
 
 // boundPod is what local verification checks a token's pod claims against.
 type boundPod struct {
@@ -58,25 +66,30 @@ type boundPod struct {
 func newBoundPods(serviceAccounts []string) *boundPods {
 	b := &boundPods{accounts: map[string]*accountPods{}}
 	for _, sa := range serviceAccounts {
-		b.accounts[sa] = &accountPods{pods: map[string]boundPod{}, synced: make(chan struct{})}
+		gone, _ := lru.New[string, struct{}](maxGone)
+		b.accounts[sa] = &accountPods{pods: map[string]boundPod{}, gone: gone, synced: make(chan struct{})}
 	}
 	return b
 }
 
-// lookup returns the pod with uid of namespace/serviceAccount: synced is false while the
-// account's initial list has not arrived (nothing can be concluded then).
-func (b *boundPods) lookup(namespace, serviceAccount, uid string) (p boundPod, found, synced bool) {
+// lookup returns the pod with uid of namespace/serviceAccount, or whether the watch saw it
+// deleted: synced is false while the account's initial list has not arrived (nothing can
+// be concluded then).
+func (b *boundPods) lookup(namespace, serviceAccount, uid string) (p boundPod, found, deleted, synced bool) {
 	ap := b.accounts[namespace+"/"+serviceAccount]
 	if ap == nil {
-		return boundPod{}, false, false
+		return boundPod{}, false, false, false
 	}
 	if !isClosed(ap.synced) {
-		return boundPod{}, false, false
+		return boundPod{}, false, false, false
 	}
 	ap.mu.RLock()
 	p, found = ap.pods[uid]
 	ap.mu.RUnlock()
-	return p, found, true
+	if !found {
+		deleted = ap.gone.Contains(uid)
+	}
+	return p, found, deleted, true
 }
 
 // len is the number of pods held.
@@ -214,6 +227,7 @@ func (s *accountStore) Delete(obj any) error {
 		s.ap.mu.Lock()
 		delete(s.ap.pods, r.uid)
 		s.ap.mu.Unlock()
+		s.ap.gone.Add(r.uid, struct{}{})
 	}
 	return nil
 }
@@ -226,8 +240,15 @@ func (s *accountStore) Replace(list []any, _ string) error {
 		}
 	}
 	s.ap.mu.Lock()
+	old := s.ap.pods
 	s.ap.pods = pods
 	s.ap.mu.Unlock()
+	// Pods missing from a relist were deleted meanwhile.
+	for uid := range old {
+		if _, ok := pods[uid]; !ok {
+			s.ap.gone.Add(uid, struct{}{})
+		}
+	}
 	s.ap.once.Do(func() { close(s.ap.synced) })
 	return nil
 }
