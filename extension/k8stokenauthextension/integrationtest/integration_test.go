@@ -10,11 +10,14 @@ package integrationtest
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -660,4 +663,58 @@ func TestAPIServerOutageLocal(t *testing.T) {
 	require.NoError(t, cp.StartAPIServer(ctx))
 	restarted = true
 	assert.Empty(t, counter(t, g.tt, "otelcol_k8s_token_auth_token_reviews", "outcome"))
+}
+
+// The cluster's signing key is rotated - kube-apiserver restarted with a new signing key,
+// the previous one still accepted and published - while the gateway runs: a token of the new
+// key is verified locally after one key fetch, and an old key's token still is; no restart
+// of the gateway and no TokenReview.
+func TestLocalFollowsRealKeyRotation(t *testing.T) {
+	ctx := context.Background()
+	pod := agentPod(t, "agent-rotation", "node-rotation")
+	// A refetch at most once a second (default 10 s): the rotation below comes within 10 s
+	// of the gateway's first fetch, which would send the new key's first token to review.
+	g := startGateway(t, true, func(c *k8stokenauthextension.Config) { c.Keys.MinRefetchInterval = time.Second })
+	waitLocalReady(t, g, pod)
+	oldTok, oldTok2 := podToken(t, pod, audience), podToken(t, pod, audience)
+	require.NoError(t, export(g.addr, tlsCreds(), oldTok))
+	fetches := counter(t, g.tt, "otelcol_k8s_token_auth_key_fetches", "fetch_result")["ok"]
+
+	restore, err := cp.RotateServiceAccountKey(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, restore(context.Background())) })
+	newTok := podToken(t, pod, audience)
+	require.NotEqual(t, keyID(t, oldTok), keyID(t, newTok), "the API server signs with the new key")
+	time.Sleep(1100 * time.Millisecond) // past min_refetch_interval since any fetch
+
+	served := func() int {
+		n, err := k8stokenauthtest.TokenReviewsServed(ctx, admin)
+		require.NoError(t, err)
+		return n
+	}
+	before := served() // the API server's counters began again with its restart
+	verified := counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason")["verified"]
+	require.NoError(t, export(g.addr, tlsCreds(), newTok), "the new key's token")
+	require.NoError(t, export(g.addr, tlsCreds(), oldTok2), "the old key's token, never seen before")
+	require.NoError(t, export(g.addr, tlsCreds(), oldTok), "the old key's token from the cache")
+	assert.EqualValues(t, 2, counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason")["verified"]-verified, "both verified locally")
+	assert.Equal(t, 0, served()-before, "API server: TokenReview POSTs")
+	assert.Empty(t, counter(t, g.tt, "otelcol_k8s_token_auth_token_reviews", "outcome"))
+	assert.Greater(t, counter(t, g.tt, "otelcol_k8s_token_auth_key_fetches", "fetch_result")["ok"], fetches, "the keys fetched again for the new key ID")
+	assert.Empty(t, counter(t, g.tt, "otelcol_k8s_token_auth_local_verifications", "reason")["unknown_key"], "no fallback for the new key")
+}
+
+// keyID is the kid of a JWS's protected header.
+func keyID(t *testing.T, token string) string {
+	t.Helper()
+	h, _, ok := strings.Cut(token, ".")
+	require.True(t, ok)
+	raw, err := base64.RawURLEncoding.DecodeString(h)
+	require.NoError(t, err)
+	var hdr struct {
+		Kid string `json:"kid"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &hdr))
+	require.NotEmpty(t, hdr.Kid)
+	return hdr.Kid
 }
