@@ -3,6 +3,7 @@ module github.com/netpulse/netpulse
 go 1.26.0
 
 require (
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/lightstep/go-expohisto v1.0.0

@@ -53,6 +53,7 @@ const (
 	resultUnavailable = "unavailable"
 
 	reasonCached         = "cached"
+	reasonVerified       = "verified"
 	reasonStale          = "stale"
 	reasonReviewed       = "reviewed"
 	reasonMissingToken   = "missing_token"
@@ -92,12 +93,14 @@ type authenticator struct {
 	accounts identity.Accounts
 	// cache holds accepted identities only, neg rejections only: no rejection evicts an
 	// accepted identity.
-	cache  *tokenCache
-	neg    *tokenCache
-	peers  *peerLimiter
-	sem    chan struct{} // bounds reviews in flight
-	flight singleflight.Group
-	now    func() time.Time
+	cache *tokenCache
+	neg   *tokenCache
+	peers *peerLimiter
+	// verifier is nil with verification: review.
+	verifier *verifier
+	sem      chan struct{} // bounds reviews in flight
+	flight   singleflight.Group
+	now      func() time.Time
 	// Rejections and review errors are logged at most once per logEvery (burst 3), with
 	// the number suppressed since.
 	log *ratelog.Logger
@@ -108,6 +111,8 @@ type authenticator struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// bg: the key refresher (local verification).
+	bg sync.WaitGroup
 
 	shutdownOnce sync.Once
 }
@@ -137,6 +142,24 @@ func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, erro
 		ctx:      ctx,
 		cancel:   cancel,
 	}
+	if cfg.Verification == VerificationLocal {
+		a.verifier = &verifier{
+			keys: newIssuerKeys(ctx, cfg.Keys.RefreshInterval, cfg.Keys.MinRefetchInterval, func() time.Time { return a.now() }, func(result string) {
+				tb.K8sTokenAuthKeyFetches.Add(context.Background(), 1, metric.WithAttributes(attribute.String("fetch_result", result)))
+			}),
+			pods:     newBoundPods(cfg.ServiceAccounts),
+			audience: cfg.Audience,
+			issuer:   cfg.Issuer,
+			accounts: a.accounts,
+		}
+		if err := tb.RegisterK8sTokenAuthBoundPodsCallback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(int64(a.verifier.pods.len()))
+			return nil
+		}); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	if err := tb.RegisterK8sTokenAuthCacheEntriesCallback(func(_ context.Context, o metric.Int64Observer) error {
 		o.Observe(int64(a.cache.len()))
 		return nil
@@ -154,8 +177,10 @@ func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, erro
 	return a, nil
 }
 
-// Start builds the API client. It makes no API call: a missing RBAC grant shows in the
-// first review (logged, counted as review errors, answered Unavailable).
+// Start builds the API client and returns at once: with local verification the issuer's
+// keys are fetched and the allowed accounts' pods listed in the background (tokens fall
+// back to TokenReview until they are). A missing RBAC grant shows in the first review or
+// fetch (logged, counted, answered Unavailable or reviewed).
 func (a *authenticator) Start(context.Context, component.Host) error {
 	restCfg, err := a.cfg.RESTConfig(userAgent)
 	if err != nil {
@@ -166,8 +191,28 @@ func (a *authenticator) Start(context.Context, component.Host) error {
 		return err
 	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ctx.Err() != nil {
+		return nil // shut down already
+	}
+	if v := a.verifier; v != nil {
+		if err := v.pods.start(restCfg, a.logger); err != nil {
+			return err
+		}
+		rc := cs.Discovery().RESTClient()
+		v.keys.setGetter(func(ctx context.Context, path string) ([]byte, error) {
+			// The JWKS is served as application/jwk-set+json only (406 otherwise).
+			return rc.Get().AbsPath(path).SetHeader("Accept", "application/json, application/jwk-set+json").DoRaw(ctx)
+		})
+		a.bg.Add(1)
+		go func() {
+			defer a.bg.Done()
+			v.keys.run(a.ctx, func(err error) {
+				a.log.Log(zap.WarnLevel, "k8s_token_auth: cannot fetch the service-account issuer's keys; tokens are verified with TokenReview meanwhile (check the RBAC grant: system:service-account-issuer-discovery)", zap.Error(err))
+			})
+		}()
+	}
 	a.reviewer = cs.AuthenticationV1().TokenReviews()
-	a.mu.Unlock()
 	return nil
 }
 
@@ -179,6 +224,11 @@ func (a *authenticator) Shutdown(context.Context) error {
 		a.reviewer = nil
 		a.mu.Unlock()
 		a.wg.Wait()
+		if v := a.verifier; v != nil {
+			a.bg.Wait()
+			v.keys.close()
+			v.pods.stop()
+		}
 		a.tb.Shutdown()
 	})
 	return nil
@@ -221,6 +271,14 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 	key := tokenKey(sha256.Sum256([]byte(token)))
 	now := a.now()
 	cached, fresh, stale := a.cache.get(key, now)
+	if (fresh || stale) && cached.local {
+		// Accepted locally: only while its pod is still there (revocation follows the
+		// pod's deletion as fast as the watch sees it, not max_ttl).
+		if v, _, _ := a.verifier.checkPod(cached.id, now); v != localAccepted {
+			a.cache.remove(key)
+			cached, fresh, stale = outcome{}, false, false
+		}
+	}
 	if fresh {
 		return cached, resultAccepted, reasonCached
 	}
@@ -259,6 +317,23 @@ func (a *authenticator) authenticate(ctx context.Context, headers map[string][]s
 	a.mu.Unlock()
 	if rv == nil {
 		return outcome{}, resultUnavailable, reasonNotStarted
+	}
+	if a.verifier != nil {
+		verdict, o, why := a.verifier.verify(ctx, token, now)
+		a.tb.K8sTokenAuthLocalVerifications.Add(context.Background(), 1, metric.WithAttributes(
+			attribute.String("verdict", verdict.String()), attribute.String("reason", why+o.reason)))
+		switch verdict {
+		case localAccepted:
+			a.neg.remove(key)
+			fresh := minTime(now.Add(a.cfg.Cache.MaxTTL), exp)
+			a.cache.put(key, o, fresh, minTime(fresh.Add(a.cfg.Cache.StaleIfError), exp), now)
+			return o, resultAccepted, reasonVerified
+		case localRejected:
+			a.cache.remove(key)
+			a.neg.put(key, o, now.Add(a.cfg.Cache.NegativeTTL), time.Time{}, now)
+			return o, resultRejected, o.reason
+		}
+		// Undecided: the API decides, as with verification: review.
 	}
 	// One review per token at a time: concurrent requests with the same token share it.
 	// A token not accepted before costs its peer one review of its bucket (the request that

@@ -114,11 +114,13 @@ func (f *fixture) advance(d time.Duration) {
 	f.mu.Unlock()
 }
 
-func newFixture(t *testing.T, mutate func(*Config)) *fixture {
+func newFixture(t testing.TB, mutate func(*Config)) *fixture {
 	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.Audience = audience
 	cfg.ServiceAccounts = []string{"netpulse/netpulse-agent"}
+	// The review path; local_test.go sets verification: local.
+	cfg.Verification = VerificationReview
 	if mutate != nil {
 		mutate(cfg)
 	}

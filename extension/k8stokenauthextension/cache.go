@@ -21,6 +21,9 @@ type outcome struct {
 	reason string
 	// detail says why, for logs (never the token).
 	detail string
+	// local: accepted by local verification; every answer from the cache checks again that
+	// the bound pod is still in the pod index (revocation follows pod deletion).
+	local bool
 }
 
 type cacheEntry struct {

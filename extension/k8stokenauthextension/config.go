@@ -15,9 +15,21 @@ import (
 
 // Config of the k8s_token_auth extension.
 type Config struct {
-	// The gateway's own API credentials, used for TokenReview calls only (RBAC: create on
-	// authentication.k8s.io tokenreviews). qps/burst bound the review rate.
+	// The gateway's own API credentials: TokenReview calls (RBAC: create on
+	// authentication.k8s.io tokenreviews), and with local verification the issuer's keys
+	// (system:service-account-issuer-discovery) and a watch of the allowed accounts' pods
+	// (list, watch pods). qps/burst bound the request rate.
 	kubeclient.Config `mapstructure:",squash"`
+
+	// Verification is how a token not in the cache is verified: "local" (the default)
+	// checks its signature against the issuer's keys (the API server's OIDC discovery and
+	// JWKS endpoints), its claims, and its bound pod against a watch of the allowed
+	// accounts' pods, and sends a TokenReview only when it cannot decide (keys not fetched,
+	// an unknown key after a refetch, a pod the watch has not seen); "review" sends a
+	// TokenReview for every such token.
+	Verification string `mapstructure:"verification"`
+	// Keys: how the issuer's keys are kept (local verification).
+	Keys KeysConfig `mapstructure:"keys"`
 
 	// Audience the tokens must be issued for (the projected token's audience). It is passed
 	// as the TokenReview's spec.audiences, so the API server checks it, and must come back
@@ -35,7 +47,10 @@ type Config struct {
 	AgentServiceAccounts []string `mapstructure:"agent_service_accounts"`
 	// Issuer is the cluster's service-account token issuer (the API server's
 	// --service-account-issuer, e.g. https://kubernetes.default.svc.cluster.local). When set,
-	// a token with another iss claim is rejected before any review. Default: not checked.
+	// a token with another iss claim is rejected before any review, and local verification
+	// requires it instead of the discovery document's issuer. Default: not checked before
+	// review; local verification takes the discovery document's (and sends a token of
+	// another issuer to review: the API server may accept several).
 	Issuer string `mapstructure:"issuer"`
 
 	Cache CacheConfig `mapstructure:"cache"`
@@ -47,6 +62,27 @@ type Config struct {
 	// PeerReviews bounds the reviews one peer (caller IP address) may cause for tokens the
 	// gateway has not accepted before.
 	PeerReviews PeerReviewsConfig `mapstructure:"peer_reviews"`
+}
+
+// KeysConfig: the issuer's keys are fetched when the extension starts (in the background),
+// every refresh_interval, and when a token names a key ID not in the set - at most once per
+// min_refetch_interval, whatever the number of such tokens (a rotation is followed without a
+// restart; unknown keys fall back to TokenReview meanwhile).
+type KeysConfig struct {
+	RefreshInterval    time.Duration `mapstructure:"refresh_interval"`
+	MinRefetchInterval time.Duration `mapstructure:"min_refetch_interval"`
+}
+
+// Validate names every offending field.
+func (c KeysConfig) Validate() error {
+	var errs []error
+	if c.RefreshInterval < time.Minute || c.RefreshInterval > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("refresh_interval: %v out of range [1m, 24h]", c.RefreshInterval))
+	}
+	if c.MinRefetchInterval < time.Second || c.MinRefetchInterval > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("min_refetch_interval: %v out of range [1s, 10m]", c.MinRefetchInterval))
+	}
+	return kubeclient.JoinErrors(errs...)
 }
 
 // PeerReviewsConfig is a token bucket per peer; a peer also has at most one review in
@@ -112,6 +148,9 @@ func (c *Config) Validate() error {
 		add("audience: required (the audience of the agents' projected tokens, e.g. netpulse-gateway)")
 	case strings.ContainsAny(c.Audience, " \t\r\n"):
 		add("audience: %q contains white space", c.Audience)
+	}
+	if c.Verification != VerificationLocal && c.Verification != VerificationReview {
+		add("verification: %q: want %q (the issuer's keys, TokenReview when undecided) or %q (a TokenReview per token)", c.Verification, VerificationLocal, VerificationReview)
 	}
 	if strings.ContainsAny(c.Issuer, " \t\r\n") {
 		add("issuer: %q contains white space", c.Issuer)

@@ -40,11 +40,15 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, kubeclient.AuthServiceAccount, def.AuthType)
 	assert.Equal(t, 5*time.Minute, def.Cache.MaxTTL)
 	assert.Equal(t, 10*time.Minute, def.Cache.StaleIfError)
+	assert.Equal(t, VerificationLocal, def.Verification, "local verification (TokenReview when undecided) is the default")
+	assert.Equal(t, 10*time.Second, def.Keys.MinRefetchInterval)
 
 	custom, err := loadConfig(t, "custom")
 	require.NoError(t, err)
 	assert.Equal(t, &Config{
 		Config:               kubeclient.Config{AuthType: kubeclient.AuthKubeConfig, Kubeconfig: "/etc/netpulse/kubeconfig", QPS: 50, Burst: 100},
+		Verification:         VerificationReview,
+		Keys:                 KeysConfig{RefreshInterval: time.Hour, MinRefetchInterval: 30 * time.Second},
 		Audience:             "netpulse-gateway",
 		ServiceAccounts:      []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent", "shop/web"},
 		AgentServiceAccounts: []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent"},
@@ -65,6 +69,8 @@ func TestValidateNamesEveryField(t *testing.T) {
 		`service_accounts::0: "no-slash": want "namespace/name"`, `service_accounts::1: namespace "Bad_NS"`, `service_accounts::2: name ""`,
 		`agent_service_accounts::0: "netpulse/netpulse-agent" is not in service_accounts`,
 		`issuer: "https://kubernetes .default" contains white space`,
+		`verification: "offline": want "local"`,
+		"keys: refresh_interval: 1s out of range [1m, 24h]", "keys: min_refetch_interval: 0s out of range [1s, 10m]",
 		"cache: max_entries: 0 out of range [1, 1000000]", "cache: max_negative_entries: 0 out of range [1, 1000000]",
 		"cache: max_ttl: 2h0m0s out of range [1s, 1h]",
 		"peer_reviews: rate: 0 out of range (0, 100]", "peer_reviews: burst: 0 out of range [1, 1000]",

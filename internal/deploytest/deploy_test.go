@@ -70,6 +70,20 @@ func TestKubectlApplyVariants(t *testing.T) {
 		return r.Status.Allowed
 	}
 	require.True(t, can("netpulse-gateway", "authentication.k8s.io", "tokenreviews", "", "create"))
+	// k8s_token_auth's local verification reads the issuer's keys: granted to the gateway's
+	// account itself (asked without its groups, so the cluster's default grant to every
+	// service account does not count), and to the agents by nothing of ours.
+	discovery := func(sa string) bool {
+		t.Helper()
+		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:                  "system:serviceaccount:netpulse:" + sa,
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/openid/v1/jwks", Verb: "get"},
+		}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return r.Status.Allowed
+	}
+	require.True(t, discovery("netpulse-gateway"))
+	require.False(t, discovery("netpulse-agent"))
 	for _, verb := range []string{"get", "list", "watch", "update", "delete"} {
 		require.False(t, can("netpulse-gateway", "authentication.k8s.io", "tokenreviews", "", verb), "gateway %s tokenreviews", verb)
 	}

@@ -141,6 +141,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	require.True(t, can("netpulse-gateway", "", "nodes", "status", "patch"), "node conditions are on by default")
 	require.False(t, can("netpulse-gateway", "", "pods", "status", "patch"), "the readiness gate is off by default")
 	require.True(t, can("netpulse-gateway", "authentication.k8s.io", "tokenreviews", "", "create"))
+	require.True(t, issuerDiscoveryGranted(t, cs, "netpulse-gateway"), "k8s_token_auth reads the issuer's keys")
 	require.True(t, can("netpulse-gateway", "coordination.k8s.io", "leases", "", "update"))
 	require.False(t, can("netpulse-gateway", "", "secrets", "", "get"))
 	require.True(t, can("netpulse-agent", "", "nodes", "", "watch"))
@@ -325,6 +326,20 @@ func sarFunc(t *testing.T, cs kubernetes.Interface) func(sa, group, resource, su
 		require.NoError(t, err)
 		return r.Status.Allowed
 	}
+}
+
+// issuerDiscoveryGranted: may sa read the service-account issuer's keys (GET
+// /openid/v1/jwks) by a grant to the account itself? Asked without the account's groups,
+// so the default grant to every service account (group system:serviceaccounts) does not
+// count: only the chart's own binding does.
+func issuerDiscoveryGranted(t *testing.T, cs kubernetes.Interface, sa string) bool {
+	t.Helper()
+	r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:                  "system:serviceaccount:netpulse:" + sa,
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/openid/v1/jwks", Verb: "get"},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return r.Status.Allowed
 }
 
 // verifyServingCert checks that a TLS Secret's certificate is valid for host, signed by

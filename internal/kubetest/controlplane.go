@@ -88,6 +88,9 @@ type ControlPlane struct {
 	apiserver  *childproc.Process
 	controller *childproc.Process
 	stopped    bool
+	// saRotated: the service-account key files after RotateServiceAccountKey (signing key,
+	// then every public key accepted); empty for the original key alone.
+	saRotated []string
 }
 
 // Start brings up a control plane and waits until the API server is ready (and, with the
@@ -204,6 +207,10 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		cp.mu.Unlock()
 		return errors.New("kubetest: kube-apiserver is already running")
 	}
+	saSigning, saPubs := cp.pki.saKeyFile, []string{cp.pki.saPubFile}
+	if len(cp.saRotated) > 0 {
+		saSigning, saPubs = cp.saRotated[0], cp.saRotated[1:]
+	}
 	cp.mu.Unlock()
 	args := []string{
 		"--etcd-servers=" + cp.etcdURL,
@@ -214,14 +221,16 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		"--tls-private-key-file=" + cp.pki.servingKey,
 		"--client-ca-file=" + cp.pki.caCertFile,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + cp.pki.saPubFile,
-		"--service-account-signing-key-file=" + cp.pki.saKeyFile,
+		"--service-account-signing-key-file=" + saSigning,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
+	}
+	for _, pub := range saPubs {
+		args = append(args, "--service-account-key-file="+pub)
 	}
 	args = overrideFlags(args, cp.opts.ExtraAPIServerFlags)
 	p, err := childproc.Start(childproc.Options{Name: "kube-apiserver", Harness: "kubetest", Argv: append([]string{cp.Binaries.APIServer}, args...), LogPath: filepath.Join(cp.Dir, "kube-apiserver.log")})

@@ -10,11 +10,14 @@ package integrationtest
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -295,20 +298,26 @@ func TestPodBoundTokenAccepted(t *testing.T) {
 // reaches the pipeline. Each case also records what the API server itself says of the
 // token (as the admin), so it is clear which check rejects it.
 func TestRejected(t *testing.T) {
-	g := startGateway(t, true, nil)
+	for _, mode := range []string{k8stokenauthextension.VerificationReview, k8stokenauthextension.VerificationLocal} {
+		t.Run(mode, func(t *testing.T) { testRejected(t, mode) })
+	}
+}
+
+func testRejected(t *testing.T, mode string) {
+	g := startGateway(t, true, func(c *k8stokenauthextension.Config) { c.Verification = mode })
 	ctx := context.Background()
-	agent := agentPod(t, "agent-1", "node-1")
+	agent := agentPod(t, "agent-1-"+mode, "node-1")
 	good := podToken(t, agent, audience)
 	keyFile := filepath.Join(cp.Dir, "sa.key")
 	now := time.Now()
 
 	// Another service account's pod-bound token for the right audience.
-	intruder, err := k8stokenauthtest.CreateAgentPod(ctx, admin, ns, "intruder", "intruder-1", "node-1")
+	intruder, err := k8stokenauthtest.CreateAgentPod(ctx, admin, ns, "intruder", "intruder-1-"+mode, "node-1")
 	require.NoError(t, err)
 	otherSA := podToken(t, intruder, audience)
 
 	// A pod that has been deleted since its token was minted.
-	gone := agentPod(t, "agent-gone", "node-1")
+	gone := agentPod(t, "agent-gone-"+mode, "node-1")
 	goneTok := podToken(t, gone, audience)
 	zero := int64(0)
 	require.NoError(t, admin.CoreV1().Pods(ns).Delete(ctx, gone.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
@@ -370,9 +379,14 @@ func TestRejected(t *testing.T) {
 	st, err := k8stokenauthtest.ReviewDirectly(ctx, admin, unexpiredTwin, []string{audience})
 	require.NoError(t, err)
 	require.True(t, st.Authenticated, "the re-signed unexpired twin: %q", st.Error)
+	var probes int64
+	if mode == k8stokenauthextension.VerificationLocal {
+		probes = waitLocalReady(t, g, agent)
+	}
+	n0 := len(g.sink.received())
 	require.NoError(t, export(g.addr, tlsCreds(), unexpiredTwin))
 	require.NoError(t, export(g.addr, tlsCreds(), good))
-	assert.Len(t, g.sink.received(), 2)
+	assert.Len(t, g.sink.received(), n0+2)
 
 	// The API itself rejects the expired token too (the extension rejected it without
 	// asking, from its exp claim).
@@ -384,7 +398,42 @@ func TestRejected(t *testing.T) {
 	reasons := counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason")
 	t.Logf("requests by reason: %v", reasons)
 	assert.EqualValues(t, 1, reasons["expired_token"])
-	assert.EqualValues(t, 2, reasons["reviewed"])
+	if mode == k8stokenauthextension.VerificationLocal {
+		assert.EqualValues(t, 2, reasons["verified"]-probes, "the controls verified locally")
+	} else {
+		assert.EqualValues(t, 2, reasons["reviewed"])
+	}
+}
+
+// waitLocalReady waits until the gateway's local verification has the issuer's keys and
+// its pod watch holds pod (requests made before may go to TokenReview). It returns the
+// requests verified locally by then (its probes').
+func waitLocalReady(t *testing.T, g *gateway, pod *corev1.Pod) int64 {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return counter(t, g.tt, "otelcol_k8s_token_auth_key_fetches", "fetch_result")["ok"] > 0 && boundPods(t, g.tt) > 0
+	}, 30*time.Second, 50*time.Millisecond, "keys fetched and pods listed")
+	// The watch sees pods created after its list a moment later: wait until a token of
+	// pod is verified locally (each probe a new token: one reviewed meanwhile is cached).
+	before := counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason")["verified"]
+	require.Eventually(t, func() bool {
+		_ = export(g.addr, tlsCreds(), podToken(t, pod, audience))
+		return counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason")["verified"] > before
+	}, 30*time.Second, 100*time.Millisecond, "a token of the pod verified locally")
+	return counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason")["verified"]
+}
+
+func boundPods(t *testing.T, tt *componenttest.Telemetry) int64 {
+	t.Helper()
+	m, err := tt.GetMetric("otelcol_k8s_token_auth_bound_pods")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+		n += dp.Value
+	}
+	return n
 }
 
 // The OTLP hop is TLS only: a plaintext client gets no answer from the pipeline.
@@ -407,7 +456,10 @@ func TestTokenReviewsAreCached(t *testing.T) {
 	// max_ttl long enough that 100 requests fit in it on a loaded machine (the counts below
 	// mean something only then), short enough to see the re-review.
 	const maxTTL = 10 * time.Second
-	g := startGateway(t, true, func(c *k8stokenauthextension.Config) { c.Cache.MaxTTL = maxTTL })
+	g := startGateway(t, true, func(c *k8stokenauthextension.Config) {
+		c.Cache.MaxTTL = maxTTL
+		c.Verification = k8stokenauthextension.VerificationReview
+	})
 	a := agentPod(t, "agent-cache-a", "node-cache-a")
 	b := agentPod(t, "agent-cache-b", "node-cache-b")
 	ta, tb := podToken(t, a, audience), podToken(t, b, audience)
@@ -494,6 +546,7 @@ func TestAPIServerOutage(t *testing.T) {
 	g := startGateway(t, true, func(c *k8stokenauthextension.Config) {
 		c.Cache.MaxTTL = time.Second
 		c.ReviewTimeout = 2 * time.Second
+		c.Verification = k8stokenauthextension.VerificationReview
 	})
 	known := podToken(t, agentPod(t, "agent-outage-known", "node-outage"), audience)
 	unknown := podToken(t, agentPod(t, "agent-outage-new", "node-outage"), audience)
@@ -519,4 +572,149 @@ func TestAPIServerOutage(t *testing.T) {
 	t.Logf("requests by reason: %v", reasons)
 	assert.EqualValues(t, 1, reasons["stale"])
 	assert.Positive(t, reasons["review_error"])
+}
+
+// Local verification (the default) against the real API server: a real pod-bound token
+// from the TokenRequest API is accepted with no TokenReview at all - counted by the
+// extension and, independently, by the API server - and refused once its pod is deleted
+// (the watch sees the deletion; the cached acceptance is dropped), still without a review;
+// the API, asked directly, agrees.
+func TestLocalVerificationRealTokens(t *testing.T) {
+	ctx := context.Background()
+	pod := agentPod(t, "agent-local", "node-local")
+	tok := podToken(t, pod, audience)
+	g := startGateway(t, true, nil)
+	require.Eventually(t, func() bool {
+		return counter(t, g.tt, "otelcol_k8s_token_auth_key_fetches", "fetch_result")["ok"] > 0 && boundPods(t, g.tt) > 0
+	}, 30*time.Second, 50*time.Millisecond, "keys fetched and pods listed")
+
+	served := func() int {
+		n, err := k8stokenauthtest.TokenReviewsServed(ctx, admin)
+		require.NoError(t, err)
+		return n
+	}
+	before := served()
+	const n = 50
+	for range n {
+		require.NoError(t, export(g.addr, tlsCreds(), tok))
+	}
+	time.Sleep(200 * time.Millisecond)
+	assert.Equal(t, 0, served()-before, "API server: TokenReview POSTs for %d requests", n)
+	assert.Empty(t, counter(t, g.tt, "otelcol_k8s_token_auth_token_reviews", "outcome"))
+	assert.Equal(t, map[string]int64{"verified": 1, "cached": n - 1}, counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason"))
+	got := g.sink.received()
+	require.Len(t, got, n)
+	id, _, ok := identity.FromClientInfo(got[0])
+	require.True(t, ok)
+	assert.Equal(t, string(pod.UID), id.PodUID)
+	assert.Equal(t, "agent-local", id.PodName)
+	assert.Equal(t, "node-local", id.NodeName)
+	node, err := admin.CoreV1().Nodes().Get(ctx, "node-local", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, string(node.UID), id.NodeUID)
+	assert.NotEmpty(t, id.CredentialID)
+
+	zero := int64(0)
+	require.NoError(t, admin.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+	require.Eventually(t, func() bool {
+		_, err := admin.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 30*time.Second, 100*time.Millisecond)
+	deleted := time.Now()
+	require.Eventually(t, func() bool {
+		return status.Code(export(g.addr, tlsCreds(), tok)) == codes.Unauthenticated
+	}, 10*time.Second, 20*time.Millisecond, "refused once the pod is deleted")
+	t.Logf("refused %v after the API server confirmed the deletion", time.Since(deleted))
+	for range 5 {
+		err := export(g.addr, tlsCreds(), tok)
+		assert.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
+	}
+	assert.Equal(t, 0, served()-before, "API server: TokenReview POSTs, before and after the deletion")
+	st, err := k8stokenauthtest.ReviewDirectly(ctx, admin, tok, []string{audience})
+	require.NoError(t, err)
+	assert.False(t, st.Authenticated, "the API's own verdict")
+	local := counter(t, g.tt, "otelcol_k8s_token_auth_local_verifications", "verdict")
+	t.Logf("local verifications by verdict: %v", local)
+	assert.Equal(t, map[string]int64{"accepted": 1, "rejected": 1}, local, "refused locally once, then from the negative cache")
+	assert.Empty(t, counter(t, g.tt, "otelcol_k8s_token_auth_token_reviews", "outcome"), "no review, before or after the deletion")
+}
+
+// With local verification an API server outage costs nothing: an agent seen before and
+// one whose token the gateway has never seen (its pod already in the watch) are both
+// accepted while the API server is down, without a review.
+func TestAPIServerOutageLocal(t *testing.T) {
+	ctx := context.Background()
+	known := agentPod(t, "agent-outage-local-known", "node-outage")
+	fresh := agentPod(t, "agent-outage-local-new", "node-outage")
+	g := startGateway(t, true, nil)
+	waitLocalReady(t, g, fresh)
+	knownTok, freshTok := podToken(t, known, audience), podToken(t, fresh, audience)
+	require.NoError(t, export(g.addr, tlsCreds(), knownTok))
+
+	require.NoError(t, cp.StopAPIServer())
+	restarted := false
+	defer func() {
+		if !restarted {
+			require.NoError(t, cp.StartAPIServer(ctx))
+		}
+	}()
+	require.NoError(t, export(g.addr, tlsCreds(), knownTok))
+	require.NoError(t, export(g.addr, tlsCreds(), freshTok), "never seen, verified without the API")
+	require.NoError(t, cp.StartAPIServer(ctx))
+	restarted = true
+	assert.Empty(t, counter(t, g.tt, "otelcol_k8s_token_auth_token_reviews", "outcome"))
+}
+
+// The cluster's signing key is rotated - kube-apiserver restarted with a new signing key,
+// the previous one still accepted and published - while the gateway runs: a token of the new
+// key is verified locally after one key fetch, and an old key's token still is; no restart
+// of the gateway and no TokenReview.
+func TestLocalFollowsRealKeyRotation(t *testing.T) {
+	ctx := context.Background()
+	pod := agentPod(t, "agent-rotation", "node-rotation")
+	// A refetch at most once a second (default 10 s): the rotation below comes within 10 s
+	// of the gateway's first fetch, which would send the new key's first token to review.
+	g := startGateway(t, true, func(c *k8stokenauthextension.Config) { c.Keys.MinRefetchInterval = time.Second })
+	waitLocalReady(t, g, pod)
+	oldTok, oldTok2 := podToken(t, pod, audience), podToken(t, pod, audience)
+	require.NoError(t, export(g.addr, tlsCreds(), oldTok))
+	fetches := counter(t, g.tt, "otelcol_k8s_token_auth_key_fetches", "fetch_result")["ok"]
+
+	restore, err := cp.RotateServiceAccountKey(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, restore(context.Background())) })
+	newTok := podToken(t, pod, audience)
+	require.NotEqual(t, keyID(t, oldTok), keyID(t, newTok), "the API server signs with the new key")
+	time.Sleep(1100 * time.Millisecond) // past min_refetch_interval since any fetch
+
+	served := func() int {
+		n, err := k8stokenauthtest.TokenReviewsServed(ctx, admin)
+		require.NoError(t, err)
+		return n
+	}
+	before := served() // the API server's counters began again with its restart
+	verified := counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason")["verified"]
+	require.NoError(t, export(g.addr, tlsCreds(), newTok), "the new key's token")
+	require.NoError(t, export(g.addr, tlsCreds(), oldTok2), "the old key's token, never seen before")
+	require.NoError(t, export(g.addr, tlsCreds(), oldTok), "the old key's token from the cache")
+	assert.EqualValues(t, 2, counter(t, g.tt, "otelcol_k8s_token_auth_requests", "reason")["verified"]-verified, "both verified locally")
+	assert.Equal(t, 0, served()-before, "API server: TokenReview POSTs")
+	assert.Empty(t, counter(t, g.tt, "otelcol_k8s_token_auth_token_reviews", "outcome"))
+	assert.Greater(t, counter(t, g.tt, "otelcol_k8s_token_auth_key_fetches", "fetch_result")["ok"], fetches, "the keys fetched again for the new key ID")
+	assert.Empty(t, counter(t, g.tt, "otelcol_k8s_token_auth_local_verifications", "reason")["unknown_key"], "no fallback for the new key")
+}
+
+// keyID is the kid of a JWS's protected header.
+func keyID(t *testing.T, token string) string {
+	t.Helper()
+	h, _, ok := strings.Cut(token, ".")
+	require.True(t, ok)
+	raw, err := base64.RawURLEncoding.DecodeString(h)
+	require.NoError(t, err)
+	var hdr struct {
+		Kid string `json:"kid"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &hdr))
+	require.NotEmpty(t, hdr.Kid)
+	return hdr.Kid
 }

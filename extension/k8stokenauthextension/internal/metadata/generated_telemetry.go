@@ -28,7 +28,10 @@ type TelemetryBuilder struct {
 	meter                            metric.Meter
 	mu                               sync.Mutex
 	registrations                    []metric.Registration
+	K8sTokenAuthBoundPods            metric.Int64ObservableGauge
 	K8sTokenAuthCacheEntries         metric.Int64ObservableGauge
+	K8sTokenAuthKeyFetches           metric.Int64Counter
+	K8sTokenAuthLocalVerifications   metric.Int64Counter
 	K8sTokenAuthNegativeCacheEntries metric.Int64ObservableGauge
 	K8sTokenAuthRequests             metric.Int64Counter
 	K8sTokenAuthTokenReviews         metric.Int64Counter
@@ -43,6 +46,21 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterK8sTokenAuthBoundPodsCallback sets callback for observable K8sTokenAuthBoundPods metric.
+func (builder *TelemetryBuilder) RegisterK8sTokenAuthBoundPodsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.K8sTokenAuthBoundPods, obs: o})
+		return nil
+	}, builder.K8sTokenAuthBoundPods)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
 }
 
 // RegisterK8sTokenAuthCacheEntriesCallback sets callback for observable K8sTokenAuthCacheEntries metric.
@@ -103,9 +121,27 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.K8sTokenAuthBoundPods, err = builder.meter.Int64ObservableGauge(
+		"otelcol_k8s_token_auth_bound_pods",
+		metric.WithDescription("Pods of the allowed service accounts held by the extension's pod watch (verification local). [Alpha]"),
+		metric.WithUnit("{pod}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.K8sTokenAuthCacheEntries, err = builder.meter.Int64ObservableGauge(
 		"otelcol_k8s_token_auth_cache_entries",
 		metric.WithDescription("Accepted tokens whose identity is cached (bounded by cache.max_entries; rejections never evict them). [Alpha]"),
+		metric.WithUnit("{token}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.K8sTokenAuthKeyFetches, err = builder.meter.Int64Counter(
+		"otelcol_k8s_token_auth_key_fetches",
+		metric.WithDescription("Fetches of the service-account issuer's discovery document and JWKS (at start, every keys.refresh_interval, and on an unknown key ID at most once per keys.min_refetch_interval). [Alpha]"),
+		metric.WithUnit("{fetch}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.K8sTokenAuthLocalVerifications, err = builder.meter.Int64Counter(
+		"otelcol_k8s_token_auth_local_verifications",
+		metric.WithDescription("Tokens not in the cache decided by local verification (verification local), by verdict and, for fallbacks and rejections, reason. [Alpha]"),
 		metric.WithUnit("{token}"),
 	)
 	errs = errors.Join(errs, err)

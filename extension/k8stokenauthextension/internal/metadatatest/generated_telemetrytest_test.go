@@ -20,6 +20,10 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	require.NoError(t, tb.RegisterK8sTokenAuthBoundPodsCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	require.NoError(t, tb.RegisterK8sTokenAuthCacheEntriesCallback(func(_ context.Context, observer metric.Int64Observer) error {
 		observer.Observe(1)
 		return nil
@@ -28,9 +32,20 @@ func TestSetupTelemetry(t *testing.T) {
 		observer.Observe(1)
 		return nil
 	}))
+	tb.K8sTokenAuthKeyFetches.Add(context.Background(), 1)
+	tb.K8sTokenAuthLocalVerifications.Add(context.Background(), 1)
 	tb.K8sTokenAuthRequests.Add(context.Background(), 1)
 	tb.K8sTokenAuthTokenReviews.Add(context.Background(), 1)
+	AssertEqualK8sTokenAuthBoundPods(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualK8sTokenAuthCacheEntries(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualK8sTokenAuthKeyFetches(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualK8sTokenAuthLocalVerifications(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualK8sTokenAuthNegativeCacheEntries(t, testTel,
