@@ -560,6 +560,12 @@ func (e *pnhExporter) onWritten(r apply.WriteResult) {
 	case r.Forbidden && !r.Rejected:
 		// Held by the writer (apply/refusals.go), which logs a refusal that lasts.
 		outcome = "forbidden"
+	case r.NotOurs:
+		outcome = "not_ours"
+		if e.firstRejection(r.Key) {
+			e.logger.Info("pod_network_health: an object of this name is another shard's or another pair's; left alone (logged once per object)",
+				zap.String("object", r.Key), zap.String("write_reason", r.Reason), zap.Error(r.Err))
+		}
 	case r.Rejected:
 		outcome = "rejected"
 		if e.firstRejection(r.Key) {
