@@ -226,13 +226,16 @@ func TestTemplateAllFeatures(t *testing.T) {
 // the configuration too.
 func TestTemplateSwitchesOff(t *testing.T) {
 	objs := render(t, map[string]any{
-		"nodeConditions": map[string]any{"enabled": false},
-		"networkPolicy":  map[string]any{"enabled": false},
-		"tls":            map[string]any{"generate": map[string]any{"enabled": false}},
-		"gateway":        map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}},
+		"nodeConditions":         map[string]any{"enabled": false},
+		"networkPolicy":          map[string]any{"enabled": false},
+		"tls":                    map[string]any{"generate": map[string]any{"enabled": false}},
+		"gateway":                map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}},
+		"gatewayAdmissionPolicy": map[string]any{"enabled": false},
 	})
 	n := kinds(objs)
 	require.Zero(t, n["NetworkPolicy"])
+	require.Zero(t, n["ValidatingAdmissionPolicy"])
+	require.Zero(t, n["ValidatingAdmissionPolicyBinding"])
 	require.Zero(t, n["PodDisruptionBudget"])
 	require.Zero(t, n["Secret"])
 	require.Zero(t, n["Namespace"])
@@ -337,6 +340,44 @@ func TestNetworkPolicyAdmitsSidecarsWhenAsked(t *testing.T) {
 	require.Len(t, got, 2)
 	require.Equal(t, sel, got[1].(map[string]any)["namespaceSelector"])
 	require.Equal(t, map[string]any{"netpulse.io/sidecar": "true"}, nested(got[1].(map[string]any), "podSelector", "matchLabels"))
+}
+
+// gatewayAdmissionPolicy renders the ValidatingAdmissionPolicy and its binding by default
+// (their effect on the API server: integrationtest.TestGatewayAdmissionPolicy), naming the
+// gateway's ServiceAccount in the release namespace, netpulse's condition types from the
+// merged gateway configuration (the node condition type, the degraded type when set, the
+// readiness gate's type) and the leader label.
+func TestTemplateGatewayAdmissionPolicy(t *testing.T) {
+	policy := func(objs []Object) (user, types, leader string) {
+		t.Helper()
+		p := mustFind(t, objs, "ValidatingAdmissionPolicy", "netpulse-gateway-writes")
+		b := mustFind(t, objs, "ValidatingAdmissionPolicyBinding", "netpulse-gateway-writes")
+		require.Equal(t, "netpulse-gateway-writes", nested(b, "spec", "policyName"))
+		require.Equal(t, []any{"Deny"}, nested(b, "spec", "validationActions"))
+		require.Equal(t, "Fail", nested(p, "spec", "failurePolicy"))
+		user = nested(p, "spec", "matchConditions").([]any)[0].(map[string]any)["expression"].(string)
+		for _, v := range nested(p, "spec", "variables").([]any) {
+			switch v := v.(map[string]any); v["name"] {
+			case "types":
+				types = v["expression"].(string)
+			case "leaderLabel":
+				leader = v["expression"].(string)
+			}
+		}
+		return user, types, leader
+	}
+	def := podnetworkhealthexporter.NewFactory().CreateDefaultConfig().(*podnetworkhealthexporter.Config)
+	user, types, leader := policy(render(t, nil))
+	require.Equal(t, `request.userInfo.username == "system:serviceaccount:netpulse:netpulse-gateway"`, user)
+	require.Equal(t, `["`+def.NodeConditions.Type+`","`+def.ReadinessGate.ConditionType+`"]`, types, "the exporter's default types")
+	require.Equal(t, `"netpulse.io/gateway-leader"`, leader, "the shipped gateway.yaml's leader label")
+
+	user, types, _ = policy(render(t, map[string]any{"gateway": map[string]any{"config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{
+		"node_conditions": map[string]any{"type": "example.com/NetworkProblem", "degraded_type": "example.com/NetworkDegraded"},
+		"readiness_gate":  map[string]any{"condition_type": "example.com/network-ready"},
+	}}}}}, "--namespace", "observability"))
+	require.Equal(t, `request.userInfo.username == "system:serviceaccount:observability:netpulse-gateway"`, user)
+	require.Equal(t, `["example.com/NetworkProblem","example.com/NetworkDegraded","example.com/network-ready"]`, types)
 }
 
 // readinessGate.inject renders the MutatingAdmissionPolicy and its binding (their effect
