@@ -342,6 +342,55 @@ func TestNetworkPolicyAdmitsSidecarsWhenAsked(t *testing.T) {
 	require.Equal(t, map[string]any{"netpulse.io/sidecar": "true"}, nested(got[1].(map[string]any), "podSelector", "matchLabels"))
 }
 
+// The gateway's metrics ports (8888 telemetry, 8889 per-pair metrics: every pair's
+// reachability, a map of the cluster's pods) admit only the monitoring selector (issue 40,
+// item 5): by default the pods of the namespace named monitoring; networkPolicy.metrics
+// names another namespace, or a namespaceSelector that replaces it, and a podSelector. The
+// OTLP port stays the agents', the health check port open (kubelet probes).
+func TestNetworkPolicyMetricsOnlyFromMonitoring(t *testing.T) {
+	ingress := func(objs []Object) []map[string]any {
+		var out []map[string]any
+		for _, r := range nested(mustFind(t, objs, "NetworkPolicy", "netpulse-gateway"), "spec", "ingress").([]any) {
+			out = append(out, r.(map[string]any))
+		}
+		return out
+	}
+	ports := func(rule map[string]any) []any {
+		var out []any
+		for _, p := range rule["ports"].([]any) {
+			out = append(out, p.(map[string]any)["port"])
+		}
+		return out
+	}
+	def := ingress(render(t, nil))
+	require.Len(t, def, 3)
+	require.Equal(t, []any{float64(4317)}, ports(def[0]))
+	require.Equal(t, []any{float64(8888), float64(8889)}, ports(def[1]), "the metrics ports have their own rule")
+	require.Equal(t, []any{map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}},
+		"podSelector":       map[string]any{},
+	}}, def[1]["from"], "by default the metrics ports admit the monitoring namespace only")
+	require.Equal(t, []any{float64(13133)}, ports(def[2]))
+	require.NotContains(t, def[2], "from", "the health check stays open")
+	for i, r := range def[:2] {
+		require.NotEmpty(t, r["from"], "ingress rule %d open to every pod", i)
+	}
+
+	// Another namespace by name.
+	got := ingress(render(t, map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"namespace": "observability"}}}))
+	require.Equal(t, map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "observability"}},
+		got[1]["from"].([]any)[0].(map[string]any)["namespaceSelector"])
+	// A namespaceSelector replaces the name (no merge with the default's label) and a
+	// podSelector narrows to the Prometheus pods.
+	nsSel := map[string]any{"matchLabels": map[string]any{"team": "observability"}}
+	podSel := map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "prometheus"}}
+	got = ingress(render(t, map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"namespaceSelector": nsSel, "podSelector": podSel}}}))
+	require.Equal(t, []any{map[string]any{"namespaceSelector": nsSel, "podSelector": podSel}}, got[1]["from"])
+	// No name and no selector: every namespace (the old behaviour, asked for).
+	got = ingress(render(t, map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"namespace": ""}}}))
+	require.Equal(t, []any{map[string]any{"namespaceSelector": map[string]any{}, "podSelector": map[string]any{}}}, got[1]["from"])
+}
+
 // gatewayAdmissionPolicy renders the ValidatingAdmissionPolicy and its binding by default
 // (their effect on the API server: integrationtest.TestGatewayAdmissionPolicy), naming the
 // gateway's ServiceAccount in the release namespace, netpulse's condition types from the
