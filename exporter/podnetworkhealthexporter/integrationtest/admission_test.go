@@ -160,7 +160,9 @@ func TestGatewayAdmissionPolicy(t *testing.T) {
 	// Denied: another condition type (the kubelet's Ready), added, changed or removed.
 	// (The gateway's request first: once the control has made the change, the same patch
 	// changes nothing and is admitted whatever the policy says.)
-	deniedByPolicy(t, patchNodeStatus(gw, "vap-node", readyTrue), "node Ready changed")
+	err = patchNodeStatus(gw, "vap-node", readyTrue)
+	t.Logf("the denial: %v", err)
+	deniedByPolicy(t, err, "node Ready changed")
 	require.NoError(t, patchNodeStatus(control, "vap-node", readyTrue), "control: RBAC alone lets Ready be forged")
 	otherType := statusPatch(t, map[string]any{"conditions": []map[string]any{{"type": "NetworkUnavailable", "status": "True", "reason": "X", "lastTransitionTime": now}}})
 	deniedByPolicy(t, patchNodeStatus(gw, "vap-node", otherType), "a condition of another type added")
