@@ -193,6 +193,9 @@ func TestGatewayAdmissionPolicy(t *testing.T) {
 		"the gateway sets its readiness condition")
 	podReady := statusPatch(t, map[string]any{"conditions": []map[string]any{{"type": "Ready", "status": "True", "lastTransitionTime": now}}})
 	deniedByPolicy(t, patchPodStatus(gw, "vap", "web-0", podReady), "pod Ready")
+	podIP := []byte(`{"status":{"podIP":"10.1.0.99","podIPs":[{"ip":"10.1.0.99"}]}}`)
+	_, err = gw.CoreV1().Pods("vap").Patch(ctx, "web-0", types.MergePatchType, podIP, metav1.PatchOptions{}, "status")
+	deniedByPolicy(t, err, "a pod's IP (which EndpointSlices carry)")
 	podMessage := statusPatch(t, map[string]any{"message": "forged"})
 	deniedByPolicy(t, patchPodStatus(gw, "vap", "web-0", podMessage), "another field of a pod's status")
 	podLabels := []byte(`{"metadata":{"labels":{"app":"other"}}}`)
@@ -200,6 +203,7 @@ func TestGatewayAdmissionPolicy(t *testing.T) {
 	gotPod, err := admin.CoreV1().Pods("vap").Get(ctx, "web-0", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, gotPod.Status.Message)
+	assert.Equal(t, "10.1.0.5", gotPod.Status.PodIP)
 	assert.Empty(t, gotPod.Labels["app"])
 	for _, c := range gotPod.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -207,6 +211,8 @@ func TestGatewayAdmissionPolicy(t *testing.T) {
 		}
 	}
 	require.NoError(t, patchPodStatus(control, "vap", "web-0", podReady), "control: RBAC alone lets a pod be made Ready")
+	_, err = control.CoreV1().Pods("vap").Patch(ctx, "web-0", types.MergePatchType, podIP, metav1.PatchOptions{}, "status")
+	require.NoError(t, err, "control: RBAC alone lets a pod's IP be changed")
 	require.NoError(t, patchPodStatus(control, "vap", "web-0", podLabels), "control: RBAC alone lets a pod be relabelled through pods/status")
 
 	// Pods of its namespace: the leader label only, on its own pod when its token names one.
