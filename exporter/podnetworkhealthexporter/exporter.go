@@ -389,7 +389,7 @@ func (e *pnhExporter) initWriter(client versioned.Interface) {
 			self := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: le.LeaseNamespace, Name: le.Identity}
 			e.writer.OnForbidden(func(kind string, held int, err error) {
 				e.enqueueEvent(self, corev1.EventTypeWarning, "WritesForbidden",
-					fmt.Sprintf("The API server has refused every %s write for more than 40 s (403 Forbidden): %d held, retried one a minute. Grant the gateway's RBAC (node conditions need patch on nodes/status) or fix the admission webhook. %v", kind, held, err),
+					fmt.Sprintf("The API server has refused every %s write for more than 40 s (403 Forbidden): %d held, retried one a minute. Grant the gateway's RBAC (node conditions need patch on nodes/status), keep the admission policy netpulse-gateway-writes in step with the configured condition types, or fix the admission webhook. %v", kind, held, err),
 					time.Now(), writequeue.Event)
 			})
 		}
@@ -560,6 +560,12 @@ func (e *pnhExporter) onWritten(r apply.WriteResult) {
 	case r.Forbidden && !r.Rejected:
 		// Held by the writer (apply/refusals.go), which logs a refusal that lasts.
 		outcome = "forbidden"
+	case r.NotOurs:
+		outcome = "not_ours"
+		if e.firstRejection(r.Key) {
+			e.logger.Info("pod_network_health: an object of this name is another shard's or another pair's; left alone (logged once per object)",
+				zap.String("object", r.Key), zap.String("write_reason", r.Reason), zap.Error(r.Err))
+		}
 	case r.Rejected:
 		outcome = "rejected"
 		if e.firstRejection(r.Key) {

@@ -54,6 +54,9 @@ func desiredOf(w plan.ObjectWrite, now time.Time) *apply.Desired {
 	named := &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}
 	switch {
 	case w.Delete:
+		// The pair's identity: the writer deletes the object of the name only if it is
+		// still this pair's (a same-named pod's object is another pair's).
+		named.Spec = specOf(w.Key)
 		return &apply.Desired{Obj: named, Reason: w.Reason, Delete: true}
 	case w.Restate:
 		silent := w.SilentObserver

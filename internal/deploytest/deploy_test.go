@@ -59,15 +59,19 @@ func TestKubectlApplyVariants(t *testing.T) {
 		}
 	}
 	require.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}}}, authn)
-	can := func(sa, group, resource, subresource, verb string) bool {
+	canIn := func(sa, namespace, group, resource, subresource, verb string) bool {
 		t.Helper()
 		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:               "system:serviceaccount:netpulse:" + sa,
 			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:netpulse", "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "netpulse", Group: group, Resource: resource, Subresource: subresource, Verb: verb},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Group: group, Resource: resource, Subresource: subresource, Verb: verb},
 		}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		return r.Status.Allowed
+	}
+	can := func(sa, group, resource, subresource, verb string) bool {
+		t.Helper()
+		return canIn(sa, "netpulse", group, resource, subresource, verb)
 	}
 	require.True(t, can("netpulse-gateway", "authentication.k8s.io", "tokenreviews", "", "create"))
 	// k8s_token_auth's local verification reads the issuer's keys: granted to the gateway's
@@ -91,6 +95,45 @@ func TestKubectlApplyVariants(t *testing.T) {
 	require.False(t, can("netpulse-gateway", "authorization.k8s.io", "subjectaccessreviews", "", "create"))
 	require.False(t, can("netpulse-agent", "authentication.k8s.io", "tokenreviews", "", "create"), "agents review no tokens")
 	require.False(t, can("netpulse-agent", "", "serviceaccounts", "token", "create"), "agents mint no tokens")
+
+	// The gateway's verbs are what its code calls, no more (issue 40, item 5;
+	// docs/security.md#rbac): the writes it makes are allowed, the ones it never makes are not.
+	for _, r := range []struct {
+		group, resource, sub, verb string
+		ns                         string
+		want                       bool
+	}{
+		{"netpulse.io", "podnetworkhealths", "", "create", "shop", true},
+		{"netpulse.io", "podnetworkhealths", "", "update", "shop", true},
+		{"netpulse.io", "podnetworkhealths", "", "delete", "shop", true},
+		{"netpulse.io", "podnetworkhealths", "", "patch", "shop", false},
+		{"netpulse.io", "podnetworkhealths", "status", "update", "shop", true},
+		{"netpulse.io", "podnetworkhealths", "status", "patch", "shop", false},
+		{"netpulse.io", "zonenetworkhealths", "", "delete", "", true},
+		{"netpulse.io", "zonenetworkhealths", "", "update", "", false},
+		{"netpulse.io", "zonenetworkhealths", "status", "update", "", true},
+		{"", "events", "", "create", "shop", true},
+		{"", "events", "", "patch", "shop", false},
+		{"events.k8s.io", "events", "", "create", "shop", false},
+		{"netpulse.io", "networkchecks", "", "patch", "shop", true},
+		{"netpulse.io", "networkchecks", "", "update", "shop", false},
+		{"netpulse.io", "networkchecks", "status", "patch", "shop", true},
+		{"netpulse.io", "networkchecks", "status", "update", "shop", false},
+		{"", "nodes", "status", "patch", "", true},
+		{"", "nodes", "", "patch", "", false},
+		{"", "pods", "", "patch", "netpulse", true}, // the leader label; the admission policy limits it
+		{"", "pods", "", "patch", "shop", false},
+		{"coordination.k8s.io", "leases", "", "update", "netpulse", true},
+		{"coordination.k8s.io", "leases", "", "delete", "netpulse", false},
+	} {
+		got := canIn("netpulse-gateway", r.ns, r.group, r.resource, r.sub, r.verb)
+		require.Equal(t, r.want, got, "gateway %s %s/%s (%s) in %q", r.verb, r.resource, r.sub, r.group, r.ns)
+	}
+	// ... and the admission policy that limits its patches is installed and bound.
+	_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "netpulse-gateway-writes", metav1.GetOptions{})
+	require.NoError(t, err)
+	_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, "netpulse-gateway-writes", metav1.GetOptions{})
+	require.NoError(t, err)
 
 	// kubectl knows the new kind by its short name and category.
 	require.Contains(t, kubectl("get", "pnh", "-A"), "No resources found")

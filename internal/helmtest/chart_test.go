@@ -226,13 +226,16 @@ func TestTemplateAllFeatures(t *testing.T) {
 // the configuration too.
 func TestTemplateSwitchesOff(t *testing.T) {
 	objs := render(t, map[string]any{
-		"nodeConditions": map[string]any{"enabled": false},
-		"networkPolicy":  map[string]any{"enabled": false},
-		"tls":            map[string]any{"generate": map[string]any{"enabled": false}},
-		"gateway":        map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}},
+		"nodeConditions":         map[string]any{"enabled": false},
+		"networkPolicy":          map[string]any{"enabled": false},
+		"tls":                    map[string]any{"generate": map[string]any{"enabled": false}},
+		"gateway":                map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}},
+		"gatewayAdmissionPolicy": map[string]any{"enabled": false},
 	})
 	n := kinds(objs)
 	require.Zero(t, n["NetworkPolicy"])
+	require.Zero(t, n["ValidatingAdmissionPolicy"])
+	require.Zero(t, n["ValidatingAdmissionPolicyBinding"])
 	require.Zero(t, n["PodDisruptionBudget"])
 	require.Zero(t, n["Secret"])
 	require.Zero(t, n["Namespace"])
@@ -338,6 +341,93 @@ func TestNetworkPolicyAdmitsSidecarsWhenAsked(t *testing.T) {
 	require.Len(t, got, 2)
 	require.Equal(t, sel, got[1].(map[string]any)["namespaceSelector"])
 	require.Equal(t, map[string]any{"netpulse.io/sidecar": "true"}, nested(got[1].(map[string]any), "podSelector", "matchLabels"))
+}
+
+// The gateway's metrics ports (8888 telemetry, 8889 per-pair metrics: every pair's
+// reachability, a map of the cluster's pods) admit only the monitoring selector (issue 40,
+// item 5): by default the pods of the namespace named monitoring; networkPolicy.metrics
+// names another namespace, or a namespaceSelector that replaces it, and a podSelector. The
+// OTLP port stays the agents', the health check port open (kubelet probes).
+func TestNetworkPolicyMetricsOnlyFromMonitoring(t *testing.T) {
+	ingress := func(objs []Object) []map[string]any {
+		var out []map[string]any
+		for _, r := range nested(mustFind(t, objs, "NetworkPolicy", "netpulse-gateway"), "spec", "ingress").([]any) {
+			out = append(out, r.(map[string]any))
+		}
+		return out
+	}
+	ports := func(rule map[string]any) []any {
+		var out []any
+		for _, p := range rule["ports"].([]any) {
+			out = append(out, p.(map[string]any)["port"])
+		}
+		return out
+	}
+	def := ingress(render(t, nil))
+	require.Len(t, def, 3)
+	require.Equal(t, []any{float64(4317)}, ports(def[0]))
+	require.Equal(t, []any{float64(8888), float64(8889)}, ports(def[1]), "the metrics ports have their own rule")
+	require.Equal(t, []any{map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}},
+		"podSelector":       map[string]any{},
+	}}, def[1]["from"], "by default the metrics ports admit the monitoring namespace only")
+	require.Equal(t, []any{float64(13133)}, ports(def[2]))
+	require.NotContains(t, def[2], "from", "the health check stays open")
+	for i, r := range def[:2] {
+		require.NotEmpty(t, r["from"], "ingress rule %d open to every pod", i)
+	}
+
+	// Another namespace by name.
+	got := ingress(render(t, map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"namespace": "observability"}}}))
+	require.Equal(t, map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "observability"}},
+		got[1]["from"].([]any)[0].(map[string]any)["namespaceSelector"])
+	// A namespaceSelector replaces the name (no merge with the default's label) and a
+	// podSelector narrows to the Prometheus pods.
+	nsSel := map[string]any{"matchLabels": map[string]any{"team": "observability"}}
+	podSel := map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "prometheus"}}
+	got = ingress(render(t, map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"namespaceSelector": nsSel, "podSelector": podSel}}}))
+	require.Equal(t, []any{map[string]any{"namespaceSelector": nsSel, "podSelector": podSel}}, got[1]["from"])
+	// No name and no selector: every namespace (the old behaviour, asked for).
+	got = ingress(render(t, map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"namespace": ""}}}))
+	require.Equal(t, []any{map[string]any{"namespaceSelector": map[string]any{}, "podSelector": map[string]any{}}}, got[1]["from"])
+}
+
+// gatewayAdmissionPolicy renders the ValidatingAdmissionPolicy and its binding by default
+// (their effect on the API server: integrationtest.TestGatewayAdmissionPolicy), naming the
+// gateway's ServiceAccount in the release namespace, netpulse's condition types from the
+// merged gateway configuration (the node condition type, the degraded type when set, the
+// readiness gate's type) and the leader label.
+func TestTemplateGatewayAdmissionPolicy(t *testing.T) {
+	policy := func(objs []Object) (user, types, leader string) {
+		t.Helper()
+		p := mustFind(t, objs, "ValidatingAdmissionPolicy", "netpulse-gateway-writes")
+		b := mustFind(t, objs, "ValidatingAdmissionPolicyBinding", "netpulse-gateway-writes")
+		require.Equal(t, "netpulse-gateway-writes", nested(b, "spec", "policyName"))
+		require.Equal(t, []any{"Deny"}, nested(b, "spec", "validationActions"))
+		require.Equal(t, "Fail", nested(p, "spec", "failurePolicy"))
+		user = nested(p, "spec", "matchConditions").([]any)[0].(map[string]any)["expression"].(string)
+		for _, v := range nested(p, "spec", "variables").([]any) {
+			switch v := v.(map[string]any); v["name"] {
+			case "types":
+				types = v["expression"].(string)
+			case "leaderLabel":
+				leader = v["expression"].(string)
+			}
+		}
+		return user, types, leader
+	}
+	def := podnetworkhealthexporter.NewFactory().CreateDefaultConfig().(*podnetworkhealthexporter.Config)
+	user, types, leader := policy(render(t, nil))
+	require.Equal(t, `request.userInfo.username == "system:serviceaccount:netpulse:netpulse-gateway"`, user)
+	require.Equal(t, `["`+def.NodeConditions.Type+`","`+def.ReadinessGate.ConditionType+`"]`, types, "the exporter's default types")
+	require.Equal(t, `"netpulse.io/gateway-leader"`, leader, "the shipped gateway.yaml's leader label")
+
+	user, types, _ = policy(render(t, map[string]any{"gateway": map[string]any{"config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{
+		"node_conditions": map[string]any{"type": "example.com/NetworkProblem", "degraded_type": "example.com/NetworkDegraded"},
+		"readiness_gate":  map[string]any{"condition_type": "example.com/network-ready"},
+	}}}}}, "--namespace", "observability"))
+	require.Equal(t, `request.userInfo.username == "system:serviceaccount:observability:netpulse-gateway"`, user)
+	require.Equal(t, `["example.com/NetworkProblem","example.com/NetworkDegraded","example.com/network-ready"]`, types)
 }
 
 // readinessGate.inject renders the MutatingAdmissionPolicy and its binding (their effect

@@ -166,6 +166,27 @@ the gate pods declare is the condition the exporter writes.
 {{- end }}
 
 {{/*
+netpulse's condition types, as JSON (a CEL list literal): the merged gateway configuration's
+node_conditions.type (the exporter's default netpulse.io/PodNetworkProblem), its
+degraded_type when set, and readiness_gate.condition_type. The gateway admission policy
+lets the gateway change only these in node and pod status.
+*/}}
+{{- define "netpulse.conditionTypes" -}}
+{{- $cfg := include "netpulse.gatewayConfig" . | fromYaml -}}
+{{- $nc := dig "exporters" "pod_network_health" "node_conditions" (dict) $cfg -}}
+{{- $types := list (dig "type" "netpulse.io/PodNetworkProblem" $nc) -}}
+{{- with dig "degraded_type" "" $nc }}{{ $types = append $types . }}{{ end -}}
+{{- $types = append $types (include "netpulse.readinessConditionType" .) -}}
+{{- $types | uniq | toJson -}}
+{{- end }}
+
+{{/* The gateway's leader label (leader_election.leader_label of the merged configuration; "" when unset). */}}
+{{- define "netpulse.leaderLabel" -}}
+{{- $cfg := include "netpulse.gatewayConfig" . | fromYaml -}}
+{{- dig "exporters" "pod_network_health" "leader_election" "leader_label" "" $cfg -}}
+{{- end }}
+
+{{/*
 netpulse.goMemLimit is a collector's GOMEMLIMIT, of .values (.Values.agent or
 .Values.gateway; .key names it): its goMemLimit when set, else from its
 resources.limits.memory (a quantity in Mi or Gi); nothing without a memory limit.

@@ -116,7 +116,8 @@ func (w *Writer) forbidden(key string, p writequeue.Priority, it *writeItem, err
 	w.mu.Unlock()
 	if logNow {
 		w.logger.Warn("pod_network_health: the API refuses these writes (403 Forbidden); holding them and retrying one request a minute until it allows them. "+
-			"Grant the gateway's RBAC (node conditions need patch on nodes/status: deploy/rbac/gateway-node-conditions.yaml) or fix the admission webhook that denies them",
+			"Grant the gateway's RBAC (node conditions need patch on nodes/status: deploy/rbac/gateway-node-conditions.yaml), "+
+			"or keep the admission policy netpulse-gateway-writes in step with the configured condition types and leader label, or fix the admission webhook that denies them",
 			zap.String("kind", kind), zap.Int("held", held), zap.Duration("refused_for", now.Sub(since).Round(time.Second)), zap.Error(err))
 	}
 	if logNow && w.onForbidden != nil {

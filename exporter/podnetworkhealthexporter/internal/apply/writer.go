@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,7 +64,19 @@ type WriteResult struct {
 	// Forbidden: the API answered 403; the write is held and written once its kind is
 	// allowed again (refusals.go).
 	Forbidden bool
+	// NotOurs: the object of that name is not the one this writer decided on (another
+	// shard's, or another pair's: object names omit the target's UID and node), so it was
+	// left alone: not written, not deleted, not retried (ErrNotOurs).
+	NotOurs bool
 }
+
+// ErrNotOurs: the object of the name is another writer's or another pair's (NotOurs).
+var ErrNotOurs = errors.New("the object of this name is not the one this writer decided on; left alone")
+
+// maxDeleteConflicts bounds a delete's retries after its preconditions failed (the object
+// changed between the read and the delete): each retry re-reads it from the API and deletes
+// it only if it is still this writer's and still the pair's; past the bound it is left.
+const maxDeleteConflicts = 3
 
 // writeItem is one pending write: an object's Desired state, or one API request built by
 // the exporter (an Event, a node or pod condition patch).
@@ -575,6 +588,13 @@ func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority,
 	} else if err = w.takeFor(ctx, p); err == nil {
 		err = it.apply(ctx)
 	}
+	if err != nil && it.obj != nil && it.obj.Delete && apierrors.IsConflict(err) {
+		w.mu.Lock()
+		if w.retries.NumRequeues(key) >= maxDeleteConflicts-1 {
+			err = fmt.Errorf("%w: %w", ErrNotOurs, err) // the object keeps changing: leave it
+		}
+		w.mu.Unlock()
+	}
 	if err != nil && ctx.Err() != nil {
 		// The term ended during the write: give it back for the next term, no back-off.
 		w.mu.Lock()
@@ -587,6 +607,18 @@ func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority,
 	}
 	if err != nil && apierrors.IsForbidden(err) {
 		w.forbidden(key, p, it, err)
+		return
+	}
+	if errors.Is(err, ErrNotOurs) {
+		// Another writer's object, or another pair's: left alone. A newer state of the key
+		// is tried when it comes.
+		w.mu.Lock()
+		w.retries.Forget(key)
+		delete(w.stale, key)
+		w.queue.Done(key)
+		w.notifyLocked()
+		w.mu.Unlock()
+		w.done(WriteResult{Key: key, Reason: it.reason, Priority: p, Err: err, NotOurs: true})
 		return
 	}
 	if err != nil && Rejected(err) {
@@ -634,23 +666,20 @@ func (w *Writer) process(ctx context.Context, key string, p writequeue.Priority,
 // Each API request takes a budget token; reads from the informer cache take none.
 func (w *Writer) apply(ctx context.Context, d *Desired) (*v1alpha1.PodNetworkHealthStatus, error) {
 	api := w.client.NetpulseV1alpha1().PodNetworkHealths(d.Obj.Namespace)
-	if d.Delete {
-		if err := w.take(ctx); err != nil {
-			return nil, err
-		}
-		err := api.Delete(ctx, d.Obj.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("delete %s/%s: %w", d.Obj.Namespace, d.Obj.Name, err)
-		}
-		return nil, nil
-	}
 	cur, err := w.lister.PodNetworkHealths(d.Obj.Namespace).Get(d.Obj.Name)
 	w.mu.Lock()
 	stale := w.stale[ObjectKey(d.Obj.Namespace, d.Obj.Name)]
 	w.mu.Unlock()
-	if stale {
-		// A read, not a write: outside the write budget.
+	if stale || (d.Delete && apierrors.IsNotFound(err)) {
+		// A read, not a write: outside the write budget. A delete the cache cannot place
+		// (not yet seen, or another shard's label) reads what the API holds.
 		cur, err = api.Get(ctx, d.Obj.Name, metav1.GetOptions{})
+	}
+	if d.Delete {
+		return nil, w.delete(ctx, d, cur, err)
+	}
+	if err == nil && w.foreign(cur) {
+		return nil, fmt.Errorf("%s/%s labelled %s=%s: %w", d.Obj.Namespace, d.Obj.Name, LabelShard, cur.Labels[LabelShard], ErrNotOurs)
 	}
 	if d.Restate != nil {
 		if apierrors.IsNotFound(err) {
@@ -688,11 +717,15 @@ func (w *Writer) apply(ctx context.Context, d *Desired) (*v1alpha1.PodNetworkHea
 		}
 		created, err := api.Create(ctx, create, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			// The informer has not seen it yet: read it and fall through to the update.
+			// The informer has not seen it yet, or it is another shard's: read it and fall
+			// through to the update.
 			if err := w.take(ctx); err != nil {
 				return nil, err
 			}
 			created, err = api.Get(ctx, d.Obj.Name, metav1.GetOptions{})
+			if err == nil && w.foreign(created) {
+				return nil, fmt.Errorf("%s/%s labelled %s=%s: %w", d.Obj.Namespace, d.Obj.Name, LabelShard, created.Labels[LabelShard], ErrNotOurs)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("create %s/%s: %w", d.Obj.Namespace, d.Obj.Name, err)
@@ -734,6 +767,79 @@ func (w *Writer) apply(ctx context.Context, d *Desired) (*v1alpha1.PodNetworkHea
 	}
 	st := res.Status
 	return &st, nil
+}
+
+// delete deletes the object d names if cur (what the cache or the API holds, or getErr)
+// is this writer's and the pair's, with preconditions on the UID and resourceVersion read:
+// if it changed since (another shard relabelled it for a same-named target, or it was
+// deleted and recreated), the API answers 409 instead of deleting it, and the retry reads
+// it again (maxDeleteConflicts).
+func (w *Writer) delete(ctx context.Context, d *Desired, cur *v1alpha1.PodNetworkHealth, getErr error) error {
+	if apierrors.IsNotFound(getErr) {
+		return nil // gone already
+	}
+	if getErr != nil {
+		return getErr
+	}
+	if !w.owns(cur, d.Obj) {
+		return fmt.Errorf("delete %s/%s: %w", d.Obj.Namespace, d.Obj.Name, ErrNotOurs)
+	}
+	if err := w.take(ctx); err != nil {
+		return err
+	}
+	uid, rv := cur.UID, cur.ResourceVersion
+	err := w.client.NetpulseV1alpha1().PodNetworkHealths(d.Obj.Namespace).Delete(ctx, d.Obj.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		if apierrors.IsConflict(err) {
+			w.mu.Lock()
+			w.stale[ObjectKey(d.Obj.Namespace, d.Obj.Name)] = true
+			w.mu.Unlock()
+		}
+		return fmt.Errorf("delete %s/%s (uid %s, resourceVersion %s): %w", d.Obj.Namespace, d.Obj.Name, uid, rv, err)
+	}
+	return nil
+}
+
+// owns: cur is an object this writer may delete for want: netpulse's, labelled with this
+// writer's labels (its shard), and of the same pair as far as want says (the source pod's
+// UID, the target's kind and, for a pod, its UID).
+func (w *Writer) owns(cur, want *v1alpha1.PodNetworkHealth) bool {
+	if cur.Labels[LabelManagedBy] != LabelManagedByValue || !hasLabels(cur.Labels, w.objectLabels) {
+		return false
+	}
+	ws, cs := want.Spec, cur.Spec
+	if ws.SourcePodRef.UID != "" && ws.SourcePodRef.UID != cs.SourcePodRef.UID {
+		return false
+	}
+	if ws.TargetKind != "" && ws.TargetKind != cs.TargetKind {
+		return false
+	}
+	if ws.TargetPodRef != nil && ws.TargetPodRef.UID != "" && (cs.TargetPodRef == nil || cs.TargetPodRef.UID != ws.TargetPodRef.UID) {
+		return false
+	}
+	return true
+}
+
+// foreign: o is labelled as another live shard's of this writer's shard count (the same
+// "-of-<count>"): that shard writes it, so this one neither relabels, updates nor deletes
+// it. Two shards want one name when a pod is recreated under the same name on another
+// shard's node (names omit the target's UID and node): without this they would relabel it
+// back and forth, a write each per heartbeat. The other shard's pair goes (its target is
+// gone) and deletes it; then this one creates its own. An object of another count (before
+// or after a change of it) or without the label is adopted as before.
+func (w *Writer) foreign(o *v1alpha1.PodNetworkHealth) bool {
+	mine, ok := w.objectLabels[LabelShard]
+	if !ok {
+		return false
+	}
+	theirs, ok := o.Labels[LabelShard]
+	if !ok || theirs == mine {
+		return false
+	}
+	_, mineCount, ok1 := strings.Cut(mine, "-of-")
+	_, theirCount, ok2 := strings.Cut(theirs, "-of-")
+	return ok1 && ok2 && mineCount == theirCount
 }
 
 // hasLabels: have carries every label of want.

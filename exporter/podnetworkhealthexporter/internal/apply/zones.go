@@ -5,6 +5,7 @@ package apply
 
 import (
 	"context"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,10 +66,28 @@ func (w *Writer) ZoneObjects(writes []plan.ZoneWrite) {
 func (w *Writer) applyZone(ctx context.Context, want *v1alpha1.ZoneNetworkHealth, del bool) error {
 	c := w.client.NetpulseV1alpha1().ZoneNetworkHealths()
 	if del {
-		if err := c.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		// Read it from the API (a read, outside the budget) and delete that object only, if
+		// it is the zone pair's: a user's object of the same name, or one changed or
+		// recreated since, is left (409 on the preconditions), not retried.
+		cur, err := c.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		return nil
+		if cur.Spec != want.Spec || cur.Labels[LabelManagedBy] != LabelManagedByValue {
+			return fmt.Errorf("delete zone %s: %w", want.Name, ErrNotOurs)
+		}
+		uid, rv := cur.UID, cur.ResourceVersion
+		err = c.Delete(ctx, want.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case apierrors.IsConflict(err):
+			return fmt.Errorf("delete zone %s: changed since read: %w: %w", want.Name, ErrNotOurs, err)
+		}
+		return err
 	}
 	var cur *v1alpha1.ZoneNetworkHealth
 	if w.zones != nil {

@@ -405,15 +405,23 @@ func (c *Controller) enqueueStatus(sw statusWrite) {
 func (c *Controller) enqueuePrune(key checkKey) {
 	c.mu.Lock()
 	var gone time.Time
+	var uid types.UID
 	if cs, ok := c.book.checks[key]; ok {
-		gone = cs.sourceGoneSince
+		gone, uid = cs.sourceGoneSince, cs.uid
 	}
 	c.mu.Unlock()
+	if uid == "" {
+		return // not in the book (forgotten meanwhile): nothing this controller decided on
+	}
 	c.d.Logger.Info("pod_network_health: pruning a PodNetworkConnectivityCheck whose source pod is gone",
 		zap.String("check", key.String()), zap.Time("source_gone_since", gone))
 	c.d.Enqueue("checkstatus/"+key.String(), writequeue.CheckUpdate, func(ctx context.Context) error {
-		err := c.nc.ControlplaneV1alpha1().PodNetworkConnectivityChecks(key.namespace).Delete(ctx, key.name, metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
+		// Only the check this controller decided to prune (its UID): one recreated under
+		// the same name meanwhile is another check, and the API answers 409 instead of
+		// deleting it. Not retried: the book sees the new check and decides afresh.
+		err := c.nc.ControlplaneV1alpha1().PodNetworkConnectivityChecks(key.namespace).Delete(ctx, key.name,
+			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}
 		return err
