@@ -6,10 +6,13 @@ package integrationtest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter"
@@ -31,12 +34,15 @@ type mesh struct {
 	targets []probetest.Target
 	mu      sync.Mutex
 	down    map[int]bool
-	stop    chan struct{}
+	// lossTo[i]: each echo towards agent i's pod is lost with this probability (a round
+	// that loses all 3 fails; one that loses some is a partial answer).
+	lossTo map[int]float64
+	stop   chan struct{}
 	done    chan struct{}
 }
 
 func newMesh(t *testing.T, ns string, n int) *mesh {
-	m := &mesh{down: map[int]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &mesh{down: map[int]bool{}, lossTo: map[int]float64{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for i := range n {
 		node := fmt.Sprintf("%s-node-%d", ns, i)
 		_, err := admin.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
@@ -55,7 +61,14 @@ func (m *mesh) set(i int, down bool) {
 	m.mu.Unlock()
 }
 
+func (m *mesh) setLoss(i int, p float64) {
+	m.mu.Lock()
+	m.lossTo[i] = p
+	m.mu.Unlock()
+}
+
 func (m *mesh) run(exp exporter.Metrics) {
+	rng := rand.New(rand.NewPCG(1, 2))
 	go func() {
 		defer close(m.done)
 		for {
@@ -74,7 +87,16 @@ func (m *mesh) run(exp exporter.Metrics) {
 						continue
 					}
 					tgts = append(tgts, tg)
-					res = append(res, probetest.Outcome{OK: !m.down[i] && !m.down[j], RTT: 300 * time.Microsecond})
+					o := probetest.Outcome{OK: !m.down[i] && !m.down[j], RTT: 300 * time.Microsecond}
+					if p := m.lossTo[j]; p > 0 && o.OK {
+						for range 3 {
+							if rng.Float64() < p {
+								o.Lost++
+							}
+						}
+						o.OK = o.Lost < 3
+					}
+					res = append(res, o)
 				}
 				m.mu.Unlock()
 				_ = exp.ConsumeMetrics(context.Background(), a.Round(now, tgts, res))
@@ -163,6 +185,75 @@ func TestNodeConditionByQuorumAndCleanup(t *testing.T) {
 	exp2 := startExporter(t, cfg2, "gw-q2", nil)
 	defer func() { require.NoError(t, exp2.Shutdown(ctx)) }()
 	require.Eventually(t, func() bool { return nodeCondition(t, bad, typ) == nil }, 20*time.Second, 200*time.Millisecond, "stale node condition not cleaned up")
+}
+
+// The opt-in gray node condition (node_conditions.degraded_type) on a real API server: one
+// node of five losing 20 % of the echoes towards it is marked PacketLoss (and no other
+// node; the outage condition stays off everywhere: it answers most of its echoes); healed,
+// the condition turns False once the verdict clears and its hold ends.
+func TestGrayNodeCondition(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	const outage, degraded = "netpulse.io/PodNetworkProblem", "netpulse.io/PodNetworkDegraded"
+	m := newMesh(t, "graycond", 5)
+	cfg := testConfig("pnh-graycond")
+	cfg.LeaderElection.Enabled = false
+	cfg.NodeConditions.Enabled = true
+	cfg.NodeConditions.DegradedType = degraded
+	cfg.NodeConditions.MinHold = 3 * time.Second
+	// 2 s slots: the judgement's 1, 2, 4 ... slot scales at the test's 200 ms rounds.
+	cfg.Gray.SlotWidth = 2 * time.Second
+	cfg.Gray.Window = 2 * time.Minute
+	exp := startExporter(t, cfg, "gw-gc", nil)
+	defer func() { require.NoError(t, exp.Shutdown(ctx)) }()
+	const lossy = 4
+	bad := fmt.Sprintf("graycond-node-%d", lossy)
+	m.setLoss(lossy, 0.2)
+	m.run(exp)
+	defer m.close()
+	// New agents' and targets' first 30 s are transients the judgement leaves out.
+	if !assert.Eventually(t, func() bool {
+		c := nodeCondition(t, bad, degraded)
+		return c != nil && c.Status == corev1.ConditionTrue
+	}, 90*time.Second, 250*time.Millisecond) {
+		t.Fatalf("the lossy node is never marked; the objects: %s", grayPairs(t, "graycond"))
+	}
+	c := nodeCondition(t, bad, degraded)
+	t.Logf("gray node condition: %s %s: %s", c.Status, c.Reason, c.Message)
+	require.Equal(t, v1alpha1.ReasonPacketLoss, c.Reason)
+	for i := range lossy {
+		node := fmt.Sprintf("graycond-node-%d", i)
+		c := nodeCondition(t, node, degraded)
+		require.True(t, c == nil || c.Status == corev1.ConditionFalse, "%s marked: %+v", node, c)
+	}
+	for i := range lossy + 1 {
+		node := fmt.Sprintf("graycond-node-%d", i)
+		c := nodeCondition(t, node, outage)
+		require.True(t, c == nil || c.Status == corev1.ConditionFalse, "%s has the outage condition during a gray loss: %+v", node, c)
+	}
+	m.setLoss(lossy, 0)
+	require.Eventually(t, func() bool {
+		c := nodeCondition(t, bad, degraded)
+		return c != nil && c.Status == corev1.ConditionFalse
+	}, 60*time.Second, 250*time.Millisecond, "the healed node's gray condition never turns False")
+	c = nodeCondition(t, bad, degraded)
+	t.Logf("healed: %s %s: %s", c.Status, c.Reason, c.Message)
+}
+
+// grayPairs describes the Degraded conditions of a namespace's objects (a failure's context).
+func grayPairs(t *testing.T, ns string) string {
+	list, err := pnhClient.NetpulseV1alpha1().PodNetworkHealths(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, o := range list.Items {
+		c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
+		if c != nil {
+			fmt.Fprintf(&b, "\n%s: %s %s %q (loss %s)", o.Name, c.Status, c.Reason, c.Message, o.Status.LossRatio)
+		}
+	}
+	return b.String()
 }
 
 // A pod that declares the network-readiness gate gets the condition once it is reached

@@ -35,6 +35,8 @@ type Target struct {
 type Outcome struct {
 	OK  bool
 	RTT time.Duration
+	// Lost: of an OK round's 3 echoes, how many were lost (0 to 2: a partial answer).
+	Lost int
 }
 
 func NewAgent(ns, pod, uid, node, ip string) *Agent {
@@ -43,8 +45,8 @@ func NewAgent(ns, pod, uid, node, ip string) *Agent {
 		sent:  map[string]int64{}, lost: map[string]int64{}, hist: map[string]*structure.Histogram[float64]{}}
 }
 
-// Round renders one probe round at ts: 3 echoes per target, all answered (with rtt) or
-// all lost.
+// Round renders one probe round at ts: 3 echoes per target, all answered (with rtt), all
+// lost, or (Outcome.Lost) answered in part.
 func (a *Agent) Round(ts time.Time, targets []Target, results []Outcome) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
@@ -103,9 +105,12 @@ func (a *Agent) Round(ts time.Time, targets []Target, results []Outcome) pmetric
 		a.sent[t.IP] += 3
 		v, l := int64(1), 0.0
 		if res.OK {
-			for range 3 {
+			partial := min(max(res.Lost, 0), 2)
+			for range 3 - partial {
 				h.Update(res.RTT.Seconds())
 			}
+			a.lost[t.IP] += int64(partial)
+			l = float64(partial) / 3
 		} else {
 			a.lost[t.IP] += 3
 			v, l = 0, 1
