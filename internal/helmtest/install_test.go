@@ -148,6 +148,10 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	require.False(t, can("netpulse-agent", "authentication.k8s.io", "tokenreviews", "", "create"))
 	require.False(t, can("netpulse-agent", "netpulse.io", "podnetworkhealths", "", "create"))
 
+	// API Priority and Fairness: the gateway's writes are classified into netpulse's own
+	// FlowSchema and priority level, its Lease and reads are not.
+	requireGatewayClassified(t, cs, cp.Config, "netpulse")
+
 	// PodNetworkHealth objects as the gateway writes them: in the source (agent) pod's
 	// namespace, owned by that pod. The agent pod is made as the DaemonSet controller would
 	// (kubetest runs none): from the DaemonSet's template, owned by it. And an object owned
@@ -295,6 +299,8 @@ spec:
 	names("ClusterRoleBinding")(cs.RbacV1().ClusterRoleBindings().List(ctx, opts))
 	names("PodDisruptionBudget")(cs.PolicyV1().PodDisruptionBudgets("netpulse").List(ctx, opts))
 	names("NetworkPolicy")(cs.NetworkingV1().NetworkPolicies("netpulse").List(ctx, opts))
+	names("FlowSchema")(cs.FlowcontrolV1().FlowSchemas().List(ctx, opts))
+	names("PriorityLevelConfiguration")(cs.FlowcontrolV1().PriorityLevelConfigurations().List(ctx, opts))
 	require.Empty(t, left, "helm uninstall left objects behind")
 	kubectl("get", "crd", "podnetworkhealths.netpulse.io")
 	require.Contains(t, kubectl("get", "pnh", "-A", "-o", "name"), "podnetworkhealth.netpulse.io/web-1-to-node-a")
