@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -139,15 +140,7 @@ func requireGatewayClassified(t *testing.T, cs kubernetes.Interface, admin *rest
 	user := "system:serviceaccount:" + ns + ":netpulse-gateway"
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 
-	event := func(cs kubernetes.Interface) error {
-		_, err := cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{Name: "netpulse-apf-probe", Namespace: ns},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "netpulse-gateway-0"},
-			Reason:         "ApfProbe", Message: "classification test", Type: corev1.EventTypeNormal,
-			Source: corev1.EventSource{Component: "netpulse-test"},
-		}, dry)
-		return err
-	}
+	event := gatewayEvent(ns)
 	// The API server's flow-control configuration follows the new objects within moments.
 	require.Eventually(t, func() bool {
 		got, _ := classifyAs(t, admin, user, event)
@@ -187,4 +180,34 @@ func requireGatewayClassified(t *testing.T, cs kubernetes.Interface, admin *rest
 		require.NotNil(t, m, "apiserver_flowcontrol_%s of netpulse-gateway", name)
 		require.Equal(t, want, string(m[1]), "apiserver_flowcontrol_%s of netpulse-gateway", name)
 	}
+}
+
+// gatewayEvent creates (dry run) an Event in ns, as the gateway's writer does.
+func gatewayEvent(ns string) func(kubernetes.Interface) error {
+	return func(cs kubernetes.Interface) error {
+		_, err := cs.CoreV1().Events(ns).Create(context.Background(), &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: "netpulse-apf-probe", Namespace: ns},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "netpulse-gateway-0"},
+			Reason:         "ApfProbe", Message: "classification test", Type: corev1.EventTypeNormal,
+			Source: corev1.EventSource{Component: "netpulse-test"},
+		}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	}
+}
+
+// requireGatewayUnclassified: with apiPriorityAndFairness off the chart's objects are gone
+// and the gateway's writes fall back to the suggested service-accounts FlowSchema.
+func requireGatewayUnclassified(t *testing.T, cs kubernetes.Interface, admin *rest.Config, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := cs.FlowcontrolV1().FlowSchemas().Get(ctx, "netpulse-gateway", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "FlowSchema netpulse-gateway left: %v", err)
+	_, err = cs.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, "netpulse-gateway", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "PriorityLevelConfiguration netpulse-gateway left: %v", err)
+	saFS, err := cs.FlowcontrolV1().FlowSchemas().Get(ctx, "service-accounts", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, _ := classifyAs(t, admin, "system:serviceaccount:"+ns+":netpulse-gateway", gatewayEvent(ns))
+		return got == string(saFS.UID)
+	}, 30*time.Second, 200*time.Millisecond, "the gateway's Event create not back under service-accounts")
 }
