@@ -134,6 +134,13 @@ func TestKubectlApplyVariants(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, "netpulse-gateway-writes", metav1.GetOptions{})
 	require.NoError(t, err)
+	// ... and so is its API Priority and Fairness level (the classification itself:
+	// internal/helmtest, TestInstallUpgradeUninstall).
+	fs, err := cs.FlowcontrolV1().FlowSchemas().Get(ctx, "netpulse-gateway", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "netpulse-gateway", fs.Spec.PriorityLevelConfiguration.Name)
+	_, err = cs.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, "netpulse-gateway", metav1.GetOptions{})
+	require.NoError(t, err)
 
 	// kubectl knows the new kind by its short name and category.
 	require.Contains(t, kubectl("get", "pnh", "-A"), "No resources found")

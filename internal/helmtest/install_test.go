@@ -33,7 +33,10 @@ import (
 // optional feature on); `helm install`, `helm upgrade` with changed values and
 // `helm uninstall` leave the expected objects: uninstall deletes neither the CRD nor a
 // PodNetworkHealth object (those owned by agent pods go with the pods, by garbage
-// collection). No scheduler or kubelet runs: pods stay Pending, nothing waits for them.
+// collection). The API server classifies the gateway ServiceAccount's writes into the
+// chart's API Priority and Fairness FlowSchema and level (by the UIDs in its response
+// headers), and back into service-accounts with them switched off. No scheduler or kubelet
+// runs: pods stay Pending, nothing waits for them.
 func TestInstallUpgradeUninstall(t *testing.T) {
 	_, chart := helm(t)
 	// With the controller manager: the DaemonSet controller makes an agent pod for a node,
@@ -148,6 +151,10 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	require.False(t, can("netpulse-agent", "authentication.k8s.io", "tokenreviews", "", "create"))
 	require.False(t, can("netpulse-agent", "netpulse.io", "podnetworkhealths", "", "create"))
 
+	// API Priority and Fairness: the gateway's writes are classified into netpulse's own
+	// FlowSchema and priority level, its Lease and reads are not.
+	requireGatewayClassified(t, cs, cp.Config, "netpulse")
+
 	// PodNetworkHealth objects as the gateway writes them: in the source (agent) pod's
 	// namespace, owned by that pod. The agent pod is made as the DaemonSet controller would
 	// (kubetest runs none): from the DaemonSet's template, owned by it. And an object owned
@@ -212,8 +219,11 @@ spec:
 	require.Contains(t, out, "/probe/k")
 	require.Contains(t, helmOK("status", "netpulse", "-n", "netpulse"), "REVISION: 2")
 
-	// Switching a writer off takes its RBAC away.
-	helmOK("upgrade", "netpulse", chart, "-n", "netpulse", "--reuse-values", "--set", "nodeConditions.enabled=false")
+	// Switching a writer off takes its RBAC away; switching API Priority and Fairness off
+	// puts the gateway's writes back under service-accounts.
+	helmOK("upgrade", "netpulse", chart, "-n", "netpulse", "--reuse-values", "--set", "nodeConditions.enabled=false",
+		"--set", "apiPriorityAndFairness.enabled=false")
+	requireGatewayUnclassified(t, cs, cp.Config, "netpulse")
 	_, err = cs.RbacV1().ClusterRoles().Get(ctx, "netpulse-gateway-node-conditions", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "node-conditions ClusterRole left after switching it off: %v", err)
 	require.False(t, can("netpulse-gateway", "", "nodes", "status", "patch"))
@@ -221,7 +231,10 @@ spec:
 	// Sharding the gateway: the Deployment is replaced by one per shard, each with its
 	// leader Service; the generated certificate, which covered netpulse-gateway only, is
 	// remade for every shard's Service; the shards' Leases may be written.
-	helmOK("upgrade", "netpulse", chart, "-n", "netpulse", "--reuse-values", "--set", "gateway.shards=2")
+	helmOK("upgrade", "netpulse", chart, "-n", "netpulse", "--reuse-values", "--set", "gateway.shards=2",
+		"--set", "apiPriorityAndFairness.enabled=true")
+	// Every shard's writes in the one level again (the same ServiceAccount).
+	requireGatewayClassified(t, cs, cp.Config, "netpulse")
 	_, err = cs.AppsV1().Deployments("netpulse").Get(ctx, "netpulse-gateway", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the unsharded Deployment left: %v", err)
 	for i := range 2 {
@@ -295,6 +308,8 @@ spec:
 	names("ClusterRoleBinding")(cs.RbacV1().ClusterRoleBindings().List(ctx, opts))
 	names("PodDisruptionBudget")(cs.PolicyV1().PodDisruptionBudgets("netpulse").List(ctx, opts))
 	names("NetworkPolicy")(cs.NetworkingV1().NetworkPolicies("netpulse").List(ctx, opts))
+	names("FlowSchema")(cs.FlowcontrolV1().FlowSchemas().List(ctx, opts))
+	names("PriorityLevelConfiguration")(cs.FlowcontrolV1().PriorityLevelConfigurations().List(ctx, opts))
 	require.Empty(t, left, "helm uninstall left objects behind")
 	kubectl("get", "crd", "podnetworkhealths.netpulse.io")
 	require.Contains(t, kubectl("get", "pnh", "-A", "-o", "name"), "podnetworkhealth.netpulse.io/web-1-to-node-a")
