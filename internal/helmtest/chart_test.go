@@ -419,7 +419,9 @@ func TestTemplateGatewayAdmissionPolicy(t *testing.T) {
 	def := podnetworkhealthexporter.NewFactory().CreateDefaultConfig().(*podnetworkhealthexporter.Config)
 	user, types, leader := policy(render(t, nil))
 	require.Equal(t, `request.userInfo.username == "system:serviceaccount:netpulse:netpulse-gateway"`, user)
-	require.Equal(t, `["`+def.NodeConditions.Type+`","`+def.ReadinessGate.ConditionType+`"]`, types, "the exporter's default types")
+	// The gray condition's documented name is always allowed (turned on in gateway.config
+	// it needs no policy change; docs/gray.md).
+	require.Equal(t, `["`+def.NodeConditions.Type+`","netpulse.io/PodNetworkDegraded","`+def.ReadinessGate.ConditionType+`"]`, types, "the exporter's default types")
 	require.Equal(t, `"netpulse.io/gateway-leader"`, leader, "the shipped gateway.yaml's leader label")
 
 	user, types, _ = policy(render(t, map[string]any{"gateway": map[string]any{"config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{
@@ -427,7 +429,7 @@ func TestTemplateGatewayAdmissionPolicy(t *testing.T) {
 		"readiness_gate":  map[string]any{"condition_type": "example.com/network-ready"},
 	}}}}}, "--namespace", "observability"))
 	require.Equal(t, `request.userInfo.username == "system:serviceaccount:observability:netpulse-gateway"`, user)
-	require.Equal(t, `["example.com/NetworkProblem","example.com/NetworkDegraded","example.com/network-ready"]`, types)
+	require.Equal(t, `["example.com/NetworkProblem","netpulse.io/PodNetworkDegraded","example.com/NetworkDegraded","example.com/network-ready"]`, types)
 }
 
 // readinessGate.inject renders the MutatingAdmissionPolicy and its binding (their effect

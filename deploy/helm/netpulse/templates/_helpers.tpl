@@ -175,6 +175,9 @@ lets the gateway change only these in node and pod status.
 {{- $cfg := include "netpulse.gatewayConfig" . | fromYaml -}}
 {{- $nc := dig "exporters" "pod_network_health" "node_conditions" (dict) $cfg -}}
 {{- $types := list (dig "type" "netpulse.io/PodNetworkProblem" $nc) -}}
+{{- /* The gray condition's documented name always (it can be turned on in gateway.config
+without touching this), and the configured one when it is another. */ -}}
+{{- $types = append $types "netpulse.io/PodNetworkDegraded" -}}
 {{- with dig "degraded_type" "" $nc }}{{ $types = append $types . }}{{ end -}}
 {{- $types = append $types (include "netpulse.readinessConditionType" .) -}}
 {{- $types | uniq | toJson -}}
