@@ -91,10 +91,21 @@ $(REALNODE_CNI) &: tools/node/go.mod tools/node/go.sum
 	@touch $(REALNODE_CNI)
 
 # kube-network-policies (sigs.k8s.io/kube-network-policies, pinned in tools/netpol/go.mod)
-# as a host process with a kubeconfig, like kube-proxy (tools/netpol/main.go).
-$(REALNODE_NETPOL): tools/netpol/go.mod tools/netpol/go.sum tools/netpol/main.go
+# as a host process with a kubeconfig, like kube-proxy (tools/netpol/main.go). This kernel
+# has no nft_queue, so the engine is built from a copy of its module with one change: its
+# queue rules use the xtables NFQUEUE target through nft_compat (tools/netpol/nfqueue-compat.patch,
+# plus tools/netpol/networkpolicy/nfqueue_compat.go), by a replace in a copy of the go.mod.
+NETPOL_BUILD := $(BIN)/netpol-build
+$(REALNODE_NETPOL): tools/netpol/go.mod tools/netpol/go.sum tools/netpol/main.go tools/netpol/nfqueue-compat.patch tools/netpol/networkpolicy/nfqueue_compat.go
 	@mkdir -p $(REALNODE_BIN)
-	cd tools/netpol && CGO_ENABLED=0 $(GO) build -trimpath -o $(REALNODE_NETPOL) .
+	rm -rf $(NETPOL_BUILD) && mkdir -p $(NETPOL_BUILD)
+	cd tools/netpol && cp -r $$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kube-network-policies) $(NETPOL_BUILD)/kube-network-policies && \
+	  chmod -R u+w $(NETPOL_BUILD)/kube-network-policies && \
+	  patch --quiet -d $(NETPOL_BUILD)/kube-network-policies -p1 < nfqueue-compat.patch && \
+	  cp networkpolicy/nfqueue_compat.go $(NETPOL_BUILD)/kube-network-policies/pkg/networkpolicy/ && \
+	  cp go.mod go.sum $(NETPOL_BUILD)/ && \
+	  $(GO) mod edit -modfile=$(NETPOL_BUILD)/go.mod -replace sigs.k8s.io/kube-network-policies=$(NETPOL_BUILD)/kube-network-policies && \
+	  CGO_ENABLED=0 $(GO) build -modfile=$(NETPOL_BUILD)/go.mod -trimpath -o $(REALNODE_NETPOL) .
 
 $(REALNODE_BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
 	@mkdir -p $(REALNODE_BIN)

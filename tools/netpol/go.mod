@@ -8,6 +8,7 @@ module github.com/netpulse/netpulse/tools/netpol
 go 1.26.0
 
 require (
+	github.com/google/nftables v0.3.0
 	github.com/prometheus/client_golang v1.21.1
 	k8s.io/apimachinery v0.32.3
 	k8s.io/client-go v0.32.3
@@ -35,7 +36,6 @@ require (
 	github.com/google/gnostic-models v0.6.9 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/gofuzz v1.2.0 // indirect
-	github.com/google/nftables v0.3.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
