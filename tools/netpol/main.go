@@ -7,7 +7,10 @@
 // the library's own controller as upstream's cmd/main.go starts it, with two differences:
 // the API server comes from a kubeconfig (upstream's main reads the in-cluster service
 // account; the nodes here run their components as host processes, like kube-proxy), and
-// NRI stays disconnected.
+// NRI stays disconnected. The Makefile builds it with one change to the library, for this
+// machine's kernel: its queue rules use the xtables NFQUEUE target through nft_compat
+// (nfqueue-compat.patch, networkpolicy/nfqueue_compat.go); a plain `go build` here gives
+// upstream's nft_queue rules.
 //
 // NRI: upstream reads a new pod's address from containerd's NRI socket before the API
 // server has it (issues.k8s.io/85966). The nodes' containerds run without NRI (its socket
