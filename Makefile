@@ -95,7 +95,8 @@ $(REALNODE_CNI) &: tools/node/go.mod tools/node/go.sum
 # has no nft_queue, so the engine is built from a copy of its module with one change: its
 # queue rules use the xtables NFQUEUE target through nft_compat (tools/netpol/nfqueue-compat.patch,
 # plus tools/netpol/networkpolicy/nfqueue_compat.go), by a replace in a copy of the go.mod.
-NETPOL_BUILD := $(BIN)/netpol-build
+# "_": go list ./... of the main module never enters it.
+NETPOL_BUILD := $(BIN)/_netpol-build
 $(REALNODE_NETPOL): tools/netpol/go.mod tools/netpol/go.sum tools/netpol/main.go tools/netpol/nfqueue-compat.patch tools/netpol/networkpolicy/nfqueue_compat.go
 	@mkdir -p $(REALNODE_BIN)
 	rm -rf $(NETPOL_BUILD) && mkdir -p $(NETPOL_BUILD)
