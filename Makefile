@@ -57,12 +57,14 @@ $(KUBE_BINS) &: tools/kube/go.mod tools/kube/go.sum
 # from pinned sources, nothing downloaded as a binary: kubelet, kube-proxy and
 # kube-scheduler (tools/kube, Kubernetes v1.36.3), containerd v2 with its runc shim and ctr,
 # the CNI plugins (tools/node), CoreDNS with the DNS addon's plugins (tools/coredns), and
-# Kubernetes' own pause.c compiled static. The pause and CoreDNS images are assembled by
-# tools/image. runc is Debian's (make deps).
+# Kubernetes' own pause.c compiled static, and SIG Network's kube-network-policies
+# (tools/netpol), the NetworkPolicy engine the real-node suite runs on every node. The
+# pause and CoreDNS images are assembled by tools/image. runc is Debian's (make deps).
 REALNODE_BIN   := $(BIN)/realnode
 REALNODE_KUBE  := $(REALNODE_BIN)/kubelet $(REALNODE_BIN)/kube-proxy $(REALNODE_BIN)/kube-scheduler
 REALNODE_CTRD  := $(REALNODE_BIN)/containerd $(REALNODE_BIN)/containerd-shim-runc-v2 $(REALNODE_BIN)/ctr
 REALNODE_CNI   := $(addprefix $(REALNODE_BIN)/cni/,bridge host-local loopback portmap)
+REALNODE_NETPOL := $(REALNODE_BIN)/kube-network-policies
 REALNODE_IMAGES := $(REALNODE_BIN)/images/pause.tar $(REALNODE_BIN)/images/coredns.tar
 REALNODE_ARCH  := $(shell $(GO) env GOARCH)
 # The netpulse image for this machine's platform only, as the nodes import it (make image
@@ -70,7 +72,7 @@ REALNODE_ARCH  := $(shell $(GO) env GOARCH)
 REALNODE_NETPULSE_IMAGE := $(REALNODE_BIN)/images/otelcol-netpulse.tar
 
 .PHONY: node-bins
-node-bins: $(REALNODE_KUBE) $(REALNODE_CTRD) $(REALNODE_CNI) $(REALNODE_IMAGES) ## build what real nodes run (kubelet, kube-proxy, kube-scheduler, containerd, CNI plugins, CoreDNS, pause) into bin/realnode
+node-bins: $(REALNODE_KUBE) $(REALNODE_CTRD) $(REALNODE_CNI) $(REALNODE_NETPOL) $(REALNODE_IMAGES) ## build what real nodes run (kubelet, kube-proxy, kube-scheduler, containerd, CNI plugins, kube-network-policies, CoreDNS, pause) into bin/realnode
 
 $(REALNODE_KUBE) &: tools/kube/go.mod tools/kube/go.sum
 	@mkdir -p $(REALNODE_BIN)
@@ -87,6 +89,24 @@ $(REALNODE_CNI) &: tools/node/go.mod tools/node/go.sum
 	@mkdir -p $(REALNODE_BIN)/cni
 	cd tools/node && CGO_ENABLED=0 $(GO) build -trimpath -o $(REALNODE_BIN)/cni/ github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/main/loopback github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/meta/portmap
 	@touch $(REALNODE_CNI)
+
+# kube-network-policies (sigs.k8s.io/kube-network-policies, pinned in tools/netpol/go.mod)
+# as a host process with a kubeconfig, like kube-proxy (tools/netpol/main.go). This kernel
+# has no nft_queue, so the engine is built from a copy of its module with one change: its
+# queue rules use the xtables NFQUEUE target through nft_compat (tools/netpol/nfqueue-compat.patch,
+# plus tools/netpol/networkpolicy/nfqueue_compat.go), by a replace in a copy of the go.mod.
+# "_": go list ./... of the main module never enters it.
+NETPOL_BUILD := $(BIN)/_netpol-build
+$(REALNODE_NETPOL): tools/netpol/go.mod tools/netpol/go.sum tools/netpol/main.go tools/netpol/nfqueue-compat.patch tools/netpol/networkpolicy/nfqueue_compat.go
+	@mkdir -p $(REALNODE_BIN)
+	rm -rf $(NETPOL_BUILD) && mkdir -p $(NETPOL_BUILD)
+	cd tools/netpol && cp -r $$($(GO) list -m -f '{{.Dir}}' sigs.k8s.io/kube-network-policies) $(NETPOL_BUILD)/kube-network-policies && \
+	  chmod -R u+w $(NETPOL_BUILD)/kube-network-policies && \
+	  patch --quiet -d $(NETPOL_BUILD)/kube-network-policies -p1 < nfqueue-compat.patch && \
+	  cp networkpolicy/nfqueue_compat.go $(NETPOL_BUILD)/kube-network-policies/pkg/networkpolicy/ && \
+	  cp go.mod go.sum $(NETPOL_BUILD)/ && \
+	  $(GO) mod edit -modfile=$(NETPOL_BUILD)/go.mod -replace sigs.k8s.io/kube-network-policies=$(NETPOL_BUILD)/kube-network-policies && \
+	  CGO_ENABLED=0 $(GO) build -modfile=$(NETPOL_BUILD)/go.mod -trimpath -o $(REALNODE_NETPOL) .
 
 $(REALNODE_BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go
 	@mkdir -p $(REALNODE_BIN)

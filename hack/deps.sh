@@ -7,9 +7,10 @@
 # which runs the image's entrypoint on a read-only root (tools/image); chromium (headless)
 # opens the netpulse_view page like a user would (internal/viewtest, make demo's screenshot);
 # runc is the OCI runtime under the real nodes' containerd (internal/realcluster), gcc
-# compiles Kubernetes' pause.c for their sandbox image.
+# compiles Kubernetes' pause.c for their sandbox image, patch adapts kube-network-policies
+# (their NetworkPolicy engine) to this kernel (Makefile, tools/netpol).
 set -euo pipefail
-pkgs=(etcd-server iproute2 nftables iputils-ping prometheus util-linux mount chromium runc gcc libc6-dev)
+pkgs=(etcd-server iproute2 nftables iputils-ping prometheus util-linux mount chromium runc gcc libc6-dev patch)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0

@@ -82,8 +82,10 @@ func TestRealNodes(t *testing.T) {
 	require.NoError(t, err)
 
 	start := time.Now()
+	// Every step runs with a NetworkPolicy engine on the nodes (kube-network-policies), so
+	// the chart's NetworkPolicy is enforced from the install on, as on a cluster with one.
 	cl, err := realcluster.Start(ctx, realcluster.Options{Nodes: 3, Zones: 2, Images: []string{image}, Logf: t.Logf,
-		KeepDir: os.Getenv(EnvKeep) == "1"})
+		KeepDir: os.Getenv(EnvKeep) == "1", NetworkPolicy: true})
 	require.NoError(t, err)
 	s := &suite{cl: cl, helm: helm, chart: chart}
 	s.figure("cluster of %d real nodes up (control plane, nodes Ready, cluster DNS Ready): %.0f s", len(cl.Nodes), time.Since(start).Seconds())
@@ -113,6 +115,9 @@ func TestRealNodes(t *testing.T) {
 	}{
 		{"Install", s.install},
 		{"Reachable", s.reachable},
+		// While the first rounds' pairs are fresh: the policy's refusals and admissions,
+		// then without it, then restored (#40 item 8).
+		{"NetworkPolicy", s.networkPolicy},
 		{"PartitionAndHeal", s.partitionAndHeal},
 		// After 2-3 minutes of steady state and one fault, before anything restarts.
 		{"Footprint", s.footprint},

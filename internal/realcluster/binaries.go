@@ -27,16 +27,19 @@ const (
 
 // Binaries are the node programs and image archives.
 type Binaries struct {
-	Dir            string
-	Kubelet        string
-	KubeProxy      string
-	KubeScheduler  string
-	Containerd     string
-	Shim           string // containerd-shim-runc-v2
-	Ctr            string
-	CNIDir         string // bridge, host-local, loopback, portmap
-	PauseArchive   string
-	CoreDNSArchive string
+	Dir           string
+	Kubelet       string
+	KubeProxy     string
+	KubeScheduler string
+	Containerd    string
+	Shim          string // containerd-shim-runc-v2
+	Ctr           string
+	CNIDir        string // bridge, host-local, loopback, portmap
+	// KubeNetworkPolicies is SIG Network's NetworkPolicy engine (tools/netpol), needed only
+	// with Options.NetworkPolicy.
+	KubeNetworkPolicies string
+	PauseArchive        string
+	CoreDNSArchive      string
 	// From the host (Debian packages).
 	Runc, Nft, Nsenter string
 }
@@ -53,16 +56,17 @@ func FindBinaries() (Binaries, error) {
 		dir = filepath.Join(root, "bin", "realnode")
 	}
 	b := Binaries{
-		Dir:            dir,
-		Kubelet:        filepath.Join(dir, "kubelet"),
-		KubeProxy:      filepath.Join(dir, "kube-proxy"),
-		KubeScheduler:  filepath.Join(dir, "kube-scheduler"),
-		Containerd:     filepath.Join(dir, "containerd"),
-		Shim:           filepath.Join(dir, "containerd-shim-runc-v2"),
-		Ctr:            filepath.Join(dir, "ctr"),
-		CNIDir:         filepath.Join(dir, "cni"),
-		PauseArchive:   filepath.Join(dir, "images", "pause.tar"),
-		CoreDNSArchive: filepath.Join(dir, "images", "coredns.tar"),
+		Dir:                 dir,
+		Kubelet:             filepath.Join(dir, "kubelet"),
+		KubeProxy:           filepath.Join(dir, "kube-proxy"),
+		KubeScheduler:       filepath.Join(dir, "kube-scheduler"),
+		Containerd:          filepath.Join(dir, "containerd"),
+		Shim:                filepath.Join(dir, "containerd-shim-runc-v2"),
+		Ctr:                 filepath.Join(dir, "ctr"),
+		CNIDir:              filepath.Join(dir, "cni"),
+		KubeNetworkPolicies: filepath.Join(dir, "kube-network-policies"),
+		PauseArchive:        filepath.Join(dir, "images", "pause.tar"),
+		CoreDNSArchive:      filepath.Join(dir, "images", "coredns.tar"),
 	}
 	var missing []string
 	for _, p := range []string{b.Kubelet, b.KubeProxy, b.KubeScheduler, b.Containerd, b.Shim, b.Ctr,

@@ -47,6 +47,13 @@ type Options struct {
 	LockTimeout time.Duration
 	// StartTimeout bounds the whole start (default 5 min).
 	StartTimeout time.Duration
+	// NetworkPolicy runs a NetworkPolicy engine on every node: SIG Network's
+	// kube-network-policies (bin/realnode/kube-network-policies, tools/netpol), started in
+	// the node's network namespace after its kube-proxy, with its own identity
+	// (system:kube-network-policies: list and watch pods, namespaces, networkpolicies and
+	// nodes). Without it, as the bridge CNI alone, NetworkPolicies are admitted and
+	// enforced by nothing.
+	NetworkPolicy bool
 	// KeepDir keeps the run directory (logs) after Stop.
 	KeepDir bool
 	// Logf receives progress lines (default: discarded).
@@ -107,6 +114,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	bins, err := FindBinaries()
 	if err != nil {
 		return nil, err
+	}
+	if opts.NetworkPolicy {
+		if _, err := os.Stat(bins.KubeNetworkPolicies); err != nil {
+			return nil, fmt.Errorf("realcluster: missing %s (run `make node-bins`, or set %s)", bins.KubeNetworkPolicies, EnvBinDir)
+		}
 	}
 	lock, err := simcluster.LockHost(ctx, opts.LockTimeout, opts.Logf)
 	if err != nil {
@@ -222,7 +234,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = errors.Join(startErrs...); err != nil {
 		return c, err
 	}
-	if err = c.startKubelets(ctx, proxyKubeconfig); err != nil {
+	netpolKubeconfig := ""
+	if opts.NetworkPolicy {
+		if netpolKubeconfig, err = c.networkPolicyIdentity(ctx); err != nil {
+			return c, err
+		}
+	}
+	if err = c.startKubelets(ctx, proxyKubeconfig, netpolKubeconfig); err != nil {
 		return c, err
 	}
 	cs, err := c.Clientset()
@@ -261,8 +279,9 @@ const devicePluginSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
 
 // startKubelets starts the nodes' kubelets one at a time, each once the previous one has
 // bound the device-plugin socket, and each node's kube-proxy after its kubelet (kube-proxy
-// reads the node's addresses from the Node object the kubelet registers).
-func (c *Cluster) startKubelets(ctx context.Context, proxyKubeconfig string) error {
+// reads the node's addresses from the Node object the kubelet registers), then its
+// NetworkPolicy engine when netpolKubeconfig is set.
+func (c *Cluster) startKubelets(ctx context.Context, proxyKubeconfig, netpolKubeconfig string) error {
 	for _, n := range c.Nodes {
 		before := time.Now()
 		if err := c.startKubelet(ctx, n); err != nil {
@@ -283,6 +302,14 @@ func (c *Cluster) startKubelets(ctx context.Context, proxyKubeconfig string) err
 		if err := c.startKubeProxy(ctx, n, proxyKubeconfig); err != nil {
 			return err
 		}
+		if netpolKubeconfig != "" {
+			if err := c.startNetworkPolicy(n, netpolKubeconfig); err != nil {
+				return err
+			}
+		}
+	}
+	if netpolKubeconfig != "" {
+		return c.waitNetworkPolicy(ctx)
 	}
 	return nil
 }
@@ -387,7 +414,7 @@ func (c *Cluster) Stop() error {
 		defer cancel()
 		var errs []error
 		for _, n := range c.Nodes {
-			for _, name := range []string{"kube-proxy", "kubelet"} {
+			for _, name := range []string{NetworkPolicyEngine, "kube-proxy", "kubelet"} {
 				errs = append(errs, n.process(name).Stop(5*time.Second))
 			}
 		}

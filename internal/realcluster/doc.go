@@ -9,9 +9,11 @@
 // containerd (with Debian's runc), a real kubelet and a real kube-proxy (nftables mode).
 // Pods get their addresses from the CNI bridge and host-local plugins (IPv4 and IPv6) and
 // reach other nodes' pods through routes between the nodes; cluster DNS is CoreDNS, run as
-// the Kubernetes DNS addon runs it (a Deployment behind the kube-dns Service). Everything is
-// built here from source (Makefile target node-bins: tools/kube, tools/node, tools/coredns,
-// Kubernetes' pause.c) and images are imported into each node's containerd: no registry.
+// the Kubernetes DNS addon runs it (a Deployment behind the kube-dns Service). With
+// Options.NetworkPolicy each node also runs SIG Network's kube-network-policies, which
+// enforces NetworkPolicies (the bridge plugin does not). Everything is built here from source
+// (Makefile target node-bins: tools/kube, tools/node, tools/coredns, tools/netpol, Kubernetes'
+// pause.c) and images are imported into each node's containerd: no registry.
 //
 // What differs from a machine per node, and why it does not matter to what is tested:
 // the nodes share one kernel (one conntrack table limit, one set of kernel sysctls, which

@@ -66,7 +66,7 @@ type Node struct {
 
 	hostVeth string
 	mu       sync.Mutex
-	procs    map[string]*childproc.Process // containerd, kubelet, kube-proxy
+	procs    map[string]*childproc.Process // containerd, kubelet, kube-proxy, kube-network-policies
 }
 
 // ContainerdSocket is the node's CRI endpoint.
@@ -75,7 +75,10 @@ func (n *Node) ContainerdSocket() string { return filepath.Join(n.Dir, "containe
 // Logs returns the tail of each of the node's components' logs.
 func (n *Node) Logs(lines int) string {
 	var b strings.Builder
-	for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
+	for _, name := range []string{"containerd", "kubelet", "kube-proxy", NetworkPolicyEngine} {
+		if name == NetworkPolicyEngine && n.process(name) == nil {
+			continue
+		}
 		fmt.Fprintf(&b, "--- %s %s ---\n%s\n", n.Name, name, childproc.TailFile(filepath.Join(n.Dir, name+".log"), lines))
 	}
 	return b.String()
@@ -93,7 +96,7 @@ func (n *Node) exited() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var out []string
-	for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
+	for _, name := range []string{"containerd", "kubelet", "kube-proxy", NetworkPolicyEngine} {
 		if p := n.procs[name]; p != nil && p.Exited() {
 			out = append(out, fmt.Sprintf("%s on %s exited (%v); log tail:\n%s", name, n.Name, p.Err(), p.LogTail(30)))
 		}
