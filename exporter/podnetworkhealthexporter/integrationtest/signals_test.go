@@ -38,7 +38,7 @@ type mesh struct {
 	// that loses all 3 fails; one that loses some is a partial answer).
 	lossTo map[int]float64
 	stop   chan struct{}
-	done    chan struct{}
+	done   chan struct{}
 }
 
 func newMesh(t *testing.T, ns string, n int) *mesh {
