@@ -172,15 +172,21 @@ func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
 	return out
 }
 
-// localiseZones judges the zone pairs and returns the edges that no cut zone pair
-// explains (caller holds mu). Its evidence is the votes of each reporting observer's
-// newest round, failures included whatever the target's verdict: a zone cut fails a third
-// of a target's observers in a three-zone cluster, which never makes the target
-// Unreachable and so never shows in the quorum's edges. The newest round only, so that
-// the judgement sees a cut in the same round as the node quorum (older successes would
-// dilute it for several rounds, while the quorum marks nodes at once); plan.ZoneObjects
-// confirms a cut over time before it writes it. At most targetVotes votes per target:
-// O(N) edges.
+// localiseZones judges the zone pairs and returns the edges that no zone pair explains
+// (caller holds mu): those of a cut zone pair, and the failures towards a node that only
+// one other zone sees (unlocalised below).
+//
+// The zone judgement's evidence is, for each reporting observer and each target zone, the
+// votes of its newest round that probed the zone among its last zoneRounds rounds,
+// failures included whatever the target's verdict: a zone cut fails a third of a target's
+// observers in a three-zone cluster, which never makes the target Unreachable and so
+// never shows in the quorum's edges. Newest rounds, so that the judgement sees a cut
+// within a round or two of the node quorum (older successes would dilute it for longer);
+// per target zone, because a sampled round holds K+M targets: in a small cluster some
+// rounds of the rotation send only one or two of a zone's observers to another zone, and
+// the newest round alone flickered between cut and not localised (found end to end: a
+// 16-node, 3-zone cut never held for plan.ZoneObjects' confirmation, and a node was marked
+// in a round where it did not hold). At most targetVotes votes per target: O(N) edges.
 //
 // A node's zone is the one the gateway's index gave its pods as targets (destination
 // cloud.availability_zone, from the Node's label, never from a sender): a node that is no
@@ -192,6 +198,48 @@ func (e *Engine) localiseZones(now time.Time, maxAge time.Duration, edges []quor
 			zoneOf[t.target.Node] = t.target.Zone
 		}
 	}
+	zr := zones.Evaluate(e.zoneEdges(now, maxAge, zoneOf), cfg)
+	if len(zr.CutPairs()) > 0 {
+		edges = slices.DeleteFunc(edges, func(ed quorum.Edge) bool {
+			return zr.Cut(zoneOf[ed.ObserverNode], zoneOf[ed.TargetNode])
+		})
+	}
+	return unlocalised(edges, zoneOf), zr
+}
+
+// zoneRounds is how many of an observer's newest rounds its zone votes may come from.
+const zoneRounds = 3
+
+// zoneEdges is the zone judgement's evidence (see localiseZones; caller holds mu).
+func (e *Engine) zoneEdges(now time.Time, maxAge time.Duration, zoneOf map[string]string) []zones.Edge {
+	type observerZone struct{ observer, zone string }
+	newest := map[observerZone]time.Time{}
+	usable := func(v *vote) bool {
+		if zoneOf[v.node] == "" || now.Sub(v.at) > maxAge {
+			return false
+		}
+		ob := e.observers[v.observer]
+		if ob == nil || ob.silent {
+			return false
+		}
+		// Its last zoneRounds rounds: a vote older than that is not news about the zone.
+		iv := min(ob.interval, e.cfg.MaxProbeInterval)
+		return !v.at.Before(ob.lastSeen.Add(-(zoneRounds*iv - iv/2)))
+	}
+	for _, t := range e.targets {
+		tz := zoneOf[t.target.Node]
+		if t.key.Kind == observation.TargetExternal || tz == "" {
+			continue
+		}
+		for i := 0; i < t.n; i++ {
+			if v := &t.votes[i]; usable(v) {
+				k := observerZone{v.observer, tz}
+				if v.at.After(newest[k]) {
+					newest[k] = v.at
+				}
+			}
+		}
+	}
 	var ze []zones.Edge
 	for _, t := range e.targets {
 		tz := zoneOf[t.target.Node]
@@ -199,24 +247,57 @@ func (e *Engine) localiseZones(now time.Time, maxAge time.Duration, edges []quor
 			continue
 		}
 		for i := 0; i < t.n; i++ {
-			v := &t.votes[i]
-			oz := zoneOf[v.node]
-			if oz == "" || now.Sub(v.at) > maxAge {
-				continue
+			if v := &t.votes[i]; usable(v) && v.at.Equal(newest[observerZone{v.observer, tz}]) {
+				ze = append(ze, zones.Edge{ObserverNode: v.node, ObserverZone: zoneOf[v.node], TargetNode: t.target.Node, TargetZone: tz, Reachable: v.ok, At: v.at})
 			}
-			if ob := e.observers[v.observer]; ob == nil || ob.silent || v.at.Before(ob.lastSeen) {
-				continue // not its newest round
-			}
-			ze = append(ze, zones.Edge{ObserverNode: v.node, ObserverZone: oz, TargetNode: t.target.Node, TargetZone: tz, Reachable: v.ok, At: v.at})
 		}
 	}
-	zr := zones.Evaluate(ze, cfg)
-	if len(zr.CutPairs()) == 0 {
-		return edges, zr
+	return ze
+}
+
+// unlocalised drops the failures towards a node that observers of one other zone alone
+// report, when both zones have two nodes or more: a cut between the two zones explains
+// them as well as a problem of the node does, so the node is not marked until an observer
+// of its own zone or of a third zone fails too (a node whose pod network is down fails
+// them all, within a round or two of sampled probes). The zone judgement localises such a
+// cut once it holds; this keeps the rounds before that (and a flicker of it) from marking
+// nodes. A node alone in its zone, or seen failing from a zone of one node, is judged as
+// before: no zone pair can be localised there.
+func unlocalised(edges []quorum.Edge, zoneOf map[string]string) []quorum.Edge {
+	zoneSize := map[string]int{}
+	for _, z := range zoneOf {
+		zoneSize[z]++
+	}
+	failingZones := map[string]map[string]struct{}{} // target node -> zones of its failing observers
+	for _, ed := range edges {
+		if ed.Verdict != observation.VerdictUnreachable || ed.ObserverNode == ed.TargetNode {
+			continue
+		}
+		zs := failingZones[ed.TargetNode]
+		if zs == nil {
+			zs = map[string]struct{}{}
+			failingZones[ed.TargetNode] = zs
+		}
+		zs[zoneOf[ed.ObserverNode]] = struct{}{}
+	}
+	ambiguous := map[string]bool{}
+	for target, zs := range failingZones {
+		if len(zs) != 1 {
+			continue
+		}
+		tz := zoneOf[target]
+		for oz := range zs {
+			if oz != "" && tz != "" && oz != tz && zoneSize[oz] >= 2 && zoneSize[tz] >= 2 {
+				ambiguous[target] = true
+			}
+		}
+	}
+	if len(ambiguous) == 0 {
+		return edges
 	}
 	return slices.DeleteFunc(edges, func(ed quorum.Edge) bool {
-		return zr.Cut(zoneOf[ed.ObserverNode], zoneOf[ed.TargetNode])
-	}), zr
+		return ed.Verdict == observation.VerdictUnreachable && ed.ObserverNode != ed.TargetNode && ambiguous[ed.TargetNode]
+	})
 }
 
 // settleTime is how long a new writer's view of the observers stays partial: until every
