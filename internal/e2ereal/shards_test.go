@@ -28,7 +28,8 @@ import (
 // During the upgrade (#40 item 4): the generated CA is kept (the Secret's ca.crt before and
 // after), so no agent of the old configuration logs a TLS failure towards any gateway while
 // it still runs; as soon as both shards lead, a node that runs no shard leader is cut off
-// (the agents may still be rolling), and its partition is reported by the shard that owns
+// (once its own agent has rolled and is reached; the others may still be rolling), and its
+// partition is reported by the shard that owns
 // it under the new count: the objects towards its agent Unreachable and labelled
 // "<owner>-of-2", an OutageDetected Event on them reported by a pod of
 // netpulse-gateway-<owner>, which holds the Lease netpulse-gateway-<owner>, and its node
@@ -79,6 +80,28 @@ func (s *suite) shardsOnRealNodes(t *testing.T) {
 	require.NotEmpty(t, victim, "every node runs a shard leader")
 	owner := shard.Of(victim, shards)
 	ownerDep := fmt.Sprintf("netpulse-gateway-%d", owner)
+	// The cut is an outage of a pair that was Reachable (an agent pod that is unreachable
+	// from its start makes no outage): the victim's agent of the new configuration, with an
+	// object towards it Reachable. The other agents may still be rolling.
+	s.awaitObjects(t, "the agent on "+victim+" rolled and reached", 5*time.Minute, func(agents map[string]corev1.Pod, objs map[string]*v1alpha1.PodNetworkHealth) string {
+		watch()
+		for name, p := range agents {
+			if p.Spec.NodeName != victim {
+				continue
+			}
+			if before[name] {
+				return "agent " + name + " on " + victim + " not rolled yet"
+			}
+			for _, o := range objs {
+				if src, ok := agents[o.Spec.SourcePodRef.Name]; ok && src.Spec.NodeName != victim && o.Spec.TargetPodRef.Name == name &&
+					o.Status.Reachability == v1alpha1.Reachable {
+					return ""
+				}
+			}
+			return "no object towards " + name + " Reachable yet"
+		}
+		return "no agent on " + victim
+	})
 	rolled := 0
 	for _, p := range s.pods(t, "app.kubernetes.io/name=netpulse-agent") {
 		if !before[p.Name] && p.DeletionTimestamp == nil {
