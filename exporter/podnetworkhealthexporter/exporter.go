@@ -231,7 +231,9 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 			if e.owns(o.Target) {
 				return false
 			}
-			if o.Source.UID != "" {
+			// One per source and round: an agent's request carries its round's points together.
+			if n := len(res.Heartbeats); o.Source.UID != "" &&
+				(n == 0 || res.Heartbeats[n-1].Source.UID != o.Source.UID || !res.Heartbeats[n-1].At.Equal(o.Timestamp)) {
 				res.Heartbeats = append(res.Heartbeats, observation.Heartbeat{Source: o.Source, At: o.Timestamp})
 			}
 			return true
