@@ -227,19 +227,22 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 		// of the previous count (an unsharded one sends no heartbeat at all) whose points
 		// of a round all went to other shards' targets is not silent here.
 		before := len(res.Observations)
+		var alive []observation.Heartbeat
 		res.Observations = slices.DeleteFunc(res.Observations, func(o observation.Observation) bool {
 			if e.owns(o.Target) {
 				return false
 			}
 			// One per source and round: an agent's request carries its round's points together.
-			if n := len(res.Heartbeats); o.Source.UID != "" &&
-				(n == 0 || res.Heartbeats[n-1].Source.UID != o.Source.UID || !res.Heartbeats[n-1].At.Equal(o.Timestamp)) {
-				res.Heartbeats = append(res.Heartbeats, observation.Heartbeat{Source: o.Source, At: o.Timestamp})
+			if n := len(alive); n == 0 || alive[n-1].Source.UID != o.Source.UID || !alive[n-1].At.Equal(o.Timestamp) {
+				alive = append(alive, observation.Heartbeat{Source: o.Source, At: o.Timestamp})
 			}
 			return true
 		})
 		if n := before - len(res.Observations); n > 0 {
 			e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "other_shard")))
+			// Counted once, as other_shard: what Heard cannot use (no source UID, dated in
+			// the future) is not counted again.
+			e.engine.Heard(alive, now)
 		}
 	}
 	if n := e.engine.Heard(res.Heartbeats, now); n > 0 {
