@@ -223,11 +223,26 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 	if e.cfg.Shard.sharded() {
 		// The agents route by the same function; what still arrives for another shard's
 		// target (a sender's own stamp, or agents of another shard count during a change)
-		// is not this shard's to judge.
+		// is not this shard's to judge. It still shows that its source is reporting: an agent
+		// of the previous count (an unsharded one sends no heartbeat at all) whose points
+		// of a round all went to other shards' targets is not silent here.
 		before := len(res.Observations)
-		res.Observations = slices.DeleteFunc(res.Observations, func(o observation.Observation) bool { return !e.owns(o.Target) })
+		var alive []observation.Heartbeat
+		res.Observations = slices.DeleteFunc(res.Observations, func(o observation.Observation) bool {
+			if e.owns(o.Target) {
+				return false
+			}
+			// One per source and round: an agent's request carries its round's points together.
+			if n := len(alive); n == 0 || alive[n-1].Source.UID != o.Source.UID || !alive[n-1].At.Equal(o.Timestamp) {
+				alive = append(alive, observation.Heartbeat{Source: o.Source, At: o.Timestamp})
+			}
+			return true
+		})
 		if n := before - len(res.Observations); n > 0 {
 			e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "other_shard")))
+			// Counted once, as other_shard: what Heard cannot use (no source UID, dated in
+			// the future) is not counted again.
+			e.engine.Heard(alive, now)
 		}
 	}
 	if n := e.engine.Heard(res.Heartbeats, now); n > 0 {

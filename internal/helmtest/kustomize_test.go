@@ -33,7 +33,7 @@ var generatorSuffix = regexp.MustCompile(`^(netpulse-(agent|gateway)-config)-[a-
 // on the generated ConfigMaps (the chart rolls pods by checksum instead). By design the
 // chart renders no Namespace by default (`helm install --create-namespace` makes it;
 // namespace.create=true renders this one, checked below) and adds the generated TLS Secret
-// (tls.generate, which deploy/ leaves to hack/gateway-tls-secret.sh).
+// and its CA's (tls.generate, which deploy/ leaves to hack/gateway-tls-secret.sh).
 func TestChartMatchesKustomize(t *testing.T) {
 	bins, err := kubetest.FindBinaries()
 	require.NoError(t, err)
@@ -53,6 +53,8 @@ func TestChartMatchesKustomize(t *testing.T) {
 	delete(want, "Namespace//netpulse")
 	require.NotNil(t, got["Secret/netpulse/netpulse-gateway-tls"], "the chart generates the TLS Secret by default")
 	delete(got, "Secret/netpulse/netpulse-gateway-tls")
+	require.NotNil(t, got["Secret/netpulse/netpulse-gateway-tls-ca"], "and its CA's, kept for reissues")
+	delete(got, "Secret/netpulse/netpulse-gateway-tls-ca")
 
 	require.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)), "the chart and deploy/agent-gateway render different objects")
 	for k := range want {
