@@ -77,7 +77,9 @@ type nodeState struct {
 	pod       *agentPod
 	faults    faultState
 	responder *echoResponder
-	snap      atomic.Pointer[Agent]
+	// congestion: Congest's bulk sender (nil: none).
+	congestion *bulkSender
+	snap       atomic.Pointer[Agent]
 }
 
 type agentPod struct {

@@ -441,6 +441,8 @@ func (c *Cluster) stop() error {
 			}
 			n.responder.close()
 			n.responder = nil
+			n.congestion.stop()
+			n.congestion = nil
 		}()
 	}
 	wg.Wait()

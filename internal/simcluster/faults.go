@@ -30,6 +30,9 @@ type faultState struct {
 	// dropAbove: packets from the other nodes longer than this many bytes are dropped on
 	// input, without an ICMP error (DropAbove; 0: none).
 	dropAbove int
+	// congestKbit: the node's uplink is shaped to this rate and kept full (Congest; 0:
+	// none).
+	congestKbit int
 }
 
 // Faults describes what is injected on a node.
@@ -45,6 +48,8 @@ type Faults struct {
 	Blocked []netip.Addr
 	// DropAbove: see DropAbove (0: none).
 	DropAbove int
+	// CongestKbit: see Congest (0: none).
+	CongestKbit int
 }
 
 // Faults returns what is injected on node.
@@ -56,7 +61,7 @@ func (c *Cluster) Faults(node string) (Faults, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, EgressLossPercent: n.faults.egressLossPercent, Delay: n.faults.delay,
-		Blocked: slices.Clone(n.faults.blocked), DropAbove: n.faults.dropAbove}, nil
+		Blocked: slices.Clone(n.faults.blocked), DropAbove: n.faults.dropAbove, CongestKbit: n.faults.congestKbit}, nil
 }
 
 // Partition cuts node off from every other node: nft in the node's namespace drops all
@@ -278,7 +283,9 @@ func heal(n *nodeState) error {
 	n.responder.close()
 	n.responder = nil
 	err2 := setEchoIgnore(n.Netns, false)
-	return errors.Join(err1, err2)
+	n.congestion.stop()
+	n.congestion = nil
+	return errors.Join(err1, err2, unshape(n.Netns))
 }
 
 func (c *Cluster) withNode(node string, fn func(*nodeState) error) error {
