@@ -485,6 +485,64 @@ func TestLossyObserver(t *testing.T) {
 	e.await(t, "recover", e.healthy("lossy observer", healed, pathExpect{}), recoverTimeout)
 }
 
+// TestHalfLoss: node-3 loses half of what it receives, the 50 % run (which read
+// AddressFamilyUnreachable, a wrong diagnosis, or nothing at all). A node that answers most
+// probes is not down (3 echoes a probe: a probe fails when all 3 are lost, 1 in 8) and both
+// address families lose alike: every pair of node-3 reads Degraded/PacketLoss blaming
+// node-3 (towards it; from it, the replies to its echoes are lost too), none reads
+// Unreachable or AddressFamilyUnreachable at any poll, no other pair is Degraded; healed,
+// every pair is healthy again.
+func TestHalfLoss(t *testing.T) {
+	e := requireMesh(t)
+	const node = "node-3"
+	e.requireHealthy(t)
+	e.awaitNoGray(t, 2*time.Minute) // TestLossyObserver's node-2 clears first
+	e.healOnCleanup(t, node)
+	start := time.Now()
+	if err := e.cl.Loss(node, 50); err != nil {
+		t.Fatal(err)
+	}
+	w := grayWant{node: node, reason: v1alpha1.ReasonPacketLoss, fromToo: true, blame: node}
+	d := e.awaitGray(t, w, start, lossTimeout)
+	t.Logf("E2E half loss: every pair of %s Degraded/PacketLoss blaming it %.1fs after it began losing 50%% of its input", node, d.Seconds())
+	// Held 20 s, polled: still no Unreachable, no wrong diagnosis, nothing else Degraded.
+	for held := time.Now(); time.Since(held) < 20*time.Second; time.Sleep(2 * time.Second) {
+		e.awaitGray(t, w, held, lossTimeout)
+	}
+	healed := time.Now()
+	if err := e.cl.Heal(node); err != nil {
+		t.Fatal(err)
+	}
+	e.await(t, "recover", e.healthy("half loss", healed, pathExpect{}), recoverTimeout)
+}
+
+// TestCongestedNode: node-1's uplink is shaped to 2 Mbit/s with a 200 ms queue and a bulk
+// sender keeps the queue full (simcluster.Congest), the congested node (RTT p50
+// 208 ms, loss 0.17-0.23, and Reachable everywhere before the gray judgement). Everything
+// node-1 sends waits ~200 ms and about a third is dropped: its echo replies (pairs towards
+// it) and its own echo requests (pairs from it). Every pair of node-1 reads Degraded with
+// HighLatency or PacketLoss blaming node-1, none reads Unreachable, no other pair is
+// Degraded; healed, every pair is healthy again.
+func TestCongestedNode(t *testing.T) {
+	e := requireMesh(t)
+	const node, peer = "node-1", "node-4"
+	e.requireHealthy(t)
+	e.awaitNoGray(t, 2*time.Minute) // TestHalfLoss's node-3 clears first
+	e.healOnCleanup(t, node)
+	start := time.Now()
+	if err := e.cl.Congest(node, peer, 2000, 200*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	w := grayWant{node: node, reason: v1alpha1.ReasonHighLatency, orReason: v1alpha1.ReasonPacketLoss, fromToo: true, blame: node}
+	d := e.awaitGray(t, w, start, lossTimeout)
+	t.Logf("E2E congested node: every pair of %s Degraded (HighLatency or PacketLoss) blaming it %.1fs after its uplink was congested", node, d.Seconds())
+	healed := time.Now()
+	if err := e.cl.Heal(node); err != nil {
+		t.Fatal(err)
+	}
+	e.await(t, "recover", e.healthy("congested node", healed, pathExpect{}), recoverTimeout)
+}
+
 // TestRoll: a DaemonSet-style roll replaces every agent pod (new UIDs, new IPs). The new
 // pods get objects for every pair, Reachable, and the old pods' objects are
 // garbage-collected with their pods.
