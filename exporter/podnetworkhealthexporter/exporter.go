@@ -296,7 +296,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	}
 	e.initWriter(e.pnh)
 	e.unproduce = e.live.Produce()
-	e.writer.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(keyOfObject(o)) })
+	e.writer.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(plan.KeyOfObject(o)) })
 	if e.zoneObjects != nil {
 		e.writer.WatchZones()
 	}
@@ -372,7 +372,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 func (e *pnhExporter) initWriter(client versioned.Interface) {
 	var opts []apply.WriterOption
 	if e.cfg.Shard.sharded() {
-		opts = append(opts, apply.WithObjectLabels(map[string]string{apply.LabelShard: e.cfg.Shard.label()}))
+		opts = append(opts, apply.WithObjectLabels(map[string]string{v1alpha1.LabelShard: e.cfg.Shard.label()}))
 	}
 	e.writer = apply.NewWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten, opts...)
 	if e.checks != nil {
@@ -461,7 +461,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 	// unchanged objects nor forgets stale ones.
 	var existing []verdict.Persisted
 	for _, o := range e.writer.Existing() {
-		existing = append(existing, persistedOf(o))
+		existing = append(existing, plan.PersistedOf(o))
 	}
 	e.engine.Resume(existing, time.Now())
 	defer e.engine.EndTerm() // a future leadership starts from the API's state again
@@ -510,7 +510,7 @@ func (e *pnhExporter) lead(ctx context.Context) {
 func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
 	res := e.engine.Reconcile(now)
 	for _, w := range res.Objects {
-		e.writer.Set(desiredOf(w, now), w.Priority)
+		e.writer.Set(plan.DesiredOf(w, now), w.Priority)
 	}
 	for _, o := range res.ObserverChanges {
 		if o.Silent {
@@ -650,7 +650,7 @@ func (e *pnhExporter) emitPlanned(evs []plan.Event) {
 		e.mu.Unlock()
 		e.enqueueEvent(corev1.ObjectReference{
 			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
-			Namespace: ev.Key.SourceNamespace, Name: nameOf(ev.Key),
+			Namespace: ev.Key.SourceNamespace, Name: plan.ObjectNameOf(ev.Key),
 		}, ev.Type, ev.Reason, ev.Message, ev.At, writequeue.Event)
 	}
 }

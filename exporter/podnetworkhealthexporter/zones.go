@@ -87,6 +87,3 @@ const (
 	EventZoneConnectivityLost     = plan.EventZonePairUnreachable
 	EventZoneConnectivityRestored = plan.EventZonePairRestored
 )
-
-// ZoneObjectName is the ZoneNetworkHealth name of the zone pair from → to.
-func ZoneObjectName(from, to string) string { return plan.ZoneObjectName(from, to) }

@@ -74,7 +74,7 @@ func TestSampledZoneCut(t *testing.T) {
 		ring(r, pathExpect{reachable: true, stable: true}, func(p pair) bool { return !crossing(p) })
 	exp.maxObjects = sampledBound(nodes)
 	exp.nodeProblemOthers = true
-	names := []string{podnetworkhealthexporter.ZoneObjectName("zone-a", "zone-b"), podnetworkhealthexporter.ZoneObjectName("zone-b", "zone-a")}
+	names := []string{v1alpha1.ZoneObjectName("zone-a", "zone-b"), v1alpha1.ZoneObjectName("zone-b", "zone-a")}
 	d := e.awaitZones(t, "zone pair Unreachable", names, v1alpha1.Unreachable, podnetworkhealthexporter.EventZoneConnectivityLost, start, detectTimeout)
 	t.Logf("E2E zone cut: both zone pairs Unreachable %.1fs after the cut (%.1f probe intervals)", d.Seconds(), d.Seconds()/probeInterval.Seconds())
 	e.await(t, "pairs", exp, detectTimeout)

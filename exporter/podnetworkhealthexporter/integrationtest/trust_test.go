@@ -34,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	pnhexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension"
@@ -259,7 +260,7 @@ func runLiar(t *testing.T, prefix string, bind bool) liarResult {
 	okOut := []probetest.Outcome{{OK: true, RTT: time.Millisecond}}
 	failOut := []probetest.Outcome{{OK: false}}
 
-	honestName := pnhexporter.ObjectName(trustNS, a.Name, "Pod", trustNS, victim.Name, "")
+	honestName := v1alpha1.ObjectName(trustNS, a.Name, "Pod", trustNS, victim.Name, "")
 	for i := range liarRounds {
 		now := time.Now()
 		require.NoError(t, agent.ConsumeMetrics(ctx, honest.Round(now, toVictim, okOut)), "round %d", i)
@@ -349,7 +350,7 @@ func TestBatchWithoutIdentityKeysFailsClosed(t *testing.T) {
 		return err == nil && sumPointsByAttr(m, "reason")[pnhexporter.SkipUnauthenticatedSource] == 4*5
 	}, 10*time.Second, 100*time.Millisecond)
 	time.Sleep(1500 * time.Millisecond)
-	assert.Nil(t, getPNH(t, trustNS, pnhexporter.ObjectName(trustNS, a.Name, "Pod", trustNS, b.Name, "")))
+	assert.Nil(t, getPNH(t, trustNS, v1alpha1.ObjectName(trustNS, a.Name, "Pod", trustNS, b.Name, "")))
 }
 
 // unwrapStatus finds the gRPC status in an exporter error (the exporter helper wraps it).
@@ -391,7 +392,7 @@ func TestWithoutBatchIdentityIsAuthData(t *testing.T) {
 	agent := startAgentExporter(t, addr, pki, tokenFile)
 	honest := probetest.NewAgent(trustNS, a.Name, string(a.UID), "trust-node-p", "192.0.2.21")
 	toB := []probetest.Target{{NS: trustNS, Pod: b.Name, UID: string(b.UID), Node: "trust-node-q", IP: "192.0.2.22"}}
-	name := pnhexporter.ObjectName(trustNS, a.Name, "Pod", trustNS, b.Name, "")
+	name := v1alpha1.ObjectName(trustNS, a.Name, "Pod", trustNS, b.Name, "")
 	for i := 0; i < 10 && getPNH(t, trustNS, name) == nil; i++ {
 		require.NoError(t, agent.ConsumeMetrics(ctx, honest.Round(time.Now(), toB, []probetest.Outcome{{OK: true, RTT: time.Millisecond}})))
 		time.Sleep(300 * time.Millisecond)

@@ -45,7 +45,6 @@ import (
 
 	pnhfake "github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	pnhexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
@@ -453,14 +452,14 @@ func run(cfg Config) (Result, error) {
 				resultsMu.Unlock()
 			}
 		})
-		w.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.ObjectGone(pnhexporter.KeyOfObject(o)) })
+		w.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.ObjectGone(plan.KeyOfObject(o)) })
 		w.StartInformer()
 		if !w.Synced(ctx) {
 			return nil, nil, errors.New("writer informer did not sync")
 		}
 		var existing []verdict.Persisted
 		for _, o := range w.Existing() {
-			existing = append(existing, pnhexporter.PersistedOf(o))
+			existing = append(existing, plan.PersistedOf(o))
 		}
 		e.Resume(existing, now)
 		term, end := context.WithCancel(ctx)
@@ -639,14 +638,13 @@ func run(cfg Config) (Result, error) {
 		r := e.Reconcile(at)
 		res.Heartbeat = r.Heartbeat
 		for _, ow := range r.Objects {
-			w.Set(pnhexporter.DesiredOf(ow, at), ow.Priority)
+			w.Set(plan.DesiredOf(ow, at), ow.Priority)
 			if !at.Before(faultAt) && ow.Summary.Verdict == observation.VerdictUnreachable && ow.Key.TargetUID == members[dead].id {
 				deadQueued = true
 			}
 		}
 		for _, ev := range plan.PairEvents(r.Events) {
-			ns, name := pnhexporter.PairEventReference(ev)
-			w.Event(kube, "scalesim", corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth", Namespace: ns, Name: name},
+			w.Event(kube, "scalesim", corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth", Namespace: ev.Key.SourceNamespace, Name: plan.ObjectNameOf(ev.Key)},
 				ev.Type, ev.Reason, ev.Message, ev.At, writequeue.Event)
 			res.EventsEmitted++
 		}

@@ -1,7 +1,10 @@
-// Copyright The netpulse Authors
-// SPDX-License-Identifier: Apache-2.0
+/*
+Copyright The netpulse Authors.
 
-package podnetworkhealthexporter
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package v1alpha1
 
 import (
 	"crypto/sha256"
@@ -9,17 +12,28 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// maxNameLen keeps object names well inside the 253-character limit and readable in
-// `kubectl get pnh`.
+// Labels on every object netpulse writes; the writer's informer watches only these.
+const (
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	LabelManagedByValue = "netpulse"
+	LabelSourcePod      = "netpulse.io/source-pod"
+	// LabelShard names the gateway shard that writes the object, "<index>-of-<count>"
+	// (only when the gateway is sharded).
+	LabelShard = "netpulse.io/shard"
+)
+
+// maxNameLen keeps PodNetworkHealth names well inside the 253-character limit and
+// readable in `kubectl get pnh`.
 const maxNameLen = 120
 
-// ObjectName is the deterministic name of the object for a pair: "<source>.<target>-<hash>",
-// where target is the target pod's name (prefixed by its namespace when it differs from the
-// source's), "node.<name>" or "ext.<address>". The hash of the full identity keeps names
-// unique after sanitising and truncation; the same pair always maps to the same name.
+// ObjectName is the deterministic PodNetworkHealth name of a pair:
+// "<source>.<target>-<hash>", where target is the target pod's name (prefixed by its
+// namespace when it differs from the source's), "node.<name>" or "ext.<address>". The hash
+// of the full identity keeps names unique after sanitising and truncation; the same pair
+// always maps to the same name.
 //
 // An external target's port and endpoint (URL, DNS question) are part of its identity:
 // ExternalObjectName. ObjectName is ExternalObjectName without them (the name of an
@@ -80,9 +94,14 @@ func sanitize(s string) string {
 	return strings.Join(labels, ".")
 }
 
-// Labels on every object netpulse writes; the writer's informer watches only these.
-const (
-	LabelManagedBy      = apply.LabelManagedBy
-	LabelManagedByValue = apply.LabelManagedByValue
-	LabelSourcePod      = apply.LabelSourcePod
-)
+// ZoneObjectName is the ZoneNetworkHealth name of the zone pair from → to: "<from>.<to>"
+// lowercased when that is a valid name, else a digest (zone label values allow characters
+// names do not).
+func ZoneObjectName(from, to string) string {
+	n := strings.ToLower(from) + "." + strings.ToLower(to)
+	if n == from+"."+to && len(validation.IsDNS1123Subdomain(n)) == 0 && !strings.Contains(from, ".") && !strings.Contains(to, ".") {
+		return n
+	}
+	sum := sha256.Sum256([]byte(from + "\x00" + to))
+	return "zones-" + hex.EncodeToString(sum[:10])
+}
