@@ -79,7 +79,7 @@ func TestSidecarCountsTowardNoQuorumAndGetsNoPairs(t *testing.T) {
 	assert.Equal(t, len(peers), e.engine.Stats().Pairs, "pairs (and their objects) of the agent only")
 	target := readiness.PodInfo{Namespace: peers[0].NS, Name: peers[0].Pod, UID: peers[0].UID, Node: peers[0].Node, Created: created, HasGate: true}
 	e.mu.Lock()
-	flips := e.gate.Decide([]readiness.PodInfo{target}, time.Now())
+	flips := e.readiness.Decide([]readiness.PodInfo{target}, time.Now())
 	e.mu.Unlock()
 	assert.Empty(t, flips, "one agent's reach is not two reaching nodes: the sidecar's does not count")
 
@@ -88,7 +88,7 @@ func TestSidecarCountsTowardNoQuorumAndGetsNoPairs(t *testing.T) {
 	require.NoError(t, e.consume(viaAuth(agentC), round("netpulse", "agent-x", "uid-x", "node-c", true)))
 	assert.Len(t, e.engine.Observers(), 2)
 	e.mu.Lock()
-	flips = e.gate.Decide([]readiness.PodInfo{target}, time.Now())
+	flips = e.readiness.Decide([]readiness.PodInfo{target}, time.Now())
 	e.mu.Unlock()
 	assert.Len(t, flips, 1)
 	require.NoError(t, e.shutdown(context.Background()))

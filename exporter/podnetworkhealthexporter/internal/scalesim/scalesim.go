@@ -442,7 +442,7 @@ func run(cfg Config) (Result, error) {
 	pnh.PrependReactor("*", "*", cnt.react)
 	kube.PrependReactor("*", "*", cnt.react)
 	var resultsMu sync.Mutex
-	// lead starts a writer as a new leader does (exporter.lead): informer synced, the
+	// lead starts a writer as a new leader does (the exporter's lead and controllers.Pairs.Lead): informer synced, the
 	// engine resumed from what the API holds, workers running until the term ends.
 	lead := func(e *plan.Engine, now time.Time) (*apply.Writer, context.CancelFunc, error) {
 		w := apply.NewWriter(pnh, "", cfg.QPS, cfg.Burst, zap.NewNop(), func(r apply.WriteResult) {
@@ -634,7 +634,7 @@ func run(cfg Config) (Result, error) {
 		if at.Second() == 0 {
 			dec.Expire(at)
 		}
-		// The leader's reconcile (exporter.reconcile): objects, Events, node conditions.
+		// The leader's reconcile (controllers.Pairs and controllers.Nodes): objects, Events, node conditions.
 		r := e.Reconcile(at)
 		res.Heartbeat = r.Heartbeat
 		for _, ow := range r.Objects {
