@@ -25,6 +25,21 @@ const (
 	LabelShard = "netpulse.io/shard"
 )
 
+// Reasons of the Events netpulse emits about the objects it writes (and the declared
+// checks it runs).
+const (
+	// EventOutageDetected: a pair's or a check's outage began (Warning).
+	EventOutageDetected = "ConnectivityOutageDetected"
+	// EventRestored: the outage ended (Normal).
+	EventRestored = "ConnectivityRestored"
+	// EventFlapping: a pair failed again within flap_window of recovering (Warning).
+	EventFlapping = "ConnectivityFlapping"
+	// EventZoneConnectivityLost and EventZoneConnectivityRestored: a zone pair was cut or
+	// is whole again (on its ZoneNetworkHealth, in the default namespace).
+	EventZoneConnectivityLost     = "ZoneConnectivityLost"
+	EventZoneConnectivityRestored = "ZoneConnectivityRestored"
+)
+
 // maxNameLen keeps PodNetworkHealth names well inside the 253-character limit and
 // readable in `kubectl get pnh`.
 const maxNameLen = 120

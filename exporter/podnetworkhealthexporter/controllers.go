@@ -20,12 +20,6 @@ import (
 	"github.com/netpulse/netpulse/internal/identity"
 )
 
-// Event reasons of zone pairs (on their ZoneNetworkHealth, in the default namespace).
-const (
-	EventZoneConnectivityLost     = plan.EventZonePairUnreachable
-	EventZoneConnectivityRestored = plan.EventZonePairRestored
-)
-
 // defaultMaxChecksPerNamespace is checks.max_checks_per_namespace's default.
 const defaultMaxChecksPerNamespace = 100
 

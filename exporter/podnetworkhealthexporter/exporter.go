@@ -37,17 +37,8 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
-	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/livematrix"
-)
-
-// Event reasons on verdict transitions.
-const (
-	EventOutageDetected = checkstatus.EventOutageDetected // "ConnectivityOutageDetected", as declared checks'
-	EventRestored       = checkstatus.EventRestored       // "ConnectivityRestored"
-	// EventFlapping: a pair failed again within flap_window of recovering.
-	EventFlapping = plan.EventFlapping // "ConnectivityFlapping"
 )
 
 // reconcileEvery is how often the leader turns summaries into writes. Verdict changes

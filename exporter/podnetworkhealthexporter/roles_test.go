@@ -49,7 +49,7 @@ func TestBindRefusesNonAgents(t *testing.T) {
 	for name, ctx := range map[string]context.Context{"auth": viaAuth(sc), "metadata": viaMetadata(sc)} {
 		md := round("shop", "web-0", "uid-w", "node-c", true)
 		out, rejected := newBinder(zap.NewNop()).bind(ctx, md)
-		assert.Equal(t, map[string]int{SkipSourceNotAgent: len(peers) * pointsPerTarget}, rejected, name)
+		assert.Equal(t, map[string]int{skipSourceNotAgent: len(peers) * pointsPerTarget}, rejected, name)
 		assert.Equal(t, 0, out.ResourceMetrics().Len(), name)
 	}
 }
@@ -72,7 +72,7 @@ func TestSidecarCountsTowardNoQuorumAndGetsNoPairs(t *testing.T) {
 	require.NoError(t, e.consume(viaAuth(agentA), round("netpulse", "agent-a", "uid-a", "node-a", true)))
 	require.NoError(t, e.consume(viaAuth(sidecarOn("node-c")), round("shop", "web-0", "uid-w", "node-c", true)))
 
-	assert.Equal(t, map[string]int64{SkipSourceNotAgent: int64(len(peers) * pointsPerTarget)}, roleSkips(t, tt))
+	assert.Equal(t, map[string]int64{skipSourceNotAgent: int64(len(peers) * pointsPerTarget)}, roleSkips(t, tt))
 	obs := e.engine.Observers()
 	require.Len(t, obs, 1, "only the agent observes")
 	assert.Equal(t, "agent-a", obs[0].Name)

@@ -267,7 +267,7 @@ func TestObjectsTransitionsAndEvents(t *testing.T) {
 		for _, e := range evs.Items {
 			reasons[e.Reason] = true
 		}
-		return reasons[pnhexporter.EventOutageDetected] && reasons[pnhexporter.EventRestored]
+		return reasons[v1alpha1.EventOutageDetected] && reasons[v1alpha1.EventRestored]
 	}, 20*time.Second, 200*time.Millisecond, "events for the outage and the recovery")
 
 	// The source pod goes away: its objects are garbage-collected with it.

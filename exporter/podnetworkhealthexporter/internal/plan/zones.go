@@ -20,8 +20,8 @@ import (
 
 // Events of zone pairs.
 const (
-	EventZonePairUnreachable = "ZoneConnectivityLost"
-	EventZonePairRestored    = "ZoneConnectivityRestored"
+	EventZonePairUnreachable = v1alpha1.EventZoneConnectivityLost
+	EventZonePairRestored    = v1alpha1.EventZoneConnectivityRestored
 )
 
 // ZoneWrite is one ZoneNetworkHealth write for the apply stage: Object (spec and status
