@@ -19,18 +19,18 @@ import (
 
 // Skip reasons of require_authenticated_observers (otelcol_pod_network_health_datapoints_skipped).
 const (
-	// SkipUnauthenticatedSource: the request carried no authenticated agent identity (a
+	// skipUnauthenticatedSource: the request carried no authenticated agent identity (a
 	// receiver without the k8s_token_auth authenticator, or a batch processor between it
 	// and this exporter without the identity in its metadata_keys).
-	SkipUnauthenticatedSource = string(identity.RefusedUnauthenticated)
-	// SkipSourceMismatch: the Resource names another pod (namespace, name, UID) or node
+	skipUnauthenticatedSource = string(identity.RefusedUnauthenticated)
+	// skipSourceMismatch: the Resource names another pod (namespace, name, UID) or node
 	// than the agent that sent it. Nothing is decided from such data points.
-	SkipSourceMismatch = string(identity.RefusedMismatch)
-	// SkipSourceNotAgent: the caller is authenticated and names its own pod, but it is not
+	skipSourceMismatch = string(identity.RefusedMismatch)
+	// skipSourceNotAgent: the caller is authenticated and names its own pod, but it is not
 	// an agent (a sidecar: a workload service account). Only agents observe pairs, count
 	// toward quorums and get pair objects; a sidecar's results count for its own pod's
 	// declared checks only.
-	SkipSourceNotAgent = string(identity.RefusedNotAgent)
+	skipSourceNotAgent = string(identity.RefusedNotAgent)
 )
 
 // bindLogEvery bounds the binding's log lines (a misconfigured or compromised agent sends
@@ -65,7 +65,7 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 		}
 		b.log.Log(zap.WarnLevel, "pod_network_health: data points without an authenticated agent identity are not used (require_authenticated_observers: the receiver needs auth: k8s_token_auth, and a batch processor before this exporter the identity keys in metadata_keys)",
 			zap.Int("data_points", n))
-		return pmetric.NewMetrics(), map[string]int{SkipUnauthenticatedSource: n}
+		return pmetric.NewMetrics(), map[string]int{skipUnauthenticatedSource: n}
 	}
 	var keep []int
 	skipped := map[string]int{}

@@ -73,7 +73,7 @@ func TestBindRejectsAnotherIdentity(t *testing.T) {
 		before := pmetric.NewMetrics()
 		md.CopyTo(before)
 		out, rejected := b.bind(viaAuth(agentA), md)
-		assert.Equal(t, map[string]int{SkipSourceMismatch: len(peers) * pointsPerTarget}, rejected, name)
+		assert.Equal(t, map[string]int{skipSourceMismatch: len(peers) * pointsPerTarget}, rejected, name)
 		assert.Equal(t, 0, out.ResourceMetrics().Len(), name)
 		assert.Equal(t, before, md, "%s: the input is shared with other pipelines and never modified", name)
 	}
@@ -88,7 +88,7 @@ func TestBindMixed(t *testing.T) {
 	md.ResourceMetrics().At(0).ScopeMetrics().CopyTo(orphan.ScopeMetrics())
 
 	out, rejected := newBinder(zap.NewNop()).bind(viaMetadata(agentA), md)
-	assert.Equal(t, map[string]int{SkipSourceMismatch: len(peers) * pointsPerTarget}, rejected)
+	assert.Equal(t, map[string]int{skipSourceMismatch: len(peers) * pointsPerTarget}, rejected)
 	require.Equal(t, 2, out.ResourceMetrics().Len())
 	pod, _ := out.ResourceMetrics().At(0).Resource().Attributes().Get("k8s.pod.name")
 	assert.Equal(t, "agent-a", pod.Str())
@@ -109,7 +109,7 @@ func TestBindWithoutIdentity(t *testing.T) {
 		"incomplete":     viaAuth(identity.Identity{Namespace: "netpulse", PodName: "agent-a", PodUID: "uid-a"}),
 	} {
 		out, rejected := newBinder(zap.NewNop()).bind(ctx, round("netpulse", "agent-a", "uid-a", "node-a", true))
-		assert.Equal(t, map[string]int{SkipUnauthenticatedSource: len(peers) * pointsPerTarget}, rejected, name)
+		assert.Equal(t, map[string]int{skipUnauthenticatedSource: len(peers) * pointsPerTarget}, rejected, name)
 		assert.Equal(t, 0, out.ResourceMetrics().Len(), name)
 	}
 	// Nothing of pod_probe's in it: nothing to count.
@@ -164,7 +164,7 @@ func TestConsumeBindsObservations(t *testing.T) {
 		}
 		obs := e.engine.Observers()
 		if bind {
-			assert.Equal(t, map[string]int64{SkipSourceMismatch: 10, SkipUnauthenticatedSource: 10}, skipped)
+			assert.Equal(t, map[string]int64{skipSourceMismatch: 10, skipUnauthenticatedSource: 10}, skipped)
 			require.Len(t, obs, 1, "only the authenticated agent observed")
 			assert.Equal(t, "agent-a", obs[0].Name)
 			assert.Equal(t, "node-a", obs[0].Node)

@@ -28,6 +28,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
@@ -117,7 +118,7 @@ func startChecks(t *testing.T, e *pnhExporter, kube *kubefake.Clientset, checks 
 	}
 	e.checks.Start(kube, pnh)
 	t.Cleanup(e.checks.Shutdown)
-	e.checks.Lead()
+	e.checks.Lead(context.Background())
 	require.NoError(t, e.checks.Resume(context.Background()))
 }
 
@@ -153,8 +154,8 @@ func TestFlappingChecksLeavePairVerdictsAndEventsAlone(t *testing.T) {
 		obj := testPNH("pair-verdict", "node-b")
 		obj.Status.Reachability = v1alpha1.Unreachable
 		e.writer.Set(&apply.Desired{Obj: obj, Reason: "verdict"})
-		e.emitEvents([]observation.Transition{{Key: observation.PairKey{SourceNamespace: "ns", SourcePod: "src"},
-			Old: observation.VerdictReachable, New: observation.VerdictUnreachable, At: now, Message: "pair down"}})
+		e.emitPlanned(plan.PairEvents([]observation.Transition{{Key: observation.PairKey{SourceNamespace: "ns", SourcePod: "src"},
+			Old: observation.VerdictReachable, New: observation.VerdictUnreachable, At: now, Message: "pair down"}}))
 		log.start = time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)

@@ -127,7 +127,7 @@ func (s ShardConfig) Validate() error {
 	return nil
 }
 
-// label is the value of apply.LabelShard on this shard's objects, "<index>-of-<count>": a
+// label is the value of v1alpha1.LabelShard on this shard's objects, "<index>-of-<count>": a
 // shard of another count (before or after a change of it) neither resumes nor prunes them.
 func (s ShardConfig) label() string { return fmt.Sprintf("%d-of-%d", s.Index, s.Count) }
 

@@ -33,22 +33,12 @@ import (
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/checks"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/controllers"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/readiness"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
-	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/livematrix"
-)
-
-// Event reasons on verdict transitions.
-const (
-	EventOutageDetected = checkstatus.EventOutageDetected // "ConnectivityOutageDetected", as declared checks'
-	EventRestored       = checkstatus.EventRestored       // "ConnectivityRestored"
-	// EventFlapping: a pair failed again within flap_window of recovering.
-	EventFlapping = plan.EventFlapping // "ConnectivityFlapping"
 )
 
 // reconcileEvery is how often the leader turns summaries into writes. Verdict changes
@@ -70,36 +60,32 @@ type pnhExporter struct {
 	decoder *decode.Decoder
 	// binder is nil unless require_authenticated_observers.
 	binder *binder
-	// engine: the verdict stage with the objects' controller (plan.Engine; pure). The
-	// fields below are the I/O edge: clients, caches, the writer (apply).
+	// engine: the verdict stage with the pairs' write policy (plan.Engine; pure), fed by
+	// consume on every replica.
 	engine *plan.Engine
+	// controllers: one per kind of object written (controllers.go), in the order each
+	// reconcile tick runs them. The fields below them are the same controllers by kind,
+	// for the gauges, consume and tests.
+	controllers []controllers.Controller
+	pairs       *controllers.Pairs
+	nodes       *controllers.Nodes
+	zones       *controllers.Zones
+	readiness   *controllers.Readiness // nil unless readiness_gate.enabled
+	checks      *checks.Controller     // nil unless checks.enabled (and on shard 0)
 
-	mu   sync.Mutex      // guards gate and nodes
-	gate *readiness.Gate // nil unless readiness_gate.enabled
+	mu sync.Mutex // guards rejectedKeys, eventsBySource and done
 
 	kube     kubernetes.Interface
 	pnh      versioned.Interface
 	writer   *apply.Writer
 	eventsRL *rate.Limiter // nil unless events.enabled
 	hostname string        // the Events' reporting instance
-	nodes    *nodeCache    // nil unless node_conditions.enabled; guarded by mu (the node_problem gauge reads it)
-	gated    *gatedPods
-	// checks is nil unless checks.enabled.
-	checks *checks.Controller
-	// zoneObjects is nil unless zones.write_objects (leader's state; reset each term);
-	// lastZones is the newest zone judgement (guarded by mu).
-	zoneObjects *plan.ZoneObjects
-	lastZones   zones.Result
 	// rejectedKeys: keys whose last write the API refused (logged once each); rejectLog
 	// paces the log beyond maxRejectedKeys. Guarded by mu.
 	rejectedKeys map[string]struct{}
 	rejectLog    *rate.Limiter
 	// streamLimitLog paces the warning about points refused beyond a source's streams.
 	streamLimitLog *rate.Limiter
-	// droppedSeen: the writer's drop counts already added to the telemetry; tooSoonSeen
-	// the engine's rounds not counted (verdict/pace.go).
-	droppedSeen [writequeue.NumPriorities]uint64
-	tooSoonSeen uint64
 	// live hands accepted observations to the connectivity view in this process (live.go);
 	// unproduce ends this exporter's mark on it.
 	live      *livematrix.Hub
@@ -108,7 +94,6 @@ type pnhExporter struct {
 	cancel       context.CancelFunc
 	done         []<-chan struct{}
 	shutdownOnce sync.Once
-	stopNodes    chan struct{}
 
 	// eventsBySource is each source's share of eventsRL (eventShareOf; guarded by mu),
 	// eventDropLog paces the log of its drops.
@@ -135,32 +120,16 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 			MaxFutureSkew:          observation.FutureSkew(cfg.MinProbeInterval),
 		}),
 		engine:         plan.New(engineConfig(cfg)).WithPolicy(writePolicy(cfg)),
-		stopNodes:      make(chan struct{}),
 		rejectLog:      rate.NewLimiter(rate.Every(30*time.Second), 1),
 		streamLimitLog: rate.NewLimiter(rate.Every(30*time.Second), 1),
 		live:           livematrix.Default,
 	}
+	e.newControllers()
 	if err := e.registerGauges(); err != nil {
 		return nil, err
 	}
-	if cfg.ReadinessGate.Enabled {
-		e.gate = readiness.NewGate(readiness.Config{
-			ConditionType:     cfg.ReadinessGate.ConditionType,
-			MaxFlipsPerMinute: cfg.ReadinessGate.MaxFlipsPerMinute,
-			FailOpenTimeout:   cfg.ReadinessGate.FailOpenTimeout,
-			MinReachingNodes:  cfg.ReadinessGate.MinReachingNodes,
-		})
-	}
 	if cfg.RequireAuthenticatedObservers {
 		e.binder = newBinder(set.Logger)
-	}
-	// Declared checks' results reach shard 0 alone (the agents' logs pipeline), and zone
-	// objects are one cluster-wide set: with shards, both are shard 0's.
-	if cfg.Checks.Enabled && cfg.Shard.Index == 0 {
-		e.checks = newCheckController(e, cfg.Checks)
-	}
-	if cfg.Shard.Index == 0 {
-		e.zoneObjects = newZoneObjects(cfg)
 	}
 	if cfg.LeaderElection.Enabled {
 		// A standby until it takes the Lease (Resume): it bounds and expires its own state.
@@ -250,10 +219,8 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 	}
 	ignored := e.engine.Observe(res.Observations, now)
 	e.recordLive(res.Observations, now)
-	if e.gate != nil {
-		e.mu.Lock()
-		e.gate.Observe(res.Observations...)
-		e.mu.Unlock()
+	if e.readiness != nil {
+		e.readiness.Observe(res.Observations)
 	}
 	for reason, n := range res.Skipped {
 		e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", string(reason))))
@@ -311,9 +278,8 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	}
 	e.initWriter(e.pnh)
 	e.unproduce = e.live.Produce()
-	e.writer.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.engine.ObjectGone(keyOfObject(o)) })
-	if e.zoneObjects != nil {
-		e.writer.WatchZones()
+	for _, c := range e.controllers {
+		c.Start(e.kube, e.pnh)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -328,24 +294,6 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 	e.mu.Lock()
 	e.done = append(e.done, expiring)
 	e.mu.Unlock()
-	if e.cfg.NodeConditions.Enabled {
-		types := []string{e.cfg.NodeConditions.Type}
-		if d := e.cfg.NodeConditions.DegradedType; d != "" {
-			types = append(types, d)
-		}
-		nodes := newNodeCache(e.kube, types...)
-		e.mu.Lock() // the node_problem gauge's callback reads it
-		e.nodes = nodes
-		e.mu.Unlock()
-		nodes.factory.Start(e.stopNodes)
-	}
-	if e.gate != nil {
-		e.gated = newGatedPods(e.kube, e.cfg.ReadinessGate.ConditionType)
-		e.gated.factory.Start(e.stopNodes)
-	}
-	if e.checks != nil {
-		e.checks.Start(e.kube, e.pnh)
-	}
 
 	lead := func(leadCtx context.Context) {
 		done := make(chan struct{})
@@ -387,7 +335,7 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 func (e *pnhExporter) initWriter(client versioned.Interface) {
 	var opts []apply.WriterOption
 	if e.cfg.Shard.sharded() {
-		opts = append(opts, apply.WithObjectLabels(map[string]string{apply.LabelShard: e.cfg.Shard.label()}))
+		opts = append(opts, apply.WithObjectLabels(map[string]string{v1alpha1.LabelShard: e.cfg.Shard.label()}))
 	}
 	e.writer = apply.NewWriter(client, e.cfg.Namespace, float64(e.cfg.QPS), e.cfg.Burst, e.logger, e.onWritten, opts...)
 	if e.checks != nil {
@@ -436,10 +384,8 @@ func (e *pnhExporter) expireLoop(ctx context.Context, tick <-chan time.Time) {
 		case now := <-tick:
 			e.decoder.Expire(now)
 			e.engine.ExpireStandby(now) // nothing while leading: Judge expires
-			if e.gate != nil {
-				e.mu.Lock()
-				e.gate.Expire(now)
-				e.mu.Unlock()
+			if e.readiness != nil {
+				e.readiness.Expire(now)
 			}
 		}
 	}
@@ -472,101 +418,39 @@ func (e *pnhExporter) lead(ctx context.Context) {
 			return
 		}
 	}
-	// Resume from what the API already holds: a restart or a new leader neither rewrites
-	// unchanged objects nor forgets stale ones.
-	var existing []verdict.Persisted
-	for _, o := range e.writer.Existing() {
-		existing = append(existing, persistedOf(o))
+	// Each controller resumes from what the API already holds (the pairs' from the
+	// writer's informer, synced above; the checks' at their first reconcile, a quorum
+	// read): a restart or a new leader neither rewrites unchanged objects nor forgets
+	// stale ones. A future leadership starts from the API's state again.
+	for _, c := range e.controllers {
+		c.Lead(ctx)
 	}
-	e.engine.Resume(existing, time.Now())
-	defer e.engine.EndTerm() // a future leadership starts from the API's state again
-	if e.zoneObjects != nil {
-		defer e.zoneObjects.Forget()
-	}
-	if !e.cfg.NodeConditions.Enabled {
-		e.writer.CleanupNodeConditions(ctx, e.kube, e.cfg.NodeConditions.Type, e.logger)
-	}
+	defer func() {
+		for _, c := range slices.Backward(e.controllers) {
+			c.EndTerm()
+		}
+	}()
 	workerCtx, stopWorkers := context.WithCancel(ctx)
 	e.writer.Run(workerCtx, e.cfg.Workers)
 	defer stopWorkers()
 
-	if e.checks != nil {
-		// The checks resume from the API at their first reconcile of the term (a quorum
-		// read); until then nothing of them is written or emitted.
-		e.checks.Lead()
-		defer e.checks.EndTerm()
-	}
 	tick := time.NewTicker(reconcileEvery)
 	defer tick.Stop()
-	lastNodes := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			targetsChanged := e.reconcile(ctx, now)
-			if e.checks != nil {
-				e.checks.Reconcile(ctx, now)
-			}
-			// Node and pod conditions follow a target verdict change at once (the
-			// decision costs O(evidence)), and are re-judged every 5 s otherwise
-			// (min_hold expiry, suppression).
-			if targetsChanged || now.Sub(lastNodes) >= 5*time.Second {
-				lastNodes = now
-				e.reconcileNodes(now)
-				e.reconcileReadiness(now)
-			}
+			e.reconcile(ctx, now)
 		}
 	}
 }
 
-// reconcile applies what the engine decided: objects (most urgent first) and Events.
-// It reports whether any per-target verdict changed.
-func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) bool {
-	res := e.engine.Reconcile(now)
-	for _, w := range res.Objects {
-		e.writer.Set(desiredOf(w, now), w.Priority)
+// reconcile runs every controller's reconcile of one tick, in order.
+func (e *pnhExporter) reconcile(ctx context.Context, now time.Time) {
+	for _, c := range e.controllers {
+		c.Reconcile(ctx, now)
 	}
-	for _, o := range res.ObserverChanges {
-		if o.Silent {
-			e.logger.Warn("pod_network_health: observer stopped reporting; its objects read Unknown/ObserverSilent",
-				zap.String("observer", o.Namespace+"/"+o.Name), zap.String("node", o.Node), zap.Time("last_seen", o.LastSeen))
-		} else {
-			e.logger.Info("pod_network_health: observer reports again", zap.String("observer", o.Namespace+"/"+o.Name), zap.String("node", o.Node))
-		}
-	}
-	for _, t := range res.TargetChanges {
-		e.logger.Info("pod_network_health: target verdict", zap.String("target", t.Key.String()), zap.String("verdict", string(t.Verdict)),
-			zap.Int("failing_observer_nodes", t.Failing), zap.Int("reaching_observer_nodes", t.Reaching))
-	}
-	st := e.engine.Stats()
-	if n := st.RoundsTooSoon - e.tooSoonSeen; n > 0 {
-		e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "round_too_soon")))
-	}
-	e.tooSoonSeen = st.RoundsTooSoon
-	e.tb.PodNetworkHealthPairs.Record(ctx, int64(st.Pairs))
-	e.tb.PodNetworkHealthObserversSilent.Record(ctx, int64(st.SilentObservers))
-	e.tb.PodNetworkHealthObjects.Record(ctx, int64(st.Objects))
-	e.tb.PodNetworkHealthPendingObjects.Record(ctx, int64(e.writer.PendingCount()))
-	pending, dropped := e.writer.PendingByPriority(), e.writer.DroppedByPriority()
-	for p := range writequeue.NumPriorities {
-		attrs := metric.WithAttributes(attribute.String("priority", writequeue.Priority(p).String()))
-		e.tb.PodNetworkHealthWritesPending.Record(ctx, int64(pending[p]), attrs)
-		if n := dropped[p] - e.droppedSeen[p]; n > 0 {
-			e.tb.PodNetworkHealthWritesDropped.Add(ctx, int64(n), attrs)
-		}
-	}
-	e.droppedSeen = dropped
-	for _, g := range res.GrayChanges {
-		e.logger.Info("pod_network_health: target gray verdict", zap.String("target", g.Key.String()), zap.String("node", g.Node),
-			zap.Bool("packet_loss", g.Status.Lossy), zap.Bool("high_latency", g.Status.HighLatency),
-			zap.String("loss", g.Status.LossText()), zap.Duration("rtt_p50", g.Status.Median), zap.Duration("rtt_baseline", g.Status.Baseline))
-	}
-	_, forbidden := e.writer.Forbidden()
-	e.tb.PodNetworkHealthWritesForbidden.Record(ctx, int64(forbidden))
-	e.emitEvents(res.Events)
-	e.emitPlanned(res.Degraded)
-	return len(res.TargetChanges) > 0
 }
 
 func (e *pnhExporter) onWritten(r apply.WriteResult) {
@@ -621,19 +505,11 @@ func (e *pnhExporter) firstRejection(key string) bool {
 	return true
 }
 
-// emitEvents writes an Event per real verdict change (plan.PairEvents) through the writer,
-// under the same budget as every other write (behind verdict changes, ahead of updates and
-// heartbeats). events.per_minute caps their number on top; excess is dropped and logged,
-// the status still carries the outage history.
-func (e *pnhExporter) emitEvents(ts []observation.Transition) {
-	if e.eventsRL == nil {
-		return
-	}
-	e.emitPlanned(plan.PairEvents(ts))
-}
-
-// emitPlanned writes the pairs' Events under each source's share and the pairs' Event
-// limiter.
+// emitPlanned writes the pairs' Events (an Event per real verdict change, plan.PairEvents,
+// and per Degraded episode) through the writer, under the same budget as every other write
+// (behind verdict changes, ahead of updates and heartbeats), each source's share and the
+// pairs' Event limiter: events.per_minute caps their number on top; excess is dropped and
+// logged, the status still carries the outage history.
 func (e *pnhExporter) emitPlanned(evs []plan.Event) {
 	if e.eventsRL == nil {
 		return
@@ -665,7 +541,7 @@ func (e *pnhExporter) emitPlanned(evs []plan.Event) {
 		e.mu.Unlock()
 		e.enqueueEvent(corev1.ObjectReference{
 			APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth",
-			Namespace: ev.Key.SourceNamespace, Name: nameOf(ev.Key),
+			Namespace: ev.Key.SourceNamespace, Name: plan.ObjectNameOf(ev.Key),
 		}, ev.Type, ev.Reason, ev.Message, ev.At, writequeue.Event)
 	}
 }
@@ -713,15 +589,8 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 		if e.writer != nil {
 			e.writer.Stop()
 		}
-		close(e.stopNodes)
-		if nodes := e.nodeCache(); nodes != nil {
-			nodes.factory.Shutdown()
-		}
-		if e.gated != nil {
-			e.gated.factory.Shutdown()
-		}
-		if e.checks != nil {
-			e.checks.Shutdown()
+		for _, c := range e.controllers {
+			c.Shutdown()
 		}
 		if e.unproduce != nil {
 			e.unproduce()

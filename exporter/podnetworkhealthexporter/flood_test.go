@@ -121,7 +121,7 @@ func floodRun(t *testing.T, flood bool) (f floodFigures) {
 			}
 			e.engine.Observe(batch, now)
 			if i%100 == 0 {
-				e.reconcile(ctx, now)
+				e.pairs.Reconcile(ctx, now)
 			}
 			time.Sleep(step)
 		}

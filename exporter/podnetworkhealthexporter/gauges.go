@@ -109,7 +109,7 @@ func (e *pnhExporter) registerGauges() error {
 		return err
 	}
 	if err := tb.RegisterPodNetworkHealthZonePairReachableCallback(func(_ context.Context, o metric.Int64Observer) error {
-		for _, p := range e.zonePairs() {
+		for _, p := range e.zones.Pairs() {
 			v := int64(1)
 			if p.Cut {
 				v = 0
@@ -121,7 +121,7 @@ func (e *pnhExporter) registerGauges() error {
 		return err
 	}
 	if err := tb.RegisterPodNetworkHealthNodeProblemCallback(func(_ context.Context, o metric.Int64Observer) error {
-		for node, status := range e.nodeConditionStatuses() {
+		for node, status := range e.nodes.Statuses() {
 			v := int64(0)
 			if status == corev1.ConditionTrue {
 				v = 1

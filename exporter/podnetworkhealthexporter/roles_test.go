@@ -49,7 +49,7 @@ func TestBindRefusesNonAgents(t *testing.T) {
 	for name, ctx := range map[string]context.Context{"auth": viaAuth(sc), "metadata": viaMetadata(sc)} {
 		md := round("shop", "web-0", "uid-w", "node-c", true)
 		out, rejected := newBinder(zap.NewNop()).bind(ctx, md)
-		assert.Equal(t, map[string]int{SkipSourceNotAgent: len(peers) * pointsPerTarget}, rejected, name)
+		assert.Equal(t, map[string]int{skipSourceNotAgent: len(peers) * pointsPerTarget}, rejected, name)
 		assert.Equal(t, 0, out.ResourceMetrics().Len(), name)
 	}
 }
@@ -72,14 +72,14 @@ func TestSidecarCountsTowardNoQuorumAndGetsNoPairs(t *testing.T) {
 	require.NoError(t, e.consume(viaAuth(agentA), round("netpulse", "agent-a", "uid-a", "node-a", true)))
 	require.NoError(t, e.consume(viaAuth(sidecarOn("node-c")), round("shop", "web-0", "uid-w", "node-c", true)))
 
-	assert.Equal(t, map[string]int64{SkipSourceNotAgent: int64(len(peers) * pointsPerTarget)}, roleSkips(t, tt))
+	assert.Equal(t, map[string]int64{skipSourceNotAgent: int64(len(peers) * pointsPerTarget)}, roleSkips(t, tt))
 	obs := e.engine.Observers()
 	require.Len(t, obs, 1, "only the agent observes")
 	assert.Equal(t, "agent-a", obs[0].Name)
 	assert.Equal(t, len(peers), e.engine.Stats().Pairs, "pairs (and their objects) of the agent only")
 	target := readiness.PodInfo{Namespace: peers[0].NS, Name: peers[0].Pod, UID: peers[0].UID, Node: peers[0].Node, Created: created, HasGate: true}
 	e.mu.Lock()
-	flips := e.gate.Decide([]readiness.PodInfo{target}, time.Now())
+	flips := e.readiness.Decide([]readiness.PodInfo{target}, time.Now())
 	e.mu.Unlock()
 	assert.Empty(t, flips, "one agent's reach is not two reaching nodes: the sidecar's does not count")
 
@@ -88,7 +88,7 @@ func TestSidecarCountsTowardNoQuorumAndGetsNoPairs(t *testing.T) {
 	require.NoError(t, e.consume(viaAuth(agentC), round("netpulse", "agent-x", "uid-x", "node-c", true)))
 	assert.Len(t, e.engine.Observers(), 2)
 	e.mu.Lock()
-	flips = e.gate.Decide([]readiness.PodInfo{target}, time.Now())
+	flips = e.readiness.Decide([]readiness.PodInfo{target}, time.Now())
 	e.mu.Unlock()
 	assert.Len(t, flips, 1)
 	require.NoError(t, e.shutdown(context.Background()))

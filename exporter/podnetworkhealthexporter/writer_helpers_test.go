@@ -36,7 +36,7 @@ func testPNH(name, node string) *v1alpha1.PodNetworkHealth {
 	return &v1alpha1.PodNetworkHealth{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "ns", Name: name,
-			Labels:          map[string]string{LabelManagedBy: LabelManagedByValue},
+			Labels:          map[string]string{v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "src", UID: "uid-src"}},
 		},
 		Spec: v1alpha1.PodNetworkHealthSpec{

@@ -6,6 +6,8 @@ package checkstatus
 import (
 	"time"
 	"unicode/utf8"
+
+	"github.com/netpulse/netpulse/api/v1alpha1"
 )
 
 // Limits of a Status, those of OpenShift's PodNetworkConnectivityCheck status, and of the
@@ -69,9 +71,9 @@ const (
 	EventWarning = "Warning"
 
 	// EventOutageDetected is the reason of the Warning event of an outage's start.
-	EventOutageDetected = "ConnectivityOutageDetected"
+	EventOutageDetected = v1alpha1.EventOutageDetected
 	// EventRestored is the reason of the Normal event of an outage's end.
-	EventRestored = "ConnectivityRestored"
+	EventRestored = v1alpha1.EventRestored
 )
 
 // Entry is one result of a check: a log entry of Successes, Failures and an outage's logs.

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/simcluster"
 )
 
@@ -133,7 +132,7 @@ func TestPodDeleted(t *testing.T) {
 	}
 	for _, a := range e.cl.Agents() {
 		name := objectName(a, gone)
-		if e.api.hasEvent(ctx, name, podnetworkhealthexporter.EventOutageDetected, start) {
+		if e.api.hasEvent(ctx, name, v1alpha1.EventOutageDetected, start) {
 			t.Errorf("an outage Event on %s: the deleted pod's failures are expected", name)
 		}
 	}
@@ -154,7 +153,7 @@ func (e *env) requireNoOutageEventTowards(t *testing.T, ctx context.Context, nod
 			if dst.Node != node || src.Node == node {
 				continue
 			}
-			if name := objectName(src, dst); e.api.hasEvent(ctx, name, podnetworkhealthexporter.EventOutageDetected, since) {
+			if name := objectName(src, dst); e.api.hasEvent(ctx, name, v1alpha1.EventOutageDetected, since) {
 				t.Errorf("an outage Event on %s: %s's failures are expected", name, node)
 			}
 		}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/simcluster"
 )
 
@@ -239,7 +238,7 @@ const nodeProblemType = corev1.NodeConditionType("netpulse.io/PodNetworkProblem"
 
 // objectName is the name the exporter gives the object of src → dst.
 func objectName(src, dst simcluster.Agent) string {
-	return podnetworkhealthexporter.ObjectName(src.Namespace, src.Pod, string(v1alpha1.TargetKindPod), dst.Namespace, dst.Pod, "")
+	return v1alpha1.ObjectName(src.Namespace, src.Pod, string(v1alpha1.TargetKindPod), dst.Namespace, dst.Pod, "")
 }
 
 func (a *apiChecker) objects(ctx context.Context) (map[string]*v1alpha1.PodNetworkHealth, error) {

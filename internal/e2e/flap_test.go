@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/simcluster"
 )
 
@@ -107,12 +106,12 @@ func TestFlappingLink(t *testing.T) {
 			// object's recovery by a few seconds.
 			counts := map[string]int{}
 			for deadline := time.Now().Add(20 * time.Second); ; {
-				for _, reason := range []string{podnetworkhealthexporter.EventOutageDetected, podnetworkhealthexporter.EventFlapping, podnetworkhealthexporter.EventRestored} {
+				for _, reason := range []string{v1alpha1.EventOutageDetected, v1alpha1.EventFlapping, v1alpha1.EventRestored} {
 					if counts[reason], err = e.api.countEvents(ctx, name, reason, start); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if counts[podnetworkhealthexporter.EventRestored] >= 2 || time.Now().After(deadline) {
+				if counts[v1alpha1.EventRestored] >= 2 || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(time.Second)
@@ -120,7 +119,7 @@ func TestFlappingLink(t *testing.T) {
 			// The first recovery is a real one when it happens (nothing says yet that the link
 			// flaps): its restore Event stands; the re-failure reopens that outage with the
 			// flapping Event, and the end of the flapping period restores it again.
-			if counts[podnetworkhealthexporter.EventOutageDetected] != 1 || counts[podnetworkhealthexporter.EventFlapping] != 1 || counts[podnetworkhealthexporter.EventRestored] != 2 {
+			if counts[v1alpha1.EventOutageDetected] != 1 || counts[v1alpha1.EventFlapping] != 1 || counts[v1alpha1.EventRestored] != 2 {
 				t.Errorf("%s: Events %v; want one outage, one flapping, two restored (the first recovery, the end)", name, counts)
 			}
 			t.Logf("E2E flapping %s: 1 outage, %d flaps, Events %v", name, outages[0].Flaps, counts)

@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/simcluster"
 )
 
@@ -63,7 +62,7 @@ func (a *apiChecker) record(ctx context.Context) (*record, error) {
 		return nil, err
 	}
 	for _, ev := range evs.Items {
-		if ev.Reason != podnetworkhealthexporter.EventOutageDetected && ev.Reason != podnetworkhealthexporter.EventRestored {
+		if ev.Reason != v1alpha1.EventOutageDetected && ev.Reason != v1alpha1.EventRestored {
 			continue
 		}
 		n := max(ev.Count, 1)
@@ -219,7 +218,7 @@ func TestFailoverDuringPartition(t *testing.T) {
 			all(pathExpect{reachable: true, stable: stable}, not(involves(node)))
 		exp.nodeProblem[node] = true
 		exp.nodeProblemOthers = true
-		exp.events = []eventExpect{{pair{"node-1", node}, podnetworkhealthexporter.EventOutageDetected}}
+		exp.events = []eventExpect{{pair{"node-1", node}, v1alpha1.EventOutageDetected}}
 		return exp
 	}
 	e.await(t, "detect", partitioned(false), detectTimeout)
@@ -272,7 +271,7 @@ func TestFailoverDuringPartition(t *testing.T) {
 		t.Errorf("outage starts moved:\n  %s", strings.Join(moved, "\n  "))
 	}
 	for k, n := range final.events {
-		if strings.HasSuffix(k, "/"+podnetworkhealthexporter.EventOutageDetected) && n != before.events[k] {
+		if strings.HasSuffix(k, "/"+v1alpha1.EventOutageDetected) && n != before.events[k] {
 			t.Errorf("Event %s: %d before the takeover, %d after the heal", k, before.events[k], n)
 		}
 	}
@@ -395,7 +394,7 @@ func TestWriterPartitionedFromAPI(t *testing.T) {
 		}
 	}
 	for k, n := range final.events {
-		if strings.HasSuffix(k, "/"+podnetworkhealthexporter.EventOutageDetected) && n != before.events[k] {
+		if strings.HasSuffix(k, "/"+v1alpha1.EventOutageDetected) && n != before.events[k] {
 			t.Errorf("Event %s: %d before the writer partition, %d after the heal", k, before.events[k], n)
 		}
 	}

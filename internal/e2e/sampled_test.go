@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/livematrix"
 	"github.com/netpulse/netpulse/internal/simcluster"
 	"github.com/netpulse/netpulse/internal/viewserver"
@@ -369,7 +369,7 @@ func TestSampledPartition(t *testing.T) {
 	exp.targetReachable[node] = false
 	exp.nodeProblem[node] = true
 	exp.nodeProblemOthers = true
-	exp.events = []eventExpect{{towardsNode, podnetworkhealthexporter.EventOutageDetected}}
+	exp.events = []eventExpect{{towardsNode, v1alpha1.EventOutageDetected}}
 
 	// The per-target verdict alone first: that is the "two rounds at any size" figure.
 	verdict := e.expect("sampled-partition (target verdict)", start)
@@ -393,7 +393,7 @@ func TestSampledPartition(t *testing.T) {
 	rec.targetReachable[node] = true
 	rec.nodeProblem[node] = false
 	rec.nodeProblemOthers = true
-	rec.events = []eventExpect{{towardsNode, podnetworkhealthexporter.EventRestored}}
+	rec.events = []eventExpect{{towardsNode, v1alpha1.EventRestored}}
 	e.await(t, "recover", rec, recoverTimeout)
 }
 

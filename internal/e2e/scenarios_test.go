@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/simcluster"
 	"github.com/netpulse/netpulse/internal/viewtest"
 )
@@ -206,7 +205,7 @@ func TestPartition(t *testing.T) {
 	exp.nodeProblem[node] = true
 	exp.nodeProblemOthers = true
 	observer := pair{"node-1", node}
-	exp.events = []eventExpect{{observer, podnetworkhealthexporter.EventOutageDetected}}
+	exp.events = []eventExpect{{observer, v1alpha1.EventOutageDetected}}
 	e.await(t, "detect", exp, detectTimeout)
 	e.checkView(t, node)
 
@@ -219,7 +218,7 @@ func TestPartition(t *testing.T) {
 	rec.outageSince = start
 	rec.nodeProblem[node] = false
 	rec.nodeProblemOthers = true
-	rec.events = []eventExpect{{observer, podnetworkhealthexporter.EventRestored}}
+	rec.events = []eventExpect{{observer, v1alpha1.EventRestored}}
 	e.await(t, "recover", rec, recoverTimeout)
 }
 
@@ -268,7 +267,7 @@ func TestDrain(t *testing.T) {
 			if dst.Node != node || src.Node == node {
 				continue
 			}
-			if name := objectName(src, dst); e.api.hasEvent(ctx, name, podnetworkhealthexporter.EventOutageDetected, start) {
+			if name := objectName(src, dst); e.api.hasEvent(ctx, name, v1alpha1.EventOutageDetected, start) {
 				t.Errorf("an outage Event on %s: the drained node's failures are expected", name)
 			}
 		}

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 )
 
 // TestSampledZoneCut: the link between zone-a and zone-b fails (nft on every node drops
@@ -74,8 +73,8 @@ func TestSampledZoneCut(t *testing.T) {
 		ring(r, pathExpect{reachable: true, stable: true}, func(p pair) bool { return !crossing(p) })
 	exp.maxObjects = sampledBound(nodes)
 	exp.nodeProblemOthers = true
-	names := []string{podnetworkhealthexporter.ZoneObjectName("zone-a", "zone-b"), podnetworkhealthexporter.ZoneObjectName("zone-b", "zone-a")}
-	d := e.awaitZones(t, "zone pair Unreachable", names, v1alpha1.Unreachable, podnetworkhealthexporter.EventZoneConnectivityLost, start, detectTimeout)
+	names := []string{v1alpha1.ZoneObjectName("zone-a", "zone-b"), v1alpha1.ZoneObjectName("zone-b", "zone-a")}
+	d := e.awaitZones(t, "zone pair Unreachable", names, v1alpha1.Unreachable, v1alpha1.EventZoneConnectivityLost, start, detectTimeout)
 	t.Logf("E2E zone cut: both zone pairs Unreachable %.1fs after the cut (%.1f probe intervals)", d.Seconds(), d.Seconds()/probeInterval.Seconds())
 	e.await(t, "pairs", exp, detectTimeout)
 	// Held a while: still no node marked.
@@ -86,7 +85,7 @@ func TestSampledZoneCut(t *testing.T) {
 	if err := e.cl.HealAll(); err != nil {
 		t.Fatal(err)
 	}
-	d = e.awaitZones(t, "zone pair Reachable", names, v1alpha1.Reachable, podnetworkhealthexporter.EventZoneConnectivityRestored, healed, recoverTimeout+nodeMinHold)
+	d = e.awaitZones(t, "zone pair Reachable", names, v1alpha1.Reachable, v1alpha1.EventZoneConnectivityRestored, healed, recoverTimeout+nodeMinHold)
 	t.Logf("E2E zone cut: both zone pairs Reachable %.1fs after the heal (zones.min_hold %v)", d.Seconds(), nodeMinHold)
 	rec := e.expect("zone-cut", healed).ring(r, pathExpect{reachable: true}, nil)
 	rec.maxObjects = sampledBound(nodes)

@@ -25,7 +25,6 @@ import (
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/helmtest"
 	"github.com/netpulse/netpulse/internal/kubetest"
 	"github.com/netpulse/netpulse/internal/realcluster"
@@ -354,8 +353,8 @@ func (s *suite) partitionAndHeal(t *testing.T) {
 				bad = append(bad, key+" is "+string(o.Status.Reachability))
 			} else if len(o.Status.Outages) == 0 || o.Status.Outages[len(o.Status.Outages)-1].End != nil {
 				bad = append(bad, key+" has no open outage")
-			} else if !s.hasEvent(ctx, o.Name, podnetworkhealthexporter.EventOutageDetected, cut) {
-				bad = append(bad, key+" has no "+podnetworkhealthexporter.EventOutageDetected+" Event")
+			} else if !s.hasEvent(ctx, o.Name, v1alpha1.EventOutageDetected, cut) {
+				bad = append(bad, key+" has no "+v1alpha1.EventOutageDetected+" Event")
 			}
 		}
 		if towards == 0 {
@@ -389,8 +388,8 @@ func (s *suite) partitionAndHeal(t *testing.T) {
 				bad = append(bad, key+" is "+string(o.Status.Reachability))
 			} else if n := len(o.Status.Outages); n == 0 || o.Status.Outages[n-1].End == nil {
 				bad = append(bad, key+" has no closed outage")
-			} else if !s.hasEvent(ctx, o.Name, podnetworkhealthexporter.EventRestored, heal) {
-				bad = append(bad, key+" has no "+podnetworkhealthexporter.EventRestored+" Event")
+			} else if !s.hasEvent(ctx, o.Name, v1alpha1.EventRestored, heal) {
+				bad = append(bad, key+" has no "+v1alpha1.EventRestored+" Event")
 			}
 		}
 		if st := s.nodeConditions(t)[victim]; st != corev1.ConditionFalse {

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/kubetest"
 )
 
@@ -38,7 +37,7 @@ func (s *suite) falseVerdicts(ctx context.Context, t *testing.T, since time.Time
 			out = append(out, "node "+n+" condition True")
 		}
 	}
-	evs, err := s.cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + podnetworkhealthexporter.EventOutageDetected})
+	evs, err := s.cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + v1alpha1.EventOutageDetected})
 	require.NoError(t, err)
 	for _, ev := range evs.Items {
 		last := ev.LastTimestamp.Time
@@ -171,7 +170,7 @@ func (s *suite) record(ctx context.Context, t *testing.T) *record {
 	evs, err := s.cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, ev := range evs.Items {
-		if ev.Reason != podnetworkhealthexporter.EventOutageDetected && ev.Reason != podnetworkhealthexporter.EventRestored {
+		if ev.Reason != v1alpha1.EventOutageDetected && ev.Reason != v1alpha1.EventRestored {
 			continue
 		}
 		n := max(ev.Count, 1)

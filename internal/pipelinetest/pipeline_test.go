@@ -227,7 +227,7 @@ func TestContractPodProbeToPodNetworkHealth(t *testing.T) {
 	pnhClient, err := versioned.NewForConfig(cp.Config)
 	require.NoError(t, err)
 	for _, p := range pods[1:] {
-		name := pnh.ObjectName("netpulse", self.Name, "Pod", "netpulse", p.Name, "")
+		name := v1alpha1.ObjectName("netpulse", self.Name, "Pod", "netpulse", p.Name, "")
 		var obj *v1alpha1.PodNetworkHealth
 		require.Eventually(t, func() bool {
 			obj, err = pnhClient.NetpulseV1alpha1().PodNetworkHealths("netpulse").Get(ctx, name, metav1.GetOptions{})

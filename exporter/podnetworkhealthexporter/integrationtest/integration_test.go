@@ -214,7 +214,7 @@ func TestObjectsTransitionsAndEvents(t *testing.T) {
 	}()
 	defer func() { close(stop); wg.Wait() }()
 
-	name := pnhexporter.ObjectName("shop", src.Name, "Pod", "shop", dst.Name, "")
+	name := v1alpha1.ObjectName("shop", src.Name, "Pod", "shop", dst.Name, "")
 	var obj *v1alpha1.PodNetworkHealth
 	require.Eventually(t, func() bool {
 		obj = getPNH(t, "shop", name)
@@ -267,7 +267,7 @@ func TestObjectsTransitionsAndEvents(t *testing.T) {
 		for _, e := range evs.Items {
 			reasons[e.Reason] = true
 		}
-		return reasons[pnhexporter.EventOutageDetected] && reasons[pnhexporter.EventRestored]
+		return reasons[v1alpha1.EventOutageDetected] && reasons[v1alpha1.EventRestored]
 	}, 20*time.Second, 200*time.Millisecond, "events for the outage and the recovery")
 
 	// The source pod goes away: its objects are garbage-collected with it.
@@ -351,7 +351,7 @@ func TestLeaderElectionHandover(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	name := pnhexporter.ObjectName("handover", src.Name, "Pod", "handover", dst.Name, "")
+	name := v1alpha1.ObjectName("handover", src.Name, "Pod", "handover", dst.Name, "")
 	feed(4*time.Second, exp0, exp1)
 	require.Eventually(t, func() bool { return getPNH(t, "handover", name) != nil }, 20*time.Second, 100*time.Millisecond)
 
@@ -434,7 +434,7 @@ func TestMalformedInputIsCountedNotBlocking(t *testing.T) {
 	exp := startExporter(t, cfg, "gw-m", tt)
 	defer func() { require.NoError(t, exp.Shutdown(ctx)) }()
 
-	name := pnhexporter.ObjectName("malformed", src.Name, "Pod", "malformed", dst.Name, "")
+	name := v1alpha1.ObjectName("malformed", src.Name, "Pod", "malformed", dst.Name, "")
 	good := []probetest.Target{{NS: "malformed", Pod: dst.Name, UID: string(dst.UID), Node: "node-b", IP: "192.0.2.2"}}
 	for i := 0; i < 10 && getPNH(t, "malformed", name) == nil; i++ {
 		md := agent.Round(time.Now(), good, []probetest.Outcome{{OK: true, RTT: time.Millisecond}})

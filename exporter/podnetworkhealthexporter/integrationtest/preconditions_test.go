@@ -103,7 +103,7 @@ func startShardWriter(t *testing.T, client versioned.Interface, ns, label string
 		sw.mu.Lock()
 		sw.results = append(sw.results, r)
 		sw.mu.Unlock()
-	}, apply.WithObjectLabels(map[string]string{apply.LabelShard: label}))
+	}, apply.WithObjectLabels(map[string]string{v1alpha1.LabelShard: label}))
 	sw.StartInformer()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -158,7 +158,7 @@ func pairObject(src *corev1Pod, targetUID string, reach v1alpha1.Reachability) *
 	return &v1alpha1.PodNetworkHealth{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: src.Namespace, Name: src.Name + "-to-db-0",
-			Labels:          map[string]string{apply.LabelManagedBy: apply.LabelManagedByValue},
+			Labels:          map[string]string{v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: src.Name, UID: src.UID}},
 		},
 		Spec: v1alpha1.PodNetworkHealthSpec{
@@ -213,7 +213,7 @@ func TestDeleteNeverRemovesAnotherShardsObject(t *testing.T) {
 			return
 		}
 		o := pairObject(src, "uid-db-0-new", v1alpha1.Reachable)
-		o.Labels[apply.LabelShard] = "1-of-2"
+		o.Labels[v1alpha1.LabelShard] = "1-of-2"
 		c, err := api.Create(ctx, o, metav1.CreateOptions{})
 		if assert.NoError(t, err) {
 			theirs <- c.UID
@@ -233,7 +233,7 @@ func TestDeleteNeverRemovesAnotherShardsObject(t *testing.T) {
 	default:
 		t.Fatal("shard 0's delete never reached the API")
 	}
-	assert.Equal(t, "1-of-2", got.Labels[apply.LabelShard])
+	assert.Equal(t, "1-of-2", got.Labels[v1alpha1.LabelShard])
 	assert.Equal(t, types.UID("uid-db-0-new"), got.Spec.TargetPodRef.UID)
 
 	// Its own object, unchanged since it read it, shard 0 does delete.
@@ -272,7 +272,7 @@ func TestDeleteNeverRemovesARecreatedObject(t *testing.T) {
 			return
 		}
 		again := o.DeepCopy()
-		again.Labels[apply.LabelShard] = "0-of-2"
+		again.Labels[v1alpha1.LabelShard] = "0-of-2"
 		again.Spec.TargetPodRef.UID = "uid-db-0-other-pair"
 		c, err := api.Create(ctx, again, metav1.CreateOptions{})
 		if assert.NoError(t, err) {
@@ -330,7 +330,7 @@ func TestShardsNeverRelabelEachOthersObjects(t *testing.T) {
 	after := getPNH(t, "pingpong", theirs.Name)
 	require.NotNil(t, after)
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "shard 0 wrote shard 1's object")
-	assert.Equal(t, "1-of-2", after.Labels[apply.LabelShard])
+	assert.Equal(t, "1-of-2", after.Labels[v1alpha1.LabelShard])
 
 	// Shard 1's pair goes: it deletes its object; then shard 0's write creates its own.
 	require.Eventually(t, func() bool { return len(w1.Existing()) == 1 }, 10*time.Second, 20*time.Millisecond)
@@ -341,7 +341,7 @@ func TestShardsNeverRelabelEachOthersObjects(t *testing.T) {
 	require.NoError(t, w0.resultAfter(t, key, 3).Err)
 	mine := getPNH(t, "pingpong", theirs.Name)
 	require.NotNil(t, mine)
-	assert.Equal(t, "0-of-2", mine.Labels[apply.LabelShard])
+	assert.Equal(t, "0-of-2", mine.Labels[v1alpha1.LabelShard])
 	assert.Equal(t, types.UID("uid-db-0-old"), mine.Spec.TargetPodRef.UID)
 	assert.Equal(t, 4, w0.count(key))
 }

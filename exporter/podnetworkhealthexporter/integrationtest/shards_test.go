@@ -18,7 +18,6 @@ import (
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	pnhexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
 	"github.com/netpulse/netpulse/internal/shard"
 )
@@ -148,7 +147,7 @@ func TestShardsSplitTheCluster(t *testing.T) {
 	for _, o := range list() {
 		node := targetNode(o)
 		require.NotEmpty(t, node, o.Name)
-		assert.Equal(t, fmt.Sprintf("%d-of-%d", shard.Of(node, count), count), o.Labels[apply.LabelShard], "%s towards %s: written by its node's shard", o.Name, node)
+		assert.Equal(t, fmt.Sprintf("%d-of-%d", shard.Of(node, count), count), o.Labels[v1alpha1.LabelShard], "%s towards %s: written by its node's shard", o.Name, node)
 	}
 	for i, holder := range []string{"gw-shard-0-a", "gw-shard-1-a"} {
 		l, err := admin.CoordinationV1().Leases("netpulse").Get(ctx, fmt.Sprintf("pnh-shards-%d", i), metav1.GetOptions{})
@@ -216,6 +215,6 @@ func TestShardsSplitTheCluster(t *testing.T) {
 		require.True(t, c == nil || c.Status == corev1.ConditionFalse, "node %s (shard %d) blamed: %+v", tg.Node, shard.Of(tg.Node, count), c)
 	}
 	for _, o := range list() {
-		assert.Equal(t, fmt.Sprintf("%d-of-%d", shard.Of(targetNode(o), count), count), o.Labels[apply.LabelShard], o.Name)
+		assert.Equal(t, fmt.Sprintf("%d-of-%d", shard.Of(targetNode(o), count), count), o.Labels[v1alpha1.LabelShard], o.Name)
 	}
 }

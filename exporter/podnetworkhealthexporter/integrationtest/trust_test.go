@@ -34,7 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	pnhexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension"
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/k8stokenauthtest"
@@ -172,8 +172,8 @@ func TestAuthenticatedObserversEndToEnd(t *testing.T) {
 	res := runLiar(t, "trust", true)
 	t.Logf("skipped by reason: %v", res.skipped)
 	// 5 data points per target and round, 2 targets per lie, 4 lies per round.
-	assert.EqualValues(t, liarRounds*4*2*5, res.skipped[pnhexporter.SkipSourceMismatch])
-	assert.Zero(t, res.skipped[pnhexporter.SkipUnauthenticatedSource])
+	assert.EqualValues(t, liarRounds*4*2*5, res.skipped[string(identity.RefusedMismatch)])
+	assert.Zero(t, res.skipped[string(identity.RefusedUnauthenticated)])
 	assert.Equal(t, []string{res.agent}, res.sources, "objects only from the authenticated agent")
 	assert.Empty(t, res.marked, "no node marked from rejected observations")
 	assert.Zero(t, res.outageEvents, "no outage Event from rejected observations")
@@ -196,7 +196,7 @@ func TestAuthenticatedObserversEndToEnd(t *testing.T) {
 // to reach it, and reach agent-a): what one agent's token could do before.
 func TestLiesMarkANodeWithoutBinding(t *testing.T) {
 	res := runLiar(t, "liar", false)
-	assert.Empty(t, res.skipped[pnhexporter.SkipSourceMismatch])
+	assert.Empty(t, res.skipped[string(identity.RefusedMismatch)])
 	assert.Greater(t, len(res.sources), 1, "objects in other pods' names: %v", res.sources)
 	assert.Contains(t, res.marked, "liar-node-b", "the lies mark agent-b's node when believed")
 }
@@ -259,7 +259,7 @@ func runLiar(t *testing.T, prefix string, bind bool) liarResult {
 	okOut := []probetest.Outcome{{OK: true, RTT: time.Millisecond}}
 	failOut := []probetest.Outcome{{OK: false}}
 
-	honestName := pnhexporter.ObjectName(trustNS, a.Name, "Pod", trustNS, victim.Name, "")
+	honestName := v1alpha1.ObjectName(trustNS, a.Name, "Pod", trustNS, victim.Name, "")
 	for i := range liarRounds {
 		now := time.Now()
 		require.NoError(t, agent.ConsumeMetrics(ctx, honest.Round(now, toVictim, okOut)), "round %d", i)
@@ -302,7 +302,7 @@ func runLiar(t *testing.T, prefix string, bind bool) liarResult {
 	events, err := admin.CoreV1().Events(trustNS).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, ev := range events.Items {
-		if ev.Reason == pnhexporter.EventOutageDetected && strings.Contains(ev.InvolvedObject.Name, prefix) {
+		if ev.Reason == v1alpha1.EventOutageDetected && strings.Contains(ev.InvolvedObject.Name, prefix) {
 			res.outageEvents++
 		}
 	}
@@ -346,10 +346,10 @@ func TestBatchWithoutIdentityKeysFailsClosed(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		m, err := tt.GetMetric("otelcol_pod_network_health_datapoints_skipped")
-		return err == nil && sumPointsByAttr(m, "reason")[pnhexporter.SkipUnauthenticatedSource] == 4*5
+		return err == nil && sumPointsByAttr(m, "reason")[string(identity.RefusedUnauthenticated)] == 4*5
 	}, 10*time.Second, 100*time.Millisecond)
 	time.Sleep(1500 * time.Millisecond)
-	assert.Nil(t, getPNH(t, trustNS, pnhexporter.ObjectName(trustNS, a.Name, "Pod", trustNS, b.Name, "")))
+	assert.Nil(t, getPNH(t, trustNS, v1alpha1.ObjectName(trustNS, a.Name, "Pod", trustNS, b.Name, "")))
 }
 
 // unwrapStatus finds the gRPC status in an exporter error (the exporter helper wraps it).
@@ -391,7 +391,7 @@ func TestWithoutBatchIdentityIsAuthData(t *testing.T) {
 	agent := startAgentExporter(t, addr, pki, tokenFile)
 	honest := probetest.NewAgent(trustNS, a.Name, string(a.UID), "trust-node-p", "192.0.2.21")
 	toB := []probetest.Target{{NS: trustNS, Pod: b.Name, UID: string(b.UID), Node: "trust-node-q", IP: "192.0.2.22"}}
-	name := pnhexporter.ObjectName(trustNS, a.Name, "Pod", trustNS, b.Name, "")
+	name := v1alpha1.ObjectName(trustNS, a.Name, "Pod", trustNS, b.Name, "")
 	for i := 0; i < 10 && getPNH(t, trustNS, name) == nil; i++ {
 		require.NoError(t, agent.ConsumeMetrics(ctx, honest.Round(time.Now(), toB, []probetest.Outcome{{OK: true, RTT: time.Millisecond}})))
 		time.Sleep(300 * time.Millisecond)

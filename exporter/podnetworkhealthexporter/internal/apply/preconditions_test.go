@@ -41,13 +41,13 @@ func deletes(client *fake.Clientset, resource string) []*metav1.Preconditions {
 func TestDeletesCarryPreconditions(t *testing.T) {
 	mine := testPNH("mine", "n")
 	mine.UID, mine.ResourceVersion = "uid-mine", "7"
-	mine.Labels[LabelShard] = "0-of-2"
+	mine.Labels[v1alpha1.LabelShard] = "0-of-2"
 	other := testPNH("other", "n")
 	other.UID, other.ResourceVersion = "uid-other", "8"
-	other.Labels[LabelShard] = "1-of-2"
+	other.Labels[v1alpha1.LabelShard] = "1-of-2"
 	client := fake.NewSimpleClientset(mine, other)
 	var res results
-	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done, WithObjectLabels(map[string]string{LabelShard: "0-of-2"}))
+	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done, WithObjectLabels(map[string]string{v1alpha1.LabelShard: "0-of-2"}))
 	defer w.Stop()
 	w.StartInformer()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,7 +75,7 @@ func TestDeletesCarryPreconditions(t *testing.T) {
 
 	// Another pair's object under the pair's name (its target recreated): left alone.
 	again := testPNH("again", "n")
-	again.Labels[LabelShard] = "0-of-2"
+	again.Labels[v1alpha1.LabelShard] = "0-of-2"
 	require.NoError(t, client.Tracker().Add(again))
 	require.Eventually(t, func() bool { return len(w.Existing()) == 1 }, 5*time.Second, 5*time.Millisecond)
 	d := del(again)
@@ -123,7 +123,7 @@ func TestDeleteConflictIsNotRetriedForever(t *testing.T) {
 func TestZoneDeleteCarriesPreconditions(t *testing.T) {
 	spec := v1alpha1.ZoneNetworkHealthSpec{SourceZone: "a", TargetZone: "b"}
 	ours := &v1alpha1.ZoneNetworkHealth{ObjectMeta: metav1.ObjectMeta{Name: "a-b", UID: "uid-z", ResourceVersion: "3",
-		Labels: map[string]string{LabelManagedBy: LabelManagedByValue}}, Spec: spec}
+		Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue}}, Spec: spec}
 	users := &v1alpha1.ZoneNetworkHealth{ObjectMeta: metav1.ObjectMeta{Name: "c-d", UID: "uid-u", ResourceVersion: "4"},
 		Spec: v1alpha1.ZoneNetworkHealthSpec{SourceZone: "x", TargetZone: "y"}}
 	client := fake.NewSimpleClientset(ours, users)

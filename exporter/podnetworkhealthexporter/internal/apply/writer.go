@@ -27,29 +27,14 @@ import (
 	"github.com/netpulse/netpulse/api/client/informers/externalversions"
 	pnhlisters "github.com/netpulse/netpulse/api/client/listers/api/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
-// Labels on every object netpulse writes; the writer's informer watches only these.
-const (
-	LabelManagedBy      = "app.kubernetes.io/managed-by"
-	LabelManagedByValue = "netpulse"
-	LabelSourcePod      = "netpulse.io/source-pod"
-	// LabelShard names the gateway shard that writes the object, "<index>-of-<count>"
-	// (pod_network_health's shard, with count > 1).
-	LabelShard = "netpulse.io/shard"
-)
-
-// Desired is the latest state an object should have. Only the newest is kept per object,
-// so memory stays bounded by the number of pairs however long the API is unreachable.
-type Desired struct {
-	Obj    *v1alpha1.PodNetworkHealth
-	Reason string
-	Delete bool
-	// Restate, when set, changes the existing object's status in place (Obj names it; its
-	// spec and status are not used); nothing is written when the object does not exist.
-	Restate func(*v1alpha1.PodNetworkHealthStatus)
-}
+// Desired is the latest state an object should have (the plan stage renders it). Only the
+// newest is kept per object, so memory stays bounded by the number of pairs however long
+// the API is unreachable.
+type Desired = plan.Desired
 
 // WriteResult tells the exporter what reached the API (or failed to; a failed write is
 // retried with back-off unless a newer state replaced it).
@@ -185,7 +170,7 @@ type WriterOption func(*Writer)
 
 // WithObjectLabels makes every PodNetworkHealth the writer creates or updates carry extra
 // labels, and its informer (what it resumes from and prunes) see only the objects that
-// carry them: a gateway shard's own (LabelShard). An existing object without them, of
+// carry them: a gateway shard's own (v1alpha1.LabelShard). An existing object without them, of
 // another shard count, is adopted when this writer writes it.
 func WithObjectLabels(extra map[string]string) WriterOption {
 	return func(w *Writer) { w.objectLabels = extra }
@@ -197,7 +182,7 @@ func NewWriter(client versioned.Interface, namespace string, qps float64, burst 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	selector := labels.Set{LabelManagedBy: LabelManagedByValue}
+	selector := labels.Set{v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue}
 	for k, v := range o.objectLabels {
 		selector[k] = v
 	}
@@ -679,7 +664,7 @@ func (w *Writer) apply(ctx context.Context, d *Desired) (*v1alpha1.PodNetworkHea
 		return nil, w.delete(ctx, d, cur, err)
 	}
 	if err == nil && w.foreign(cur) {
-		return nil, fmt.Errorf("%s/%s labelled %s=%s: %w", d.Obj.Namespace, d.Obj.Name, LabelShard, cur.Labels[LabelShard], ErrNotOurs)
+		return nil, fmt.Errorf("%s/%s labelled %s=%s: %w", d.Obj.Namespace, d.Obj.Name, v1alpha1.LabelShard, cur.Labels[v1alpha1.LabelShard], ErrNotOurs)
 	}
 	if d.Restate != nil {
 		if apierrors.IsNotFound(err) {
@@ -724,7 +709,7 @@ func (w *Writer) apply(ctx context.Context, d *Desired) (*v1alpha1.PodNetworkHea
 			}
 			created, err = api.Get(ctx, d.Obj.Name, metav1.GetOptions{})
 			if err == nil && w.foreign(created) {
-				return nil, fmt.Errorf("%s/%s labelled %s=%s: %w", d.Obj.Namespace, d.Obj.Name, LabelShard, created.Labels[LabelShard], ErrNotOurs)
+				return nil, fmt.Errorf("%s/%s labelled %s=%s: %w", d.Obj.Namespace, d.Obj.Name, v1alpha1.LabelShard, created.Labels[v1alpha1.LabelShard], ErrNotOurs)
 			}
 		}
 		if err != nil {
@@ -805,7 +790,7 @@ func (w *Writer) delete(ctx context.Context, d *Desired, cur *v1alpha1.PodNetwor
 // writer's labels (its shard), and of the same pair as far as want says (the source pod's
 // UID, the target's kind and, for a pod, its UID).
 func (w *Writer) owns(cur, want *v1alpha1.PodNetworkHealth) bool {
-	if cur.Labels[LabelManagedBy] != LabelManagedByValue || !hasLabels(cur.Labels, w.objectLabels) {
+	if cur.Labels[v1alpha1.LabelManagedBy] != v1alpha1.LabelManagedByValue || !hasLabels(cur.Labels, w.objectLabels) {
 		return false
 	}
 	ws, cs := want.Spec, cur.Spec
@@ -829,11 +814,11 @@ func (w *Writer) owns(cur, want *v1alpha1.PodNetworkHealth) bool {
 // gone) and deletes it; then this one creates its own. An object of another count (before
 // or after a change of it) or without the label is adopted as before.
 func (w *Writer) foreign(o *v1alpha1.PodNetworkHealth) bool {
-	mine, ok := w.objectLabels[LabelShard]
+	mine, ok := w.objectLabels[v1alpha1.LabelShard]
 	if !ok {
 		return false
 	}
-	theirs, ok := o.Labels[LabelShard]
+	theirs, ok := o.Labels[v1alpha1.LabelShard]
 	if !ok || theirs == mine {
 		return false
 	}

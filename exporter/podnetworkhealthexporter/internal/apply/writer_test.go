@@ -32,7 +32,7 @@ func testPNH(name, node string) *v1alpha1.PodNetworkHealth {
 	return &v1alpha1.PodNetworkHealth{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: "ns", Name: name,
-			Labels:          map[string]string{LabelManagedBy: LabelManagedByValue},
+			Labels:          map[string]string{v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "src", UID: "uid-src"}},
 		},
 		Spec: v1alpha1.PodNetworkHealthSpec{
@@ -545,10 +545,10 @@ func TestWriterFlushWaitsForVerdictsOnly(t *testing.T) {
 func TestWriterShardLabels(t *testing.T) {
 	unlabelled := testPNH("old", "n")
 	otherShard := testPNH("theirs", "n")
-	otherShard.Labels[LabelShard] = "0-of-2"
+	otherShard.Labels[v1alpha1.LabelShard] = "0-of-2"
 	client := fake.NewSimpleClientset(unlabelled, otherShard)
 	var res results
-	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done, WithObjectLabels(map[string]string{LabelShard: "1-of-2"}))
+	w := NewWriter(client, "", 1000, 10, zap.NewNop(), res.done, WithObjectLabels(map[string]string{v1alpha1.LabelShard: "1-of-2"}))
 	defer w.Stop()
 	w.StartInformer()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -567,13 +567,13 @@ func TestWriterShardLabels(t *testing.T) {
 	for _, name := range []string{"old", "new"} {
 		got, err := client.NetpulseV1alpha1().PodNetworkHealths("ns").Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, "1-of-2", got.Labels[LabelShard], name)
-		assert.Equal(t, LabelManagedByValue, got.Labels[LabelManagedBy], name)
+		assert.Equal(t, "1-of-2", got.Labels[v1alpha1.LabelShard], name)
+		assert.Equal(t, v1alpha1.LabelManagedByValue, got.Labels[v1alpha1.LabelManagedBy], name)
 		assert.Equal(t, map[string]string{"old": "n2", "new": "n"}[name], got.Status.ObservedFromNode, name)
 	}
 	got, err := client.NetpulseV1alpha1().PodNetworkHealths("ns").Get(ctx, "theirs", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "0-of-2", got.Labels[LabelShard], "untouched")
+	assert.Equal(t, "0-of-2", got.Labels[v1alpha1.LabelShard], "untouched")
 	for _, r := range res.get() {
 		assert.NoError(t, r.Err, r.Key)
 	}

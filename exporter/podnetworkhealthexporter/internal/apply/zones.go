@@ -49,7 +49,7 @@ func (w *Writer) Zones() ([]*v1alpha1.ZoneNetworkHealth, bool) {
 func (w *Writer) ZoneObjects(writes []plan.ZoneWrite) {
 	for _, zw := range writes {
 		want, del := zw.Object, zw.Delete
-		want.Labels = map[string]string{LabelManagedBy: LabelManagedByValue}
+		want.Labels = map[string]string{v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue}
 		reason := "zone"
 		if del {
 			reason = "delete"
@@ -76,7 +76,7 @@ func (w *Writer) applyZone(ctx context.Context, want *v1alpha1.ZoneNetworkHealth
 		if err != nil {
 			return err
 		}
-		if cur.Spec != want.Spec || cur.Labels[LabelManagedBy] != LabelManagedByValue {
+		if cur.Spec != want.Spec || cur.Labels[v1alpha1.LabelManagedBy] != v1alpha1.LabelManagedByValue {
 			return fmt.Errorf("delete zone %s: %w", want.Name, ErrNotOurs)
 		}
 		uid, rv := cur.UID, cur.ResourceVersion

@@ -205,8 +205,8 @@ func observedOfPNCC(pc *ocv1alpha1.PodNetworkConnectivityCheck) observed {
 }
 
 // Lead starts a leadership term: the checks resume from the API at its first Reconcile (a
-// quorum read); until then nothing of them is written or emitted.
-func (c *Controller) Lead() { c.leading.Store(true) }
+// quorum read, beside the lead loop); until then nothing of them is written or emitted.
+func (c *Controller) Lead(context.Context) { c.leading.Store(true) }
 
 // EndTerm ends a leadership term: the next one resumes from the API again.
 func (c *Controller) EndTerm() {

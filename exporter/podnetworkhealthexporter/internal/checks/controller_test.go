@@ -375,7 +375,7 @@ func TestChecksPerNamespaceQuota(t *testing.T) {
 	kube := kubefake.NewSimpleClientset(runningPod("busy", "web-0", "node-a", "10.0.0.1"), runningPod("calm", "web-0", "node-a", "10.0.1.1"), runningPod("rev", "web-0", "node-a", "10.0.2.1"))
 	c := h.c
 	c.kube = kube
-	c.Lead()
+	c.Lead(context.Background())
 	c.resumed = true
 	t0 := time.Now().Add(-time.Hour)
 	add := func(ns, name string, age time.Duration) {
@@ -464,7 +464,7 @@ func TestCheckEventsOnlyFromAResumedLeaderWithinTheirLimiter(t *testing.T) {
 	}
 	flap(2, now.Add(-3*time.Minute))
 	assert.Empty(t, h.events, "a standby emits nothing")
-	c.Lead()
+	c.Lead(context.Background())
 	flap(2, now.Add(-2*time.Minute))
 	assert.Empty(t, h.events, "a leader that has not resumed emits nothing")
 	c.resumed = true

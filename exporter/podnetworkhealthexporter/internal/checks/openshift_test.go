@@ -35,7 +35,7 @@ func TestPodNetworkConnectivityCheckThroughTheTypedClient(t *testing.T) {
 	}
 	api := fake.NewSimpleClientset(pncc("web-to-api", "web-0"), pncc("gone-to-api", "gone-0"))
 	c.Start(kubefake.NewSimpleClientset(runningPod("shop", "web-0", "node-a", "10.0.0.1")), api)
-	c.Lead()
+	c.Lead(context.Background())
 	require.NoError(t, c.Resume(context.Background()))
 	require.Len(t, c.book.checks, 2, "listed at takeover")
 

@@ -18,7 +18,7 @@ import (
 // EventFlapping is the Event of a pair that failed again within the flap window of
 // recovering: its outage reopens and is held open until the pair answers for the window
 // (one such Event per flapping period; the outage's flaps field counts the cycles).
-const EventFlapping = "ConnectivityFlapping"
+const EventFlapping = v1alpha1.EventFlapping
 
 // Event is one Event to emit about a pair's object.
 type Event struct {

@@ -6,6 +6,7 @@ package plan
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -245,7 +246,13 @@ type Result struct {
 type Engine struct {
 	*verdict.Engine
 	Pairs PairObjects
+	// targetChanges counts the per-target verdict changes Reconcile has returned.
+	targetChanges atomic.Uint64
 }
+
+// TargetChanges is how many per-target verdict changes Reconcile has returned so far: the
+// node and pod conditions follow a change at once.
+func (e *Engine) TargetChanges() uint64 { return e.targetChanges.Load() }
 
 // New returns an Engine with the default write policy (WithPolicy changes it).
 func New(cfg verdict.Config) *Engine {
@@ -263,6 +270,7 @@ func (e *Engine) WithPolicy(p Policy) *Engine {
 func (e *Engine) Reconcile(now time.Time) Result {
 	j := e.Judge(now)
 	res := Result{TargetChanges: j.TargetChanges, ObserverChanges: j.ObserverChanges, GrayChanges: j.GrayChanges, Heartbeat: j.Heartbeat}
+	e.targetChanges.Add(uint64(len(j.TargetChanges)))
 	for _, w := range e.Pairs.Plan(j, now) {
 		if w.Delete || e.Record(w.Key, w.record) {
 			res.Objects = append(res.Objects, w)

@@ -5,17 +5,13 @@ package plan
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
@@ -24,8 +20,8 @@ import (
 
 // Events of zone pairs.
 const (
-	EventZonePairUnreachable = "ZoneConnectivityLost"
-	EventZonePairRestored    = "ZoneConnectivityRestored"
+	EventZonePairUnreachable = v1alpha1.EventZoneConnectivityLost
+	EventZonePairRestored    = v1alpha1.EventZoneConnectivityRestored
 )
 
 // ZoneWrite is one ZoneNetworkHealth write for the apply stage: Object (spec and status
@@ -91,17 +87,6 @@ const (
 func NewZoneObjects(minHold, retention, heartbeat time.Duration) *ZoneObjects {
 	return &ZoneObjects{MinHold: cmp.Or(minHold, DefaultZoneMinHold), Retention: cmp.Or(retention, DefaultZoneRetention),
 		Heartbeat: cmp.Or(heartbeat, DefaultZoneHeartbeat), ConfirmFor: DefaultZoneConfirm, state: map[zonePairKey]*zoneState{}}
-}
-
-// ZoneObjectName is the object name of a zone pair: "<from>.<to>" lowercased when that is
-// a valid name, else a digest (zone label values allow characters names do not).
-func ZoneObjectName(from, to string) string {
-	n := strings.ToLower(from) + "." + strings.ToLower(to)
-	if n == from+"."+to && len(validation.IsDNS1123Subdomain(n)) == 0 && !strings.Contains(from, ".") && !strings.Contains(to, ".") {
-		return n
-	}
-	sum := sha256.Sum256([]byte(from + "\x00" + to))
-	return "zones-" + hex.EncodeToString(sum[:10])
 }
 
 // Plan returns the writes of one zone judgement. existing is what the API holds (the
@@ -204,7 +189,7 @@ func (c *ZoneObjects) Forget() { clear(c.state) }
 
 func zoneObject(k zonePairKey, p zones.Pair, st *zoneState, now time.Time) *v1alpha1.ZoneNetworkHealth {
 	o := &v1alpha1.ZoneNetworkHealth{
-		ObjectMeta: metav1.ObjectMeta{Name: ZoneObjectName(k.from, k.to)},
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ZoneObjectName(k.from, k.to)},
 		Spec:       v1alpha1.ZoneNetworkHealthSpec{SourceZone: k.from, TargetZone: k.to},
 		Status: v1alpha1.ZoneNetworkHealthStatus{
 			Reachability: st.reach, NodePairs: int32(p.NodePairs), FailingNodePairs: int32(p.FailingNodePairs),

@@ -186,15 +186,6 @@ func TestZoneObjectsResumeFromTheAPI(t *testing.T) {
 	assert.Equal(t, EventZonePairRestored, ws[0].Event.Reason)
 }
 
-func TestZoneObjectName(t *testing.T) {
-	assert.Equal(t, "eu-west-1a.eu-west-1b", ZoneObjectName("eu-west-1a", "eu-west-1b"))
-	for _, zs := range [][2]string{{"Zone_A", "b"}, {"a.b", "c"}, {"a", "b.c"}} {
-		n := ZoneObjectName(zs[0], zs[1])
-		assert.Regexp(t, `^zones-[0-9a-f]{20}$`, n, zs)
-	}
-	assert.NotEqual(t, ZoneObjectName("a.b", "c"), ZoneObjectName("a", "b.c"))
-}
-
 // A partitioned node is a node problem whether or not zones are judged: it is marked, and
 // no zone pair is cut (one target node is never a zone pair); two partitioned nodes of one
 // zone neither.

@@ -45,7 +45,6 @@ import (
 
 	pnhfake "github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	pnhexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/decode"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
@@ -443,7 +442,7 @@ func run(cfg Config) (Result, error) {
 	pnh.PrependReactor("*", "*", cnt.react)
 	kube.PrependReactor("*", "*", cnt.react)
 	var resultsMu sync.Mutex
-	// lead starts a writer as a new leader does (exporter.lead): informer synced, the
+	// lead starts a writer as a new leader does (the exporter's lead and controllers.Pairs.Lead): informer synced, the
 	// engine resumed from what the API holds, workers running until the term ends.
 	lead := func(e *plan.Engine, now time.Time) (*apply.Writer, context.CancelFunc, error) {
 		w := apply.NewWriter(pnh, "", cfg.QPS, cfg.Burst, zap.NewNop(), func(r apply.WriteResult) {
@@ -453,14 +452,14 @@ func run(cfg Config) (Result, error) {
 				resultsMu.Unlock()
 			}
 		})
-		w.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.ObjectGone(pnhexporter.KeyOfObject(o)) })
+		w.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.ObjectGone(plan.KeyOfObject(o)) })
 		w.StartInformer()
 		if !w.Synced(ctx) {
 			return nil, nil, errors.New("writer informer did not sync")
 		}
 		var existing []verdict.Persisted
 		for _, o := range w.Existing() {
-			existing = append(existing, pnhexporter.PersistedOf(o))
+			existing = append(existing, plan.PersistedOf(o))
 		}
 		e.Resume(existing, now)
 		term, end := context.WithCancel(ctx)
@@ -635,18 +634,17 @@ func run(cfg Config) (Result, error) {
 		if at.Second() == 0 {
 			dec.Expire(at)
 		}
-		// The leader's reconcile (exporter.reconcile): objects, Events, node conditions.
+		// The leader's reconcile (controllers.Pairs and controllers.Nodes): objects, Events, node conditions.
 		r := e.Reconcile(at)
 		res.Heartbeat = r.Heartbeat
 		for _, ow := range r.Objects {
-			w.Set(pnhexporter.DesiredOf(ow, at), ow.Priority)
+			w.Set(plan.DesiredOf(ow, at), ow.Priority)
 			if !at.Before(faultAt) && ow.Summary.Verdict == observation.VerdictUnreachable && ow.Key.TargetUID == members[dead].id {
 				deadQueued = true
 			}
 		}
 		for _, ev := range plan.PairEvents(r.Events) {
-			ns, name := pnhexporter.PairEventReference(ev)
-			w.Event(kube, "scalesim", corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth", Namespace: ns, Name: name},
+			w.Event(kube, "scalesim", corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth", Namespace: ev.Key.SourceNamespace, Name: plan.ObjectNameOf(ev.Key)},
 				ev.Type, ev.Reason, ev.Message, ev.At, writequeue.Event)
 			res.EventsEmitted++
 		}

@@ -1,12 +1,16 @@
-// Copyright The netpulse Authors
-// SPDX-License-Identifier: Apache-2.0
+/*
+Copyright The netpulse Authors.
 
-package podnetworkhealthexporter
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package v1alpha1
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -40,4 +44,13 @@ func TestObjectName(t *testing.T) {
 	require.NotEqual(t, healthz, other)
 	require.Equal(t, ObjectName("ns", "a", "External", "", "", "192.0.2.1"), ExternalObjectName("ns", "a", "External", "", "", "192.0.2.1", 0, ""))
 	require.True(t, strings.HasPrefix(healthz, "a.ext.192.0.2.1-"), healthz)
+}
+
+func TestZoneObjectName(t *testing.T) {
+	assert.Equal(t, "eu-west-1a.eu-west-1b", ZoneObjectName("eu-west-1a", "eu-west-1b"))
+	for _, zs := range [][2]string{{"Zone_A", "b"}, {"a.b", "c"}, {"a", "b.c"}} {
+		n := ZoneObjectName(zs[0], zs[1])
+		assert.Regexp(t, `^zones-[0-9a-f]{20}$`, n, zs)
+	}
+	assert.NotEqual(t, ZoneObjectName("a.b", "c"), ZoneObjectName("a", "b.c"))
 }

@@ -1,7 +1,10 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package podnetworkhealthexporter
+package plan
+
+// Rendering: a pair's object write (ObjectWrite) as the PodNetworkHealth the writer
+// applies, and back: what a new leader reads from the objects the API holds.
 
 import (
 	"fmt"
@@ -10,23 +13,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/apply"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
-
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/internal/contract"
 )
 
-// nameOf is the object name of a pair.
-func nameOf(k observation.PairKey) string {
-	return ExternalObjectName(k.SourceNamespace, k.SourcePod, string(k.TargetKind), k.TargetNamespace, k.TargetName, k.TargetAddress, k.TargetPort, k.TargetEndpoint)
+// ObjectNameOf is the PodNetworkHealth name of a pair (v1alpha1.ExternalObjectName).
+func ObjectNameOf(k observation.PairKey) string {
+	return v1alpha1.ExternalObjectName(k.SourceNamespace, k.SourcePod, string(k.TargetKind), k.TargetNamespace, k.TargetName, k.TargetAddress, k.TargetPort, k.TargetEndpoint)
 }
 
 // specOf is the immutable identity of a pair's object.
@@ -48,19 +47,30 @@ func specOf(k observation.PairKey) v1alpha1.PodNetworkHealthSpec {
 	return spec
 }
 
-// desiredOf renders one object write of the plan as the writer's desired state: the object
+// Desired is the latest state a pair's object should have, rendered from an ObjectWrite
+// (DesiredOf) for the apply stage's writer, which keeps only the newest per object.
+type Desired struct {
+	Obj    *v1alpha1.PodNetworkHealth
+	Reason string
+	Delete bool
+	// Restate, when set, changes the existing object's status in place (Obj names it; its
+	// spec and status are not used); nothing is written when the object does not exist.
+	Restate func(*v1alpha1.PodNetworkHealthStatus)
+}
+
+// DesiredOf renders one object write of the plan as the writer's desired state: the object
 // to create or update, a delete, or an in-place restate of the existing object.
-func desiredOf(w plan.ObjectWrite, now time.Time) *apply.Desired {
-	named := &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: nameOf(w.Key)}}
+func DesiredOf(w ObjectWrite, now time.Time) *Desired {
+	named := &v1alpha1.PodNetworkHealth{ObjectMeta: metav1.ObjectMeta{Namespace: w.Key.SourceNamespace, Name: ObjectNameOf(w.Key)}}
 	switch {
 	case w.Delete:
 		// The pair's identity: the writer deletes the object of the name only if it is
 		// still this pair's (a same-named pod's object is another pair's).
 		named.Spec = specOf(w.Key)
-		return &apply.Desired{Obj: named, Reason: w.Reason, Delete: true}
+		return &Desired{Obj: named, Reason: w.Reason, Delete: true}
 	case w.Restate:
 		silent := w.SilentObserver
-		return &apply.Desired{Obj: named, Reason: w.Reason,
+		return &Desired{Obj: named, Reason: w.Reason,
 			Restate: func(st *v1alpha1.PodNetworkHealthStatus) { markObserverSilent(st, silent, now) }}
 	}
 	obj := objectOf(w.Summary)
@@ -78,7 +88,7 @@ func desiredOf(w plan.ObjectWrite, now time.Time) *apply.Desired {
 		// leaves room for a full write queue. Past it, the status is stale.
 		obj.Status.FreshUntil = timePtr(obj.Status.LastObservedTime.Add(2 * w.Heartbeat))
 	}
-	return &apply.Desired{Obj: obj, Reason: w.Reason}
+	return &Desired{Obj: obj, Reason: w.Reason}
 }
 
 // objectOf renders a pair's summary as the object the API should hold: in the source pod's
@@ -87,9 +97,9 @@ func objectOf(s observation.Summary) *v1alpha1.PodNetworkHealth {
 	k := s.Key
 	obj := &v1alpha1.PodNetworkHealth{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      nameOf(k),
+			Name:      ObjectNameOf(k),
 			Namespace: k.SourceNamespace,
-			Labels:    map[string]string{apply.LabelManagedBy: apply.LabelManagedByValue},
+			Labels:    map[string]string{v1alpha1.LabelManagedBy: v1alpha1.LabelManagedByValue},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Pod", Name: k.SourcePod, UID: types.UID(k.SourceUID),
 			}},
@@ -98,7 +108,7 @@ func objectOf(s observation.Summary) *v1alpha1.PodNetworkHealth {
 		Status: statusOf(s),
 	}
 	if len(validation.IsValidLabelValue(k.SourcePod)) == 0 {
-		obj.Labels[apply.LabelSourcePod] = k.SourcePod
+		obj.Labels[v1alpha1.LabelSourcePod] = k.SourcePod
 	}
 	return obj
 }
@@ -223,7 +233,7 @@ func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, fam
 		}
 	case g.Reason != "":
 		cond.Status, cond.Reason = metav1.ConditionTrue, g.Reason
-		cond.Message = plan.GrayMessage(g)
+		cond.Message = GrayMessage(g)
 		since := g.Status.LossSince
 		if g.Reason == v1alpha1.ReasonHighLatency {
 			since = g.Status.LatencySince
@@ -241,9 +251,9 @@ func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, fam
 	st.Conditions = append(st.Conditions, cond)
 }
 
-// keyOfObject recovers the pair of an existing object (to resume after a restart or a
+// KeyOfObject recovers the pair of an existing object (to resume after a restart or a
 // leadership change without rewriting what the API already has).
-func keyOfObject(o *v1alpha1.PodNetworkHealth) observation.PairKey {
+func KeyOfObject(o *v1alpha1.PodNetworkHealth) observation.PairKey {
 	k := observation.PairKey{
 		SourceNamespace: o.Spec.SourcePodRef.Namespace,
 		SourcePod:       o.Spec.SourcePodRef.Name,
@@ -291,11 +301,11 @@ func writtenOf(o *v1alpha1.PodNetworkHealth) observation.Written {
 	return w
 }
 
-// persistedOf reads back what a previous writer left in an object, for verdict.Resume: the
+// PersistedOf reads back what a previous writer left in an object, for verdict.Resume: the
 // pair's verdict (Unreachable also when written as ObserverUnhealthy), since when, the
 // outage history and the attribution.
-func persistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
-	k := keyOfObject(o)
+func PersistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
+	k := KeyOfObject(o)
 	st := &o.Status
 	p := verdict.Persisted{
 		Key:     k,
@@ -328,9 +338,9 @@ func persistedOf(o *v1alpha1.PodNetworkHealth) verdict.Persisted {
 				if _, err := fmt.Sscanf(c.Message, "%d-byte", &p.MTUPasses); err != nil || p.MTUPasses <= 0 {
 					p.MTUPasses = 1 // a black hole of unknown size is still one
 				}
-				p.DegradedFamilies = plan.DegradedMTU
+				p.DegradedFamilies = DegradedMTU
 			case c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency):
-				p.DegradedFamilies = plan.GrayRecord(c.Reason, c.Message) // resumed as written, judged again
+				p.DegradedFamilies = GrayRecord(c.Reason, c.Message) // resumed as written, judged again
 			case c.Status == metav1.ConditionTrue:
 				p.DegradedFamilies = degradedFamiliesOf(c.Message)
 			}

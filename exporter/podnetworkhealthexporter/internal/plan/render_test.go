@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package podnetworkhealthexporter
+package plan
 
 import (
 	"testing"
@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/internal/contract"
 )
 
 func unreachableSummary(now time.Time) observation.Summary {
@@ -63,7 +64,7 @@ func TestKeyOfObjectRoundTrip(t *testing.T) {
 			TargetPort: 53, TargetEndpoint: "kubernetes.default.svc.cluster.local. A"},
 	} {
 		obj := objectOf(observation.Summary{Key: k})
-		require.Equal(t, k, keyOfObject(obj), "the pair survives a restart: %s", k)
+		require.Equal(t, k, KeyOfObject(obj), "the pair survives a restart: %s", k)
 		require.Equal(t, "ns", obj.Namespace, "objects live in the source pod's namespace")
 		require.Equal(t, "ua", string(obj.OwnerReferences[0].UID))
 	}
@@ -104,7 +105,7 @@ func TestDegradedCondition(t *testing.T) {
 	require.Contains(t, cond(st).Message, "1280-byte packets pass")
 	require.Equal(t, at.Add(20*time.Second), cond(st).LastTransitionTime.Time)
 	obj := &v1alpha1.PodNetworkHealth{Status: st}
-	p := persistedOf(obj)
+	p := PersistedOf(obj)
 	require.Equal(t, 1280, p.MTUPasses, "a new writer resumes the black hole")
 	st = v1alpha1.PodNetworkHealthStatus{}
 	setDegraded(&st, m, []string{"ipv6"}, at, verdict.PairGray{})
@@ -128,7 +129,7 @@ func TestPersistedRoundTrip(t *testing.T) {
 		Outages:          []observation.Outage{{Start: at, Reason: "Timeout", Message: "unreachable"}, {Start: at.Add(-time.Hour), End: at.Add(-50 * time.Minute), Reason: "Timeout"}},
 	}
 	obj := objectOf(s)
-	p := persistedOf(obj)
+	p := PersistedOf(obj)
 	require.Equal(t, s.Key, p.Key)
 	require.Equal(t, observation.VerdictUnreachable, p.Verdict)
 	require.Equal(t, at.Add(2*time.Second), p.Since)
@@ -139,13 +140,13 @@ func TestPersistedRoundTrip(t *testing.T) {
 	require.Empty(t, p.BadObserverNode)
 
 	markObserverUnhealthy(&obj.Status, "node-a")
-	p = persistedOf(obj)
+	p = PersistedOf(obj)
 	require.Equal(t, observation.VerdictUnreachable, p.Verdict, "ObserverUnhealthy is an Unreachable pair blamed on its observer")
 	require.Equal(t, "node-a", p.BadObserverNode)
 
 	obj = objectOf(s)
 	markObserverSilent(&obj.Status, "ns/a", at.Add(2*time.Minute))
-	p = persistedOf(obj)
+	p = PersistedOf(obj)
 	require.True(t, p.SilentObserver)
 	require.Empty(t, p.Verdict, "a silent observer's object says nothing of the path")
 	require.Len(t, p.Outages, 2, "the outage history is kept")
@@ -154,6 +155,18 @@ func TestPersistedRoundTrip(t *testing.T) {
 	s.Outages = nil
 	obj = objectOf(s)
 	setDegraded(&obj.Status, s, []string{"ipv6"}, at, verdict.PairGray{})
-	p = persistedOf(obj)
+	p = PersistedOf(obj)
 	require.Equal(t, "ipv6", p.DegradedFamilies)
+}
+
+// Every disruption of the contract (the reasons markDisrupted writes) says why.
+func TestEveryDisruptionHasAMessage(t *testing.T) {
+	for _, d := range contract.Disruptions {
+		if disruptionMessages[d] == "" {
+			t.Errorf("disruption %s: no message in disruptionMessages", d)
+		}
+	}
+	if len(disruptionMessages) != len(contract.Disruptions) {
+		t.Errorf("disruptionMessages has %d entries; internal/contract has %d disruptions", len(disruptionMessages), len(contract.Disruptions))
+	}
 }
