@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/internal/shard"
 )
 
@@ -145,8 +144,8 @@ func (s *suite) shardsOnRealNodes(t *testing.T) {
 			case o.Labels["netpulse.io/shard"] != want:
 				bad = append(bad, fmt.Sprintf("%s labelled %q, want %q", key, o.Labels["netpulse.io/shard"], want))
 			default:
-				if by := s.eventReporters(ctx, o.Name, podnetworkhealthexporter.EventOutageDetected, cut); len(by) == 0 {
-					bad = append(bad, key+" has no "+podnetworkhealthexporter.EventOutageDetected+" Event")
+				if by := s.eventReporters(ctx, o.Name, v1alpha1.EventOutageDetected, cut); len(by) == 0 {
+					bad = append(bad, key+" has no "+v1alpha1.EventOutageDetected+" Event")
 				} else {
 					for _, r := range by {
 						if !strings.HasPrefix(r, ownerDep+"-") {
