@@ -52,11 +52,11 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
-	"github.com/netpulse/netpulse/internal/ingestbench"
 	"github.com/netpulse/netpulse/internal/k8sindex"
 	"github.com/netpulse/netpulse/internal/planner"
 	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
+	"github.com/netpulse/netpulse/testbed/ingestbench"
 )
 
 // Namespace of the simulated agents.

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/netpulse/netpulse/internal/ingestbench"
+	"github.com/netpulse/netpulse/testbed/ingestbench"
 )
 
 func logResult(t *testing.T, r Result) {
