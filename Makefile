@@ -252,7 +252,7 @@ check-generated: generate ## fail when committed generated code differs from wha
 
 ## ---- quality -----------------------------------------------------------------------
 .PHONY: lint
-lint: $(STATICCHECK) ## gofmt + licence headers + import rule + docs checked against the tree + the package map + go vet + staticcheck (pinned)
+lint: $(STATICCHECK) ## gofmt + licence headers + import rule + docs checked against the tree + the package map + the function budget + go vet + staticcheck (pinned)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt -w needed:"; echo "$$unformatted"; exit 1; fi
 	@./hack/spdx.sh
 	@GO=$(GO) $(GO) run ./hack/importcheck
@@ -262,6 +262,8 @@ lint: $(STATICCHECK) ## gofmt + licence headers + import rule + docs checked aga
 	@# Every package of `go list ./...` has its line in docs/development.md's package map
 	@# (hack/pkgmap).
 	@GO=$(GO) $(GO) run ./hack/pkgmap
+	@# Every hand-written function within 100 lines, harness code included (hack/funclen).
+	@$(GO) run ./hack/funclen
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 

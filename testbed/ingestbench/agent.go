@@ -111,71 +111,66 @@ func (a *Agent) Round(now time.Time, stableTargets, rotatingTargets []string) pm
 }
 
 // RoundWithLoss is Round where lost(addr) of the round's ShippedICMPCount echoes to addr
-// got no reply (nil: none). As pod_probe: a round with no reply has status 0 and counts a
-// timeout in netpulse.probe.errors (a cumulative series from the pair's first failure),
-// the lost echoes add to netpulse.probe.packets.lost, only answered echoes reach the
-// histogram, and the jitter gauge is emitted only with two replies or more. The network
-// type is ipv6 for an address with a colon (dual-stack targets are probed once per
-// family, each address its own series).
+// got no reply (nil: none); the answered echoes' RTTs are drawn. Emit renders the round.
 func (a *Agent) RoundWithLoss(now time.Time, stableTargets, rotatingTargets []string, lost func(addr string) int) pmetric.Metrics {
-	type obs struct {
-		addr   string
-		stable bool
-		rtts   []float64
-		// sent and lost are the cumulative echo counts; histStart the histogram's
-		// StartTimestamp; timeouts the failed rounds since errStart (0: none yet).
-		sent, lost int64
-		histStart  pcommon.Timestamp
-		hist       *structure.Histogram[float64]
-		timeouts   int64
-		errStart   pcommon.Timestamp
-	}
 	lostOf := func(addr string) int {
 		if lost == nil {
 			return 0
 		}
 		return min(max(lost(addr), 0), ShippedICMPCount)
 	}
-	ts := pcommon.NewTimestampFromTime(now)
 	// The probes ran in parallel and ended before the publish: their start is the round's
 	// echoes (count-1 intervals) plus the last reply before now.
-	probeStart := pcommon.NewTimestampFromTime(now.Add(-time.Duration(ShippedICMPCount-1)*shippedEchoInterval - time.Millisecond))
-	all := make([]obs, 0, len(stableTargets)+len(rotatingTargets))
+	probeStart := now.Add(-time.Duration(ShippedICMPCount-1)*shippedEchoInterval - time.Millisecond)
+	probes := make([]Probe, 0, len(stableTargets)+len(rotatingTargets))
 	for _, t := range stableTargets {
-		s := a.stable[t]
-		if s == nil {
-			s = &stableSeries{start: probeStart, hist: newHistogram()}
-			a.stable[t] = s
-		}
 		n := lostOf(t)
-		o := obs{addr: t, stable: true, rtts: a.rtts(ShippedICMPCount - n)}
-		s.sent += ShippedICMPCount
-		s.lost += int64(n)
-		for _, r := range o.rtts {
-			s.hist.Update(r)
-		}
-		if len(o.rtts) == 0 {
-			if s.timeouts == 0 {
-				s.errStart = probeStart
-			}
-			s.timeouts++
-		}
-		o.sent, o.lost, o.histStart, o.hist, o.timeouts, o.errStart = s.sent, s.lost, s.start, s.hist, s.timeouts, s.errStart
-		all = append(all, o)
+		probes = append(probes, Probe{Addr: t, Stable: true, Start: probeStart, RTTs: a.rtts(ShippedICMPCount - n), Lost: n})
 	}
 	for _, t := range rotatingTargets {
 		n := lostOf(t)
-		o := obs{addr: t, rtts: a.rtts(ShippedICMPCount - n), sent: ShippedICMPCount, lost: int64(n), histStart: probeStart, hist: newHistogram()}
-		for _, r := range o.rtts {
-			o.hist.Update(r)
-		}
-		if len(o.rtts) == 0 {
-			o.timeouts, o.errStart = 1, probeStart
-		}
-		all = append(all, o)
+		probes = append(probes, Probe{Addr: t, Start: probeStart, RTTs: a.rtts(ShippedICMPCount - n), Lost: n})
 	}
-	anyTimeout := slices.ContainsFunc(all, func(o obs) bool { return o.timeouts > 0 })
+	return a.Emit(now, probes)
+}
 
+// Probe is one ICMP probe of a pod target in a round, as the agent's emitter receives it.
+type Probe struct {
+	Addr   string // the pod IP probed; ipv6 for an address with a colon
+	Stable bool   // a stable pair (netpulse.pair.stable, cumulative series), else rotating
+	Start  time.Time
+	// RTTs are the answered echoes' round-trip times, in seconds; Lost the echoes that got
+	// no reply. None answered is a timeout.
+	RTTs []float64
+	Lost int
+}
+
+// point is a Probe with its series' cumulative state: sent and lost are the cumulative
+// echo counts; histStart the histogram's StartTimestamp; timeouts the failed rounds since
+// errStart (0: none yet).
+type point struct {
+	addr       string
+	stable     bool
+	rtts       []float64
+	sent, lost int64
+	histStart  pcommon.Timestamp
+	hist       *structure.Histogram[float64]
+	timeouts   int64
+	errStart   pcommon.Timestamp
+}
+
+// Emit renders one round published at now as pod_probe does (emit.go): a stable pair's
+// series are cumulative from its first probe, a rotating pair's hold this probe alone; a
+// round with no reply has status 0 and counts a timeout in netpulse.probe.errors (a
+// cumulative series from the pair's first failure), the lost echoes add to
+// netpulse.probe.packets.lost, only answered echoes reach the histogram, and the jitter
+// gauge is emitted only with two replies or more.
+func (a *Agent) Emit(now time.Time, probes []Probe) pmetric.Metrics {
+	all := make([]point, 0, len(probes))
+	for _, p := range probes {
+		all = append(all, a.point(p))
+	}
+	ts := pcommon.NewTimestampFromTime(now)
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	res := rm.Resource().Attributes()
@@ -187,79 +182,17 @@ func (a *Agent) RoundWithLoss(now time.Time, stableTargets, rotatingTargets []st
 	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(contract.ProbeScopeName)
 	sm.Scope().SetVersion(AgentVersion)
+	ms := sm.Metrics()
 	start := pcommon.NewTimestampFromTime(a.Start)
-	attrs := func(m pcommon.Map, o obs) {
-		m.PutStr(contract.DestinationAddress, o.addr)
-		if strings.Contains(o.addr, ":") {
-			m.PutStr(contract.NetworkType, contract.NetworkTypeIPv6)
-		} else {
-			m.PutStr(contract.NetworkType, contract.NetworkTypeIPv4)
-		}
-		m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
-		m.PutStr(contract.TargetKind, contract.TargetKindPod)
-		if o.stable {
-			m.PutBool(contract.PairStable, true)
-		}
+	if slices.ContainsFunc(all, func(o point) bool { return o.timeouts > 0 }) {
+		appendErrors(ms, all, ts)
 	}
-	gauge := func(name, desc, unit string, emit func(o obs) bool, val func(o obs) float64) {
-		m := sm.Metrics().AppendEmpty()
-		m.SetName(name)
-		m.SetDescription(desc)
-		m.SetUnit(unit)
-		dps := m.SetEmptyGauge().DataPoints()
-		for _, o := range all {
-			if !emit(o) {
-				continue
-			}
-			dp := dps.AppendEmpty()
-			dp.SetStartTimestamp(start)
-			dp.SetTimestamp(ts)
-			dp.SetDoubleValue(val(o))
-			attrs(dp.Attributes(), o)
-		}
-	}
-	sum := func(name, desc string, val func(o obs) int64) {
-		m := sm.Metrics().AppendEmpty()
-		m.SetName(name)
-		m.SetDescription(desc)
-		m.SetUnit("{packet}")
-		s := m.SetEmptySum()
-		s.SetIsMonotonic(true)
-		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		for _, o := range all {
-			dp := s.DataPoints().AppendEmpty()
-			dp.SetStartTimestamp(o.histStart) // the series' own start, as the histogram's
-			dp.SetTimestamp(ts)
-			dp.SetIntValue(val(o))
-			attrs(dp.Attributes(), o)
-		}
-	}
-	if anyTimeout {
-		m := sm.Metrics().AppendEmpty()
-		m.SetName(contract.MetricErrors)
-		m.SetDescription(descErrors)
-		m.SetUnit("{probe}")
-		s := m.SetEmptySum()
-		s.SetIsMonotonic(true)
-		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		for _, o := range all {
-			if o.timeouts == 0 {
-				continue
-			}
-			dp := s.DataPoints().AppendEmpty()
-			dp.SetStartTimestamp(o.errStart)
-			dp.SetTimestamp(ts)
-			dp.SetIntValue(o.timeouts)
-			attrs(dp.Attributes(), o)
-			dp.Attributes().PutStr(contract.ErrorType, contract.ErrorTypeTimeout)
-		}
-	}
-	always := func(obs) bool { return true }
-	gauge(contract.MetricJitter, descJitter, "s", func(o obs) bool { return len(o.rtts) >= 2 }, func(o obs) float64 { return jitter(o.rtts) })
-	gauge(contract.MetricLossRatio, descLoss, "1", always, func(o obs) float64 { return float64(ShippedICMPCount-len(o.rtts)) / ShippedICMPCount })
-	sum(contract.MetricPacketsLost, descLost, func(o obs) int64 { return o.lost })
-	sum(contract.MetricPacketsSent, descSent, func(o obs) int64 { return o.sent })
-	status := sm.Metrics().AppendEmpty()
+	always := func(point) bool { return true }
+	appendGauge(ms, all, start, ts, contract.MetricJitter, descJitter, "s", func(o point) bool { return len(o.rtts) >= 2 }, func(o point) float64 { return jitter(o.rtts) })
+	appendGauge(ms, all, start, ts, contract.MetricLossRatio, descLoss, "1", always, func(o point) float64 { return float64(ShippedICMPCount-len(o.rtts)) / ShippedICMPCount })
+	appendPackets(ms, all, ts, contract.MetricPacketsLost, descLost, func(o point) int64 { return o.lost })
+	appendPackets(ms, all, ts, contract.MetricPacketsSent, descSent, func(o point) int64 { return o.sent })
+	status := ms.AppendEmpty()
 	status.SetName(contract.MetricStatus)
 	status.SetDescription(descStatus)
 	status.SetUnit("1")
@@ -269,10 +202,9 @@ func (a *Agent) RoundWithLoss(now time.Time, stableTargets, rotatingTargets []st
 		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(ts)
 		dp.SetIntValue(int64(min(len(o.rtts), 1)))
-		attrs(dp.Attributes(), o)
+		putAttrs(dp.Attributes(), o)
 	}
-
-	m := sm.Metrics().AppendEmpty()
+	m := ms.AppendEmpty()
 	m.SetName(contract.MetricDuration)
 	m.SetUnit("s")
 	m.SetDescription(descDuration)
@@ -282,10 +214,119 @@ func (a *Agent) RoundWithLoss(now time.Time, stableTargets, rotatingTargets []st
 		dp := eh.DataPoints().AppendEmpty()
 		dp.SetStartTimestamp(o.histStart)
 		dp.SetTimestamp(ts)
-		attrs(dp.Attributes(), o)
+		putAttrs(dp.Attributes(), o)
 		copyHistogram(o.hist, dp)
 	}
 	return md
+}
+
+// point adds p to its series: a stable pair's cumulative state, or a rotating pair's own.
+func (a *Agent) point(p Probe) point {
+	probeStart := pcommon.NewTimestampFromTime(p.Start)
+	sent := int64(len(p.RTTs) + p.Lost)
+	if !p.Stable {
+		o := point{addr: p.Addr, rtts: p.RTTs, sent: sent, lost: int64(p.Lost), histStart: probeStart, hist: newHistogram()}
+		for _, r := range o.rtts {
+			o.hist.Update(r)
+		}
+		if len(o.rtts) == 0 {
+			o.timeouts, o.errStart = 1, probeStart
+		}
+		return o
+	}
+	s := a.stable[p.Addr]
+	if s == nil {
+		s = &stableSeries{start: probeStart, hist: newHistogram()}
+		a.stable[p.Addr] = s
+	}
+	o := point{addr: p.Addr, stable: true, rtts: p.RTTs}
+	s.sent += sent
+	s.lost += int64(p.Lost)
+	for _, r := range o.rtts {
+		s.hist.Update(r)
+	}
+	if len(o.rtts) == 0 {
+		if s.timeouts == 0 {
+			s.errStart = probeStart
+		}
+		s.timeouts++
+	}
+	o.sent, o.lost, o.histStart, o.hist, o.timeouts, o.errStart = s.sent, s.lost, s.start, s.hist, s.timeouts, s.errStart
+	return o
+}
+
+// putAttrs sets a point's attributes as pod_probe does for an ICMP probe of a pod.
+func putAttrs(m pcommon.Map, o point) {
+	m.PutStr(contract.DestinationAddress, o.addr)
+	if strings.Contains(o.addr, ":") {
+		m.PutStr(contract.NetworkType, contract.NetworkTypeIPv6)
+	} else {
+		m.PutStr(contract.NetworkType, contract.NetworkTypeIPv4)
+	}
+	m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
+	m.PutStr(contract.TargetKind, contract.TargetKindPod)
+	if o.stable {
+		m.PutBool(contract.PairStable, true)
+	}
+}
+
+// appendErrors appends netpulse.probe.errors: the timeouts of the pairs that failed.
+func appendErrors(ms pmetric.MetricSlice, all []point, ts pcommon.Timestamp) {
+	m := ms.AppendEmpty()
+	m.SetName(contract.MetricErrors)
+	m.SetDescription(descErrors)
+	m.SetUnit("{probe}")
+	s := m.SetEmptySum()
+	s.SetIsMonotonic(true)
+	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	for _, o := range all {
+		if o.timeouts == 0 {
+			continue
+		}
+		dp := s.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(o.errStart)
+		dp.SetTimestamp(ts)
+		dp.SetIntValue(o.timeouts)
+		putAttrs(dp.Attributes(), o)
+		dp.Attributes().PutStr(contract.ErrorType, contract.ErrorTypeTimeout)
+	}
+}
+
+// appendGauge appends a gauge with a point for each pair emit selects.
+func appendGauge(ms pmetric.MetricSlice, all []point, start, ts pcommon.Timestamp, name, desc, unit string, emit func(point) bool, val func(point) float64) {
+	m := ms.AppendEmpty()
+	m.SetName(name)
+	m.SetDescription(desc)
+	m.SetUnit(unit)
+	dps := m.SetEmptyGauge().DataPoints()
+	for _, o := range all {
+		if !emit(o) {
+			continue
+		}
+		dp := dps.AppendEmpty()
+		dp.SetStartTimestamp(start)
+		dp.SetTimestamp(ts)
+		dp.SetDoubleValue(val(o))
+		putAttrs(dp.Attributes(), o)
+	}
+}
+
+// appendPackets appends a cumulative echo counter with a point for every pair.
+func appendPackets(ms pmetric.MetricSlice, all []point, ts pcommon.Timestamp, name, desc string, val func(point) int64) {
+	m := ms.AppendEmpty()
+	m.SetName(name)
+	m.SetDescription(desc)
+	m.SetUnit("{packet}")
+	s := m.SetEmptySum()
+	s.SetIsMonotonic(true)
+	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	for _, o := range all {
+		dp := s.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(o.histStart) // the series' own start, as the histogram's
+		dp.SetTimestamp(ts)
+		dp.SetIntValue(val(o))
+		putAttrs(dp.Attributes(), o)
+	}
 }
 
 // copyHistogram is pod_probe's (emit.go).

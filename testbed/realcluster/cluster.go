@@ -85,31 +85,8 @@ type Cluster struct {
 // is Ready, and deploys cluster DNS. On error what was started is torn down, and the error
 // names the component that failed with its log tail.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
-	if opts.Nodes == 0 {
-		opts.Nodes = 3
-	}
-	if opts.Zones == 0 {
-		opts.Zones = 2
-	}
-	if opts.Nodes < 1 || opts.Nodes > MaxNodes {
-		return nil, fmt.Errorf("realcluster: Nodes=%d out of range [1, %d]", opts.Nodes, MaxNodes)
-	}
-	if opts.LockTimeout == 0 {
-		opts.LockTimeout = 10 * time.Minute
-	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = 5 * time.Minute
-	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
-	}
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("realcluster: needs root (network namespaces, cgroups, containers); euid is %d", os.Geteuid())
-	}
-	for _, img := range opts.Images {
-		if _, err := os.Stat(img); err != nil {
-			return nil, fmt.Errorf("realcluster: image archive: %w", err)
-		}
+	if opts, err = opts.withDefaults(); err != nil {
+		return nil, err
 	}
 	bins, err := FindBinaries()
 	if err != nil {
@@ -155,57 +132,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = simcluster.CreateBridge(ctx, c.Bridge); err != nil {
 		return c, err
 	}
-	for i := 1; i <= opts.Nodes; i++ {
-		n := &Node{
-			Index: i, Name: fmt.Sprintf("node-%d", i), Zone: fmt.Sprintf("zone-%c", 'a'+(i-1)%opts.Zones),
-			Netns: simcluster.NetnsName(Prefix, c.RunID, i), IPv4: simcluster.NodeIPv4(i), IPv6: simcluster.NodeIPv6(i),
-			PodCIDR4: podCIDR4(i), PodCIDR6: podCIDR6(i),
-			Dir:        filepath.Join(c.Dir, fmt.Sprintf("node-%d", i)),
-			CgroupRoot: "/" + simcluster.NetnsName(Prefix, c.RunID, i),
-			hostVeth:   simcluster.HostVethName(Prefix, c.RunID, i),
-			procs:      map[string]*childproc.Process{},
-		}
-		c.Nodes = append(c.Nodes, n)
-	}
-	for _, n := range c.Nodes {
-		if err = c.setupNodeNetwork(ctx, n); err != nil {
-			return c, err
-		}
+	if err = c.setupNodes(ctx); err != nil {
+		return c, err
 	}
 
-	// The control plane on the bridge's host address; pods reach it through the kubernetes
-	// Service (kube-proxy), so its certificate names the Service's ClusterIP and the lease
-	// reconciler publishes the endpoint. Node authorization and NodeRestriction bind each
-	// kubelet to its own node, as on any cluster.
-	// etcd fsyncs every write: on tmpfs, as kubetest keeps its own directories.
-	cpDir := filepath.Join("/dev/shm", Prefix+"-"+c.RunID+"-control-plane")
-	if err = os.MkdirAll(cpDir, 0o700); err != nil {
-		return c, err
-	}
-	c.cpDir = cpDir
-	c.ControlPlane, err = kubetest.Start(ctx, kubetest.Options{
-		BindAddress:     simcluster.HostIPv4.AsSlice(),
-		ExtraServingIPs: []net.IP{APIServiceIP.AsSlice()},
-		Dir:             cpDir,
-		Logf:            c.logf,
-		Controllers:     []string{"*"},
-		ExtraAPIServerFlags: []string{
-			"--endpoint-reconciler-type=lease",
-			"--authorization-mode=Node,RBAC",
-			"--enable-admission-plugins=NodeRestriction",
-			"--kubelet-preferred-address-types=InternalIP",
-			// The API server reaches kubelets (logs, exec) as the admin (kubetest's PKI).
-			"--kubelet-client-certificate=" + filepath.Join(cpDir, "admin.crt"),
-			"--kubelet-client-key=" + filepath.Join(cpDir, "admin.key"),
-		},
-		ExtraControllerManagerFlags: []string{"--node-monitor-grace-period=20s"},
-		StartTimeout:                2 * time.Minute,
-	})
-	if err != nil {
-		return c, err
-	}
-	c.Kubeconfig = c.ControlPlane.Kubeconfig
-	if err = c.startScheduler(); err != nil {
+	if err = c.startControlPlane(ctx); err != nil {
 		return c, err
 	}
 
@@ -219,19 +150,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	images := append([]string{bins.PauseArchive, bins.CoreDNSArchive}, opts.Images...)
-	errs := make(chan error, len(c.Nodes))
-	for _, n := range c.Nodes {
-		go func(n *Node) {
-			errs <- c.startNode(ctx, n, images)
-		}(n)
-	}
-	var startErrs []error
-	for range c.Nodes {
-		if e := <-errs; e != nil {
-			startErrs = append(startErrs, e)
-		}
-	}
-	if err = errors.Join(startErrs...); err != nil {
+	if err = c.startNodes(ctx, images); err != nil {
 		return c, err
 	}
 	netpolKubeconfig := ""
@@ -256,6 +175,116 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	c.logf("realcluster: cluster DNS Ready after %v", time.Since(c.started).Round(time.Second))
 	return c, nil
+}
+
+// withDefaults fills opts' zero fields, checks their ranges and the image archives, and
+// that the harness runs as root.
+func (opts Options) withDefaults() (Options, error) {
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	if opts.Zones == 0 {
+		opts.Zones = 2
+	}
+	if opts.Nodes < 1 || opts.Nodes > MaxNodes {
+		return opts, fmt.Errorf("realcluster: Nodes=%d out of range [1, %d]", opts.Nodes, MaxNodes)
+	}
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = 10 * time.Minute
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 5 * time.Minute
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if os.Geteuid() != 0 {
+		return opts, fmt.Errorf("realcluster: needs root (network namespaces, cgroups, containers); euid is %d", os.Geteuid())
+	}
+	for _, img := range opts.Images {
+		if _, err := os.Stat(img); err != nil {
+			return opts, fmt.Errorf("realcluster: image archive: %w", err)
+		}
+	}
+	return opts, nil
+}
+
+// setupNodes names every node (zone, namespace, addresses, pod CIDRs, directories) and
+// creates its network namespace on the bridge.
+func (c *Cluster) setupNodes(ctx context.Context) error {
+	for i := 1; i <= c.opts.Nodes; i++ {
+		n := &Node{
+			Index: i, Name: fmt.Sprintf("node-%d", i), Zone: fmt.Sprintf("zone-%c", 'a'+(i-1)%c.opts.Zones),
+			Netns: simcluster.NetnsName(Prefix, c.RunID, i), IPv4: simcluster.NodeIPv4(i), IPv6: simcluster.NodeIPv6(i),
+			PodCIDR4: podCIDR4(i), PodCIDR6: podCIDR6(i),
+			Dir:        filepath.Join(c.Dir, fmt.Sprintf("node-%d", i)),
+			CgroupRoot: "/" + simcluster.NetnsName(Prefix, c.RunID, i),
+			hostVeth:   simcluster.HostVethName(Prefix, c.RunID, i),
+			procs:      map[string]*childproc.Process{},
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	for _, n := range c.Nodes {
+		if err := c.setupNodeNetwork(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startControlPlane starts the control plane and the scheduler.
+func (c *Cluster) startControlPlane(ctx context.Context) error {
+	// The control plane on the bridge's host address; pods reach it through the kubernetes
+	// Service (kube-proxy), so its certificate names the Service's ClusterIP and the lease
+	// reconciler publishes the endpoint. Node authorization and NodeRestriction bind each
+	// kubelet to its own node, as on any cluster.
+	// etcd fsyncs every write: on tmpfs, as kubetest keeps its own directories.
+	cpDir := filepath.Join("/dev/shm", Prefix+"-"+c.RunID+"-control-plane")
+	if err := os.MkdirAll(cpDir, 0o700); err != nil {
+		return err
+	}
+	c.cpDir = cpDir
+	var err error
+	c.ControlPlane, err = kubetest.Start(ctx, kubetest.Options{
+		BindAddress:     simcluster.HostIPv4.AsSlice(),
+		ExtraServingIPs: []net.IP{APIServiceIP.AsSlice()},
+		Dir:             cpDir,
+		Logf:            c.logf,
+		Controllers:     []string{"*"},
+		ExtraAPIServerFlags: []string{
+			"--endpoint-reconciler-type=lease",
+			"--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=NodeRestriction",
+			"--kubelet-preferred-address-types=InternalIP",
+			// The API server reaches kubelets (logs, exec) as the admin (kubetest's PKI).
+			"--kubelet-client-certificate=" + filepath.Join(cpDir, "admin.crt"),
+			"--kubelet-client-key=" + filepath.Join(cpDir, "admin.key"),
+		},
+		ExtraControllerManagerFlags: []string{"--node-monitor-grace-period=20s"},
+		StartTimeout:                2 * time.Minute,
+	})
+	if err != nil {
+		return err
+	}
+	c.Kubeconfig = c.ControlPlane.Kubeconfig
+	return c.startScheduler()
+}
+
+// startNodes starts every node's runtime at once, with the images imported.
+func (c *Cluster) startNodes(ctx context.Context, images []string) error {
+	errs := make(chan error, len(c.Nodes))
+	for _, n := range c.Nodes {
+		go func(n *Node) {
+			errs <- c.startNode(ctx, n, images)
+		}(n)
+	}
+	var startErrs []error
+	for range c.Nodes {
+		if e := <-errs; e != nil {
+			startErrs = append(startErrs, e)
+		}
+	}
+	return errors.Join(startErrs...)
 }
 
 func (c *Cluster) startNode(ctx context.Context, n *Node, images []string) error {

@@ -25,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -280,10 +281,50 @@ func (c *Cluster) createPod(ctx context.Context, n *nodeState) (err error) {
 	}()
 
 	// Play the kubelet: the sandbox is up with its IPs, the container is starting.
+	pod, err := startingStatus(ctx, pods, created.Name, n, v4, v6)
+	if err != nil {
+		return fmt.Errorf("simcluster: set status of pod %s: %w", created.Name, err)
+	}
+
+	env, tokenPath, tokenRefresh, err := c.agentEnv(ctx, pod, opts)
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(c.Dir, "logs", fmt.Sprintf("agent-%s-%s.log", n.Name, pod.Name))
+	proc, err := startProcess("agent "+pod.Name+" on "+n.Name, n.Netns, []string{c.opts.Collector, "--config", opts.Config}, env, logPath)
+	if err != nil {
+		return err
+	}
+	readyURL, threshold := readinessProbe(pod)
+	ap := &agentPod{name: pod.Name, uid: string(pod.UID), gen: gen, ips: []netip.Addr{v4, v6}, proc: proc, readyURL: readyURL, threshold: threshold,
+		pod: pod, tokenPath: tokenPath, tokenRefresh: tokenRefresh}
+	n.pod = ap
+	n.publish()
+	c.mu.Lock()
+	c.procs = append(c.procs, proc)
+	c.mu.Unlock()
+	c.logf("simcluster: %s: pod %s (uid %s, %s, %s) collector pid %d", n.Name, pod.Name, pod.UID, v4, v6, proc.Pid())
+
+	ctx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
+	defer cancel()
+	if err := waitReady(ctx, ap); err != nil {
+		return fmt.Errorf("simcluster: agent %s on %s not ready: %w\n%s", pod.Name, n.Name, err, proc.LogTail(30))
+	}
+	if err := c.setReady(ctx, ap, true); err != nil {
+		return err
+	}
+	ap.ready, ap.tracked = true, true
+	n.publish()
+	return nil
+}
+
+// startingStatus plays the kubelet for the agent pod name on n: Running with the
+// sandbox's IPs, its containers started but not Ready yet.
+func startingStatus(ctx context.Context, pods corev1client.PodInterface, name string, n *nodeState, v4, v6 netip.Addr) (*corev1.Pod, error) {
 	now := metav1.Now()
 	var pod *corev1.Pod
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -311,22 +352,21 @@ func (c *Cluster) createPod(ctx context.Context, n *nodeState) (err error) {
 		pod, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("simcluster: set status of pod %s: %w", created.Name, err)
-	}
+	return pod, err
+}
 
-	env, err := downwardEnv(pod)
-	if err != nil {
-		return err
+// agentEnv is the agent collector's environment (the downward API's variables, the gateway
+// token, the gateway CA, the harness's settings), with the token's path and refresh time.
+func (c *Cluster) agentEnv(ctx context.Context, pod *corev1.Pod, opts *AgentOptions) (env []string, tokenPath string, tokenRefresh time.Time, err error) {
+	if env, err = downwardEnv(pod); err != nil {
+		return nil, "", time.Time{}, err
 	}
 	// The projected token the DaemonSet mounts, minted for this pod before its collector
 	// starts (the bearer-token extension needs the file at start).
-	var tokenRefresh time.Time
-	var tokenPath string
 	if src, ok := podTokenSource(pod); ok {
 		tokenPath = filepath.Join(c.Dir, "pods", pod.Name, "gateway-token")
 		if tokenRefresh, err = c.writePodToken(ctx, pod, src, tokenPath); err != nil {
-			return err
+			return nil, "", time.Time{}, err
 		}
 		env = append(env, "NETPULSE_GATEWAY_TOKEN_FILE="+tokenPath)
 	}
@@ -342,32 +382,7 @@ func (c *Cluster) createPod(ctx context.Context, n *nodeState) (err error) {
 		"NETPULSE_PEER_GRACE="+opts.PeerGrace.String(),
 	)
 	env = mergeEnv(append(cleanEnv(), env...), opts.Env)
-	logPath := filepath.Join(c.Dir, "logs", fmt.Sprintf("agent-%s-%s.log", n.Name, pod.Name))
-	proc, err := startProcess("agent "+pod.Name+" on "+n.Name, n.Netns, []string{c.opts.Collector, "--config", opts.Config}, env, logPath)
-	if err != nil {
-		return err
-	}
-	readyURL, threshold := readinessProbe(pod)
-	ap := &agentPod{name: pod.Name, uid: string(pod.UID), gen: gen, ips: []netip.Addr{v4, v6}, proc: proc, readyURL: readyURL, threshold: threshold,
-		pod: pod, tokenPath: tokenPath, tokenRefresh: tokenRefresh}
-	n.pod = ap
-	n.publish()
-	c.mu.Lock()
-	c.procs = append(c.procs, proc)
-	c.mu.Unlock()
-	c.logf("simcluster: %s: pod %s (uid %s, %s, %s) collector pid %d", n.Name, pod.Name, pod.UID, v4, v6, proc.Pid())
-
-	ctx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
-	defer cancel()
-	if err := waitReady(ctx, ap); err != nil {
-		return fmt.Errorf("simcluster: agent %s on %s not ready: %w\n%s", pod.Name, n.Name, err, proc.LogTail(30))
-	}
-	if err := c.setReady(ctx, ap, true); err != nil {
-		return err
-	}
-	ap.ready, ap.tracked = true, true
-	n.publish()
-	return nil
+	return env, tokenPath, tokenRefresh, nil
 }
 
 // deletePod runs with n.mu held.

@@ -133,40 +133,8 @@ type Cluster struct {
 // and mints the service-account kubeconfigs. Agents start with StartAgents. On error
 // everything already created is removed.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
-	if opts.Nodes == 0 {
-		opts.Nodes = 4
-	}
-	if opts.Nodes < 2 || opts.Nodes > MaxNodes {
-		return nil, fmt.Errorf("simcluster: Nodes=%d out of range [2, %d]", opts.Nodes, MaxNodes)
-	}
-	if opts.Zones == 0 {
-		opts.Zones = 2
-	}
-	if opts.Zones < 1 || opts.Zones > 26 {
-		return nil, fmt.Errorf("simcluster: Zones=%d out of range [1, 26]", opts.Zones)
-	}
-	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
-	}
-	if !prefixRE.MatchString(opts.Prefix) {
-		return nil, fmt.Errorf("simcluster: Prefix %q must be 1-4 lower-case letters", opts.Prefix)
-	}
-	if opts.LockTimeout == 0 {
-		opts.LockTimeout = 15 * time.Minute
-	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = 3 * time.Minute
-	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
-	}
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("simcluster: needs root (network namespaces, veths, a bridge, nftables); euid is %d", os.Geteuid())
-	}
-	if opts.RepoRoot == "" {
-		if opts.RepoRoot, err = kubetest.RepoRoot(); err != nil {
-			return nil, err
-		}
+	if opts, err = opts.withDefaults(); err != nil {
+		return nil, err
 	}
 
 	lock, err := acquireLock(ctx, opts.LockTimeout, opts.Logf)
@@ -235,36 +203,86 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = c.setupGatewayTLS(ctx); err != nil {
 		return c, err
 	}
-	for _, sa := range []struct {
-		name string
-		path *string
-	}{{AgentServiceAccount, &c.AgentKubeconfig}, {GatewayServiceAccount, &c.GatewayKubeconfig}} {
-		cfg, err := c.ControlPlane.ServiceAccountConfig(ctx, Namespace, sa.name)
-		if err != nil {
-			return c, err
-		}
-		if sa.name == GatewayServiceAccount {
-			// Gateways reach the API server through a proxy the harness can cut
-			// (PartitionGatewayFromAPI).
-			u, err := url.Parse(cfg.Host)
-			if err != nil {
-				return c, err
-			}
-			if c.gwAPIProxy, err = startAPIProxy(net.JoinHostPort(HostIPv4.String(), "0"), u.Host); err != nil {
-				return c, fmt.Errorf("simcluster: gateway API proxy: %w", err)
-			}
-			cfg.Host = "https://" + c.gwAPIProxy.Addr()
-		}
-		*sa.path = filepath.Join(c.Dir, sa.name+".kubeconfig")
-		if err := kubetest.WriteKubeconfig(cfg, *sa.path); err != nil {
-			return c, err
-		}
+	if err = c.writeServiceAccountKubeconfigs(ctx); err != nil {
+		return c, err
 	}
 	c.kubeletStop = make(chan struct{})
 	c.kubeletDone = make(chan struct{})
 	go c.kubeletLoop()
 	c.logf("simcluster: ready; kubectl --kubeconfig %s get nodes,pods -A -o wide", c.AdminKubeconfig)
 	return c, nil
+}
+
+// withDefaults fills opts' zero fields, checks their ranges and that the harness runs as
+// root.
+func (opts Options) withDefaults() (Options, error) {
+	var err error
+	if opts.Nodes == 0 {
+		opts.Nodes = 4
+	}
+	if opts.Nodes < 2 || opts.Nodes > MaxNodes {
+		return opts, fmt.Errorf("simcluster: Nodes=%d out of range [2, %d]", opts.Nodes, MaxNodes)
+	}
+	if opts.Zones == 0 {
+		opts.Zones = 2
+	}
+	if opts.Zones < 1 || opts.Zones > 26 {
+		return opts, fmt.Errorf("simcluster: Zones=%d out of range [1, 26]", opts.Zones)
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if !prefixRE.MatchString(opts.Prefix) {
+		return opts, fmt.Errorf("simcluster: Prefix %q must be 1-4 lower-case letters", opts.Prefix)
+	}
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = 15 * time.Minute
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 3 * time.Minute
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if os.Geteuid() != 0 {
+		return opts, fmt.Errorf("simcluster: needs root (network namespaces, veths, a bridge, nftables); euid is %d", os.Geteuid())
+	}
+	if opts.RepoRoot == "" {
+		if opts.RepoRoot, err = kubetest.RepoRoot(); err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
+}
+
+// writeServiceAccountKubeconfigs writes the agents' and the gateways' kubeconfigs; the
+// gateways' reach the API server through a proxy the harness can cut
+// (PartitionGatewayFromAPI).
+func (c *Cluster) writeServiceAccountKubeconfigs(ctx context.Context) error {
+	for _, sa := range []struct {
+		name string
+		path *string
+	}{{AgentServiceAccount, &c.AgentKubeconfig}, {GatewayServiceAccount, &c.GatewayKubeconfig}} {
+		cfg, err := c.ControlPlane.ServiceAccountConfig(ctx, Namespace, sa.name)
+		if err != nil {
+			return err
+		}
+		if sa.name == GatewayServiceAccount {
+			u, err := url.Parse(cfg.Host)
+			if err != nil {
+				return err
+			}
+			if c.gwAPIProxy, err = startAPIProxy(net.JoinHostPort(HostIPv4.String(), "0"), u.Host); err != nil {
+				return fmt.Errorf("simcluster: gateway API proxy: %w", err)
+			}
+			cfg.Host = "https://" + c.gwAPIProxy.Addr()
+		}
+		*sa.path = filepath.Join(c.Dir, sa.name+".kubeconfig")
+		if err := kubetest.WriteKubeconfig(cfg, *sa.path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setupNetwork creates the bridge, then one namespace per node.

@@ -211,25 +211,9 @@ func (c *Cluster) StartWorkload(ctx context.Context, opts WorkloadOptions) (w *W
 	if err != nil {
 		return nil, err
 	}
-	pod := opts.Pod.DeepCopy()
-	if pod.Name == "" && pod.GenerateName == "" {
-		return nil, errors.New("simcluster: the workload pod needs a name or generateName")
-	}
-	if pod.Namespace == "" {
-		pod.Namespace = "default"
-	}
-	if pod.Spec.ServiceAccountName == "" {
-		pod.Spec.ServiceAccountName = "default"
-	}
-	pod.Spec.NodeName = node.Name
-	pod.ResourceVersion, pod.UID, pod.Status = "", "", corev1.PodStatus{}
-	if opts.Sidecar != "" {
-		if _, ok := findContainer(pod, opts.Sidecar); !ok {
-			return nil, fmt.Errorf("simcluster: pod %s has no container %q for the sidecar", pod.Name, opts.Sidecar)
-		}
-		if c.opts.Collector == "" {
-			return nil, errors.New("simcluster: Options.Collector (the otelcol-netpulse binary) is required to run a sidecar")
-		}
+	pod, err := c.workloadPod(opts, node.Name)
+	if err != nil {
+		return nil, err
 	}
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 90 * time.Second
@@ -305,6 +289,32 @@ func (c *Cluster) StartWorkload(ctx context.Context, opts WorkloadOptions) (w *W
 	return w, nil
 }
 
+// workloadPod is the pod of opts to create on node: namespace and service account
+// defaulted, the server's fields cleared, the sidecar's container and binary checked.
+func (c *Cluster) workloadPod(opts WorkloadOptions, node string) (*corev1.Pod, error) {
+	pod := opts.Pod.DeepCopy()
+	if pod.Name == "" && pod.GenerateName == "" {
+		return nil, errors.New("simcluster: the workload pod needs a name or generateName")
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = "default"
+	}
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = "default"
+	}
+	pod.Spec.NodeName = node
+	pod.ResourceVersion, pod.UID, pod.Status = "", "", corev1.PodStatus{}
+	if opts.Sidecar != "" {
+		if _, ok := findContainer(pod, opts.Sidecar); !ok {
+			return nil, fmt.Errorf("simcluster: pod %s has no container %q for the sidecar", pod.Name, opts.Sidecar)
+		}
+		if c.opts.Collector == "" {
+			return nil, errors.New("simcluster: Options.Collector (the otelcol-netpulse binary) is required to run a sidecar")
+		}
+	}
+	return pod, nil
+}
+
 // findContainer looks name up among the pod's containers, then its init containers.
 func findContainer(pod *corev1.Pod, name string) (corev1.Container, bool) {
 	for _, x := range pod.Spec.Containers {
@@ -351,30 +361,7 @@ func (c *Cluster) startSidecar(ctx context.Context, w *Workload, opts WorkloadOp
 
 	// Credentials: the projected token volumes the container mounts (the first one with an
 	// audience is the gateway token, as for agents), and an API token for KUBECONFIG.
-	var tokens []*boundToken
-	gatewayToken := ""
-	for _, m := range ct.VolumeMounts {
-		for _, v := range pod.Spec.Volumes {
-			if v.Name != m.Name || v.Projected == nil {
-				continue
-			}
-			for _, s := range v.Projected.Sources {
-				t := s.ServiceAccountToken
-				if t == nil || t.Audience == "" {
-					continue
-				}
-				src := projectedToken{audience: t.Audience, seconds: 3600}
-				if t.ExpirationSeconds != nil {
-					src.seconds = *t.ExpirationSeconds
-				}
-				bt := &boundToken{src: src, path: filepath.Join(w.podDir, "volumes", v.Name, t.Path)}
-				tokens = append(tokens, bt)
-				if gatewayToken == "" {
-					gatewayToken = bt.path
-				}
-			}
-		}
-	}
+	tokens, gatewayToken := podTokens(pod, ct, w.podDir)
 	apiToken := &boundToken{src: projectedToken{seconds: 3600}, path: filepath.Join(w.podDir, "api-token")}
 	tokens = append(tokens, apiToken)
 	for _, bt := range tokens {
@@ -430,6 +417,34 @@ func (c *Cluster) startSidecar(ctx context.Context, w *Workload, opts WorkloadOp
 	w.kubeletStop, w.kubeletDone = make(chan struct{}), make(chan struct{})
 	go c.workloadKubelet(w)
 	return nil
+}
+
+// podTokens are the projected token volumes ct mounts, each a token to mint into the
+// pod's directory; the first with an audience is the gateway token, as for agents.
+func podTokens(pod *corev1.Pod, ct corev1.Container, podDir string) (tokens []*boundToken, gatewayToken string) {
+	for _, m := range ct.VolumeMounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != m.Name || v.Projected == nil {
+				continue
+			}
+			for _, s := range v.Projected.Sources {
+				t := s.ServiceAccountToken
+				if t == nil || t.Audience == "" {
+					continue
+				}
+				src := projectedToken{audience: t.Audience, seconds: 3600}
+				if t.ExpirationSeconds != nil {
+					src.seconds = *t.ExpirationSeconds
+				}
+				bt := &boundToken{src: src, path: filepath.Join(podDir, "volumes", v.Name, t.Path)}
+				tokens = append(tokens, bt)
+				if gatewayToken == "" {
+					gatewayToken = bt.path
+				}
+			}
+		}
+	}
+	return tokens, gatewayToken
 }
 
 // sidecarArgv builds the sidecar's command line (see WorkloadOptions.SidecarArgs).

@@ -47,6 +47,30 @@ type demo struct {
 
 // run plays the script. The cluster, once started, is left in d.cl for stop.
 func (d *demo) run(ctx context.Context) error {
+	if err := d.startCluster(ctx); err != nil {
+		return err
+	}
+	agentsUp, err := d.startPipeline(ctx)
+	if err != nil {
+		return err
+	}
+	if err := d.converge(ctx, agentsUp); err != nil {
+		return err
+	}
+	victim := d.cfg.partition
+	victimAgent, _ := d.cl.Agent(victim)
+	tFault, err := d.partition(ctx, victim, victimAgent)
+	if err != nil {
+		return err
+	}
+	if err := d.heal(ctx, victim, victimAgent, tFault); err != nil {
+		return err
+	}
+	return d.explore(ctx, victim)
+}
+
+// startCluster starts the simulated cluster and leaves it in d.cl.
+func (d *demo) startCluster(ctx context.Context) error {
 	d.header("Start the control plane and a simulated %d-node cluster", d.cfg.nodes)
 	t0 := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, startTimeout+lockTimeout)
@@ -83,9 +107,15 @@ func (d *demo) run(ctx context.Context) error {
 	for _, n := range cl.Nodes() {
 		d.out.println(fmt.Sprintf("    %-8s %-7s netns %-12s %s  %s", n.Name, n.Zone, n.Netns, n.IPv4, n.IPv6))
 	}
+	return nil
+}
 
+// startPipeline starts the gateway, then one agent per node; it returns when the agents
+// started.
+func (d *demo) startPipeline(ctx context.Context) (agentsUp time.Time, err error) {
+	cl := d.cl
 	d.header("Start the gateway (deploy/agent-gateway/config/gateway.yaml) on %s", simcluster.HostIPv4)
-	t0 = time.Now()
+	t0 := time.Now()
 	gctx, cancel := context.WithTimeout(ctx, gatewayTimeout)
 	// The node condition's flap damping (min_hold, 1m in gateway.yaml) shortened as in the
 	// e2e suite, so the scripted recovery shows within seconds.
@@ -93,7 +123,7 @@ func (d *demo) run(ctx context.Context) error {
 		Env: map[string]string{"NETPULSE_NODE_MIN_HOLD": "5s"}})
 	cancel()
 	if err != nil {
-		return stepErr(ctx, "start the gateway", err)
+		return time.Time{}, stepErr(ctx, "start the gateway", err)
 	}
 	d.done("gateway %s ready in %s: OTLP on %s, pid %d, service account %s", gw.Name, round(time.Since(t0)), gw.Endpoint, gw.Process().Pid(), simcluster.GatewayServiceAccount)
 
@@ -108,14 +138,19 @@ func (d *demo) run(ctx context.Context) error {
 	})
 	cancel()
 	if err != nil {
-		return stepErr(ctx, "start the agents", err)
+		return time.Time{}, stepErr(ctx, "start the agents", err)
 	}
 	d.done("%d agents Ready in %s", len(cl.Agents()), round(time.Since(t0)))
 	for _, a := range cl.Agents() {
 		d.out.println(fmt.Sprintf("    %-8s %s/%s  %s", a.Node, a.Namespace, a.Pod, joinAddrs(a)))
 	}
-	agentsUp := t0
+	return t0, nil
 
+}
+
+// converge waits until every pair (or, sampled, every stable pair) is Reachable.
+func (d *demo) converge(ctx context.Context, agentsUp time.Time) error {
+	cl := d.cl
 	sampled := len(cl.Agents()) > meshAgents
 	if sampled {
 		d.header("Wait until every agent's stable pair is Reachable (%d agents: sampled probing, 4 of %d peers a round)", len(cl.Agents()), len(cl.Agents())-1)
@@ -131,13 +166,17 @@ func (d *demo) run(ctx context.Context) error {
 	} else {
 		d.done("full mesh Reachable %s after the agents started", round(time.Since(agentsUp)))
 	}
+	return nil
+}
 
-	victim := d.cfg.partition
-	victimAgent, _ := cl.Agent(victim)
+// partition cuts victim off and waits until the pairs towards its agent are Unreachable
+// and its node condition is True; it returns when the fault began.
+func (d *demo) partition(ctx context.Context, victim string, victimAgent simcluster.Agent) (tFault time.Time, err error) {
+	cl := d.cl
 	d.header("Partition %s (nft drops everything but the host side of the bridge)", victim)
-	tFault := time.Now()
+	tFault = time.Now()
 	if err := cl.Partition(victim); err != nil {
-		return fmt.Errorf("partition %s: %w", victim, err)
+		return tFault, fmt.Errorf("partition %s: %w", victim, err)
 	}
 	d.logf("partitioned %s at %s", victim, tFault.Format("15:04:05.000"))
 	var pairsAt, condAt time.Duration
@@ -158,7 +197,7 @@ func (d *demo) run(ctx context.Context) error {
 		return okPairs && okCond, why
 	})
 	if err != nil {
-		return err
+		return tFault, err
 	}
 	d.done("partition detected in %s (pairs towards %s Unreachable in %s, node condition True in %s)",
 		round(time.Since(tFault)), victim, round(pairsAt), round(condAt))
@@ -168,13 +207,19 @@ func (d *demo) run(ctx context.Context) error {
 	for _, l := range snap.reachableConditions(victimAgent.Pod) {
 		d.out.println("    " + l)
 	}
+	return tFault, nil
+}
 
+// heal lifts the partition and waits until every pair is Reachable again, the outages
+// since tFault closed and the node condition no longer True.
+func (d *demo) heal(ctx context.Context, victim string, victimAgent simcluster.Agent, tFault time.Time) error {
+	cl := d.cl
 	d.header("Heal %s", victim)
 	tHeal := time.Now()
 	if err := cl.Heal(victim); err != nil {
 		return fmt.Errorf("heal %s: %w", victim, err)
 	}
-	snap, err = d.await(ctx, "recovery", d.cfg.timeout(recoverTimeout), func(s *snapshot) (bool, string) {
+	snap, err := d.await(ctx, "recovery", d.cfg.timeout(recoverTimeout), func(s *snapshot) (bool, string) {
 		if ok, why := s.allReachable(); !ok {
 			return false, why
 		}
@@ -194,7 +239,12 @@ func (d *demo) run(ctx context.Context) error {
 	for _, o := range snap.outagesTowards(victimAgent.Pod, tFault) {
 		d.out.println("      " + o)
 	}
+	return nil
+}
 
+// explore keeps the cluster up for DEMO_DURATION, saying how to look at it.
+func (d *demo) explore(ctx context.Context, victim string) error {
+	cl := d.cl
 	if d.cfg.duration > 0 {
 		d.header("Cluster stays up for %s for exploration (Ctrl-C ends it earlier)", d.cfg.duration)
 		d.out.println("  in another shell, as root:")
