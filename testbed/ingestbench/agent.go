@@ -292,8 +292,12 @@ func appendErrors(ms pmetric.MetricSlice, all []point, ts pcommon.Timestamp) {
 	}
 }
 
-// appendGauge appends a gauge with a point for each pair emit selects.
+// appendGauge appends a gauge with a point for each pair emit selects; none, as
+// mdatagen's builder, when it selects none.
 func appendGauge(ms pmetric.MetricSlice, all []point, start, ts pcommon.Timestamp, name, desc, unit string, emit func(point) bool, val func(point) float64) {
+	if !slices.ContainsFunc(all, emit) {
+		return
+	}
 	m := ms.AppendEmpty()
 	m.SetName(name)
 	m.SetDescription(desc)
@@ -348,16 +352,23 @@ func copyHistogram(h *structure.Histogram[float64], dp pmetric.ExponentialHistog
 	}
 }
 
-// jitter is pod_probe's: the mean absolute difference of consecutive RTTs.
+// jitter is pod_probe's (emit.go): the mean absolute difference of consecutive RTTs, in
+// whole nanoseconds as pod_probe measures them, the mean rounded down as its integer
+// division does. The golden test holds it to pod_probe's output.
 func jitter(rtts []float64) float64 {
 	if len(rtts) < 2 {
 		return 0
 	}
-	var s float64
+	ns := func(sec float64) time.Duration { return time.Duration(math.Round(sec * 1e9)) }
+	var sum time.Duration
 	for i := 1; i < len(rtts); i++ {
-		s += math.Abs(rtts[i] - rtts[i-1])
+		d := ns(rtts[i]) - ns(rtts[i-1])
+		if d < 0 {
+			d = -d
+		}
+		sum += d
 	}
-	return s / float64(len(rtts)-1)
+	return (sum / time.Duration(len(rtts)-1)).Seconds()
 }
 
 // Plan is the shipped planner's shape for agent i of n in round r: its M stable peers (its
