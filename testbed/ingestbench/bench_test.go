@@ -20,6 +20,7 @@ import (
 
 	"github.com/netpulse/netpulse/testbed/disttest"
 	"github.com/netpulse/netpulse/testbed/kubetest"
+	"github.com/netpulse/netpulse/testbed/syntheticagent"
 )
 
 func envInt(t *testing.T, name string, def int) int {
@@ -246,8 +247,8 @@ func TestIngestBench(t *testing.T) {
 	if os.Getenv("NETPULSE_INGEST_WRITE_BUFFER") != "" {
 		writeBuffer = strconv.Itoa(envInt(t, "NETPULSE_INGEST_WRITE_BUFFER", 0))
 	}
-	if n < ShippedK+ShippedStablePeers+2 {
-		t.Fatalf("NETPULSE_INGEST_AGENTS=%d: at least %d", n, ShippedK+ShippedStablePeers+2)
+	if n < syntheticagent.ShippedK+syntheticagent.ShippedStablePeers+2 {
+		t.Fatalf("NETPULSE_INGEST_AGENTS=%d: at least %d", n, syntheticagent.ShippedK+syntheticagent.ShippedStablePeers+2)
 	}
 	ctx := context.Background()
 	bin := disttest.Collector(t)
@@ -365,7 +366,7 @@ func TestIngestBench(t *testing.T) {
 		oursM.heapPerAgent, refM.heapPerAgent, ratio(oursM.heapPerAgent, refM.heapPerAgent))
 	t.Logf("setting: %d agents, %v rounds, %d data points a round each (K=%d rotating + M=%d stable pod targets, ICMP x%d), %v window; "+
 		"gateway busy %.2f cores, reference %.2f cores; the client (all agents, this process) used %.2f and %.2f cores",
-		n, interval, 6*(ShippedK+ShippedStablePeers), ShippedK, ShippedStablePeers, ShippedICMPCount, window,
+		n, interval, 6*(syntheticagent.ShippedK+syntheticagent.ShippedStablePeers), syntheticagent.ShippedK, syntheticagent.ShippedStablePeers, syntheticagent.ShippedICMPCount, window,
 		oursM.cores, refM.cores, oursM.clientCPU/window.Seconds(), refM.clientCPU/window.Seconds())
 }
 
@@ -395,9 +396,9 @@ func reportSeries(t *testing.T, gw *collector, n int) {
 			perTarget++
 		}
 	}
-	// Every agent has ShippedStablePeers stable peers, one address family; every agent pod
+	// Every agent has syntheticagent.ShippedStablePeers stable peers, one address family; every agent pod
 	// is some agent's target within the run (K rotating of n-1 a round).
-	stablePairs := n * ShippedStablePeers
+	stablePairs := n * syntheticagent.ShippedStablePeers
 	computed := stablePairs*pairSeries + n*targetSeries
 	counted := perPair + perTarget
 	t.Logf("exported series: %d per-pair (%d stable pairs x %d computed) in families %v; %d per-target (%d targets x %d computed)",

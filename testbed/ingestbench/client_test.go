@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/netpulse/netpulse/internal/shard"
+	"github.com/netpulse/netpulse/testbed/syntheticagent"
 )
 
 // bearer is what the agent's bearertokenauth extension sends on every RPC.
@@ -39,7 +40,7 @@ type fleet struct {
 	// shards > 1: each agent sends what its filter for shard 0 of shards passes (the
 	// targets on that shard's nodes) and its heartbeat: one gateway shard's input.
 	shards int
-	agents []*Agent
+	agents []*syntheticagent.Agent
 	ids    []agentIdentity
 	conns  []*grpc.ClientConn
 	cancel context.CancelFunc
@@ -73,7 +74,7 @@ func startFleet(endpoint string, caPool *x509.CertPool, ids []agentIdentity, int
 			return nil, err
 		}
 		f.conns = append(f.conns, conn)
-		f.agents = append(f.agents, NewAgent(id.pod.Name, string(id.pod.UID), id.pod.Namespace, id.pod.Spec.NodeName, id.ip.String(), start, uint64(i)))
+		f.agents = append(f.agents, syntheticagent.NewAgent(id.pod.Name, string(id.pod.UID), id.pod.Namespace, id.pod.Spec.NodeName, id.ip.String(), start, uint64(i)))
 	}
 	t0 := time.Now()
 	for i := range ids {
@@ -106,7 +107,7 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 	defer ticker.Stop()
 	accepted := false
 	for r := 0; ; r++ {
-		stable, rotating := Plan(i, n, r)
+		stable, rotating := syntheticagent.Plan(i, n, r)
 		now := time.Now()
 		md := f.agents[i].Round(now, ips(stable), ips(rotating))
 		if f.shards > 1 {

@@ -6,10 +6,11 @@
 // cmd/otelcol-netpulse) run as a child process with the shipped gateway configuration
 // (deploy/agent-gateway/config/gateway.yaml: TLS, k8s_token_auth, k8s_net_attributes with
 // admission, pod_network_health as the Lease holder, the stable-pairs export path), fed
-// over OTLP/gRPC by N simulated agents with batches shaped exactly like pod_probe's (see
-// Agent), against a real kube-apiserver holding N Node and agent Pod objects and the
-// agents' pod-bound ServiceAccount tokens. The reference is the same input, over the same
-// TLS, into an otlp -> nop pipeline in the same run: the ceiling any processing can reach.
+// over OTLP/gRPC by N simulated agents with batches shaped exactly like pod_probe's
+// (testbed/syntheticagent), against a real kube-apiserver holding N Node and agent Pod
+// objects and the agents' pod-bound ServiceAccount tokens. The reference is the same
+// input, over the same TLS, into an otlp -> nop pipeline in the same run: the ceiling any
+// processing can reach.
 //
 // The CPU figures are CPU time of the collector process (/proc/<pid>/stat), not wall
 // clock, so they stay meaningful on a shared machine; the heap is the collector's live heap

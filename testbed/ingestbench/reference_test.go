@@ -20,6 +20,8 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
+
+	"github.com/netpulse/netpulse/testbed/syntheticagent"
 )
 
 // envReferenceConfig, set in a child's environment, makes the test binary run the
@@ -51,7 +53,7 @@ func referenceFactories() (otelcol.Factories, error) {
 
 func runReference(configFile string) int {
 	set := otelcol.CollectorSettings{
-		BuildInfo: component.BuildInfo{Command: "ingestbench-reference", Description: "otlp -> nop", Version: AgentVersion},
+		BuildInfo: component.BuildInfo{Command: "ingestbench-reference", Description: "otlp -> nop", Version: syntheticagent.AgentVersion},
 		Factories: referenceFactories,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
 			ProviderFactories: []confmap.ProviderFactory{envprovider.NewFactory(), fileprovider.NewFactory()},

@@ -25,6 +25,7 @@ import (
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver"
 	"github.com/netpulse/netpulse/testbed/kubetest"
+	"github.com/netpulse/netpulse/testbed/syntheticagent"
 )
 
 // shape is what the gateway's cost depends on in a batch, as a sorted list of lines:
@@ -126,7 +127,7 @@ func ips(idx []int) []string {
 
 // TestAgentShapeMatchesPodProbe runs the real pod_probe receiver with the shipped probing
 // settings (k 3, stable_peers 1, ICMP with 3 echoes 100 ms apart) against eight agent pods
-// with loopback IPs on the local control plane, and checks that a round of Agent has the
+// with loopback IPs on the local control plane, and checks that a round of the synthetic agent has the
 // same shape as the receiver's own round (after its third, so that its start time lies in
 // the past as on a running agent).
 func TestAgentShapeMatchesPodProbe(t *testing.T) {
@@ -166,9 +167,9 @@ func TestAgentShapeMatchesPodProbe(t *testing.T) {
 	cfg := f.CreateDefaultConfig().(*podprobereceiver.Config)
 	cfg.Config = kubeclient.Config{AuthType: kubeclient.AuthKubeConfig, Kubeconfig: kc, QPS: 20, Burst: 40}
 	// The shipped agent.yaml's probing, on a 1 s round so the test is short.
-	require.Equal(t, ShippedK, cfg.K)
-	require.Equal(t, ShippedStablePeers, cfg.StablePeers)
-	cfg.ICMP.Count, cfg.ICMP.EchoInterval = ShippedICMPCount, shippedEchoInterval
+	require.Equal(t, syntheticagent.ShippedK, cfg.K)
+	require.Equal(t, syntheticagent.ShippedStablePeers, cfg.StablePeers)
+	cfg.ICMP.Count, cfg.ICMP.EchoInterval = syntheticagent.ShippedICMPCount, syntheticagent.ShippedEchoInterval
 	cfg.Interval, cfg.Timeout = time.Second, 500*time.Millisecond
 	cfg.AllowLoopback = true
 	cfg.AddressFamilies = []string{"ipv4"}
@@ -178,14 +179,16 @@ func TestAgentShapeMatchesPodProbe(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	sink := new(consumertest.MetricsSink)
 	set := receivertest.NewNopSettings(f.Type())
-	set.BuildInfo.Version = AgentVersion
+	set.BuildInfo.Version = syntheticagent.AgentVersion
 	rcv, err := f.CreateMetrics(ctx, set, cfg, sink)
 	require.NoError(t, err)
 	started := time.Now()
 	require.NoError(t, rcv.Start(ctx, componenttest.NewNopHost()))
 	defer func() { require.NoError(t, rcv.Shutdown(ctx)) }()
 
-	full := func(md pmetric.Metrics) bool { return md.DataPointCount() == 6*(ShippedK+ShippedStablePeers) }
+	full := func(md pmetric.Metrics) bool {
+		return md.DataPointCount() == 6*(syntheticagent.ShippedK+syntheticagent.ShippedStablePeers)
+	}
 	require.Eventually(t, func() bool {
 		n := 0
 		for _, md := range sink.AllMetrics() {
@@ -202,39 +205,11 @@ func TestAgentShapeMatchesPodProbe(t *testing.T) {
 		}
 	}
 
-	a := NewAgent(self.Name, string(self.UID), namespace, "node-0", "127.0.20.1", started, 1)
+	a := syntheticagent.NewAgent(self.Name, string(self.UID), namespace, "node-0", "127.0.20.1", started, 1)
 	var ours pmetric.Metrics
 	for r := range 3 {
-		stable, rotating := Plan(0, agents, r)
+		stable, rotating := syntheticagent.Plan(0, agents, r)
 		ours = a.Round(started.Add(time.Duration(r+1)*time.Second), ips(stable), ips(rotating))
 	}
 	require.Equal(t, shape(real), shape(ours))
-}
-
-// Plan gives each agent K + M distinct peers a round, never itself, the stable ones every
-// round, and spreads the rotating probes evenly: every pod is probed by K rotating agents.
-func TestPlan(t *testing.T) {
-	for _, n := range []int{ShippedK + ShippedStablePeers + 2, 7, 1000} {
-		for r := range 40 {
-			probedBy := make([]int, n)
-			for i := range n {
-				stable, rotating := Plan(i, n, r)
-				require.Len(t, stable, ShippedStablePeers)
-				require.Len(t, rotating, ShippedK)
-				seen := map[int]bool{i: true}
-				for _, p := range append(slices.Clone(stable), rotating...) {
-					require.False(t, seen[p], "n=%d r=%d agent %d: peer %d twice or itself", n, r, i, p)
-					seen[p] = true
-				}
-				s0, _ := Plan(i, n, r+1)
-				require.Equal(t, stable, s0, "stable peers change between rounds")
-				for _, p := range rotating {
-					probedBy[p]++
-				}
-			}
-			for p, c := range probedBy {
-				require.Equal(t, ShippedK, c, "n=%d r=%d: pod %d probed by %d rotating agents", n, r, p, c)
-			}
-		}
-	}
 }

@@ -3,7 +3,7 @@
 
 // Package scalesim runs the gateway's shipped intake and decision code at cluster sizes
 // no test machine can host, in simulated time (testing/synctest: nothing sleeps for real):
-// N agents (ingestbench.Agent) emit pod_probe's OTLP for the real sampling planner's
+// N agents (syntheticagent.Agent) emit pod_probe's OTLP for the real sampling planner's
 // rounds, with RTT jitter, per-echo loss and dual-stack pods; each batch passes the real
 // k8s_net_attributes binding and admission (over an index of the simulated pods and
 // nodes), the real decoder, and the real decision engine; the engine's object writes,
@@ -56,7 +56,7 @@ import (
 	"github.com/netpulse/netpulse/internal/planner"
 	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
-	"github.com/netpulse/netpulse/testbed/ingestbench"
+	"github.com/netpulse/netpulse/testbed/syntheticagent"
 )
 
 // Namespace of the simulated agents.
@@ -125,12 +125,12 @@ func (c Config) withDefaults() Config {
 		c.Zones = 3
 	}
 	if c.K <= 0 {
-		c.K = ingestbench.ShippedK
+		c.K = syntheticagent.ShippedK
 	}
 	if c.M < 0 {
 		c.M = 0
 	} else if c.M == 0 {
-		c.M = ingestbench.ShippedStablePeers
+		c.M = syntheticagent.ShippedStablePeers
 	}
 	if c.ProbeBudget <= 0 {
 		c.ProbeBudget = 1000
@@ -240,7 +240,7 @@ type member struct {
 	slot                 string
 	id, name, node, zone string
 	addrs                []string // IPv4, then IPv6 when dual-stack
-	agent                *ingestbench.Agent
+	agent                *syntheticagent.Agent
 	gen                  int  // pod generation: 1 after a roll replaced it
 	down                 bool // deleted, its replacement not running yet
 }
@@ -461,7 +461,7 @@ func (s *sim) newPod(m *member, i, gen int, start time.Time) {
 	if cfg.DualStackEvery > 0 && i%cfg.DualStackEvery == 0 {
 		m.addrs = append(m.addrs, fmt.Sprintf("fd00:%x::%x", 10+gen, i+1))
 	}
-	m.agent = ingestbench.NewAgent(m.name, m.id, Namespace, m.node, m.addrs[0], start, cfg.Seed*1_000_003+uint64(i)+uint64(gen)<<32)
+	m.agent = syntheticagent.NewAgent(m.name, m.id, Namespace, m.node, m.addrs[0], start, cfg.Seed*1_000_003+uint64(i)+uint64(gen)<<32)
 	ips := make([]corev1.PodIP, len(m.addrs))
 	for j, a := range m.addrs {
 		ips[j] = corev1.PodIP{IP: a}
@@ -593,13 +593,13 @@ func (s *sim) schedule() {
 func (s *sim) echoesLost(target int, at time.Time) func(string) int {
 	return func(string) int {
 		if (target == s.dead && !at.Before(s.faultAt)) || s.members[target].down {
-			return ingestbench.ShippedICMPCount
+			return syntheticagent.ShippedICMPCount
 		}
 		if s.cfg.LossRate <= 0 {
 			return 0
 		}
 		n := 0
-		for range ingestbench.ShippedICMPCount {
+		for range syntheticagent.ShippedICMPCount {
 			if s.rng.Float64() < s.cfg.LossRate {
 				n++
 			}

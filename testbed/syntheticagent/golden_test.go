@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ingestbench
+package syntheticagent
 
 import (
 	"path/filepath"

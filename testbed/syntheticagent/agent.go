@@ -1,7 +1,7 @@
 // Copyright The netpulse Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package ingestbench
+package syntheticagent
 
 import (
 	"math"
@@ -25,8 +25,8 @@ const (
 	ShippedK           = 3
 	ShippedStablePeers = 1
 	ShippedICMPCount   = 3
-	// shippedEchoInterval separates the echoes of one round (icmp.echo_interval).
-	shippedEchoInterval = 100 * time.Millisecond
+	// ShippedEchoInterval separates the echoes of one round (icmp.echo_interval).
+	ShippedEchoInterval = 100 * time.Millisecond
 	// maxHistogramBuckets is pod_probe's bound on each exponential histogram (emit.go).
 	maxHistogramBuckets = 160
 	// AgentVersion is the scope version pod_probe stamps (the distribution's dist.version).
@@ -121,7 +121,7 @@ func (a *Agent) RoundWithLoss(now time.Time, stableTargets, rotatingTargets []st
 	}
 	// The probes ran in parallel and ended before the publish: their start is the round's
 	// echoes (count-1 intervals) plus the last reply before now.
-	probeStart := now.Add(-time.Duration(ShippedICMPCount-1)*shippedEchoInterval - time.Millisecond)
+	probeStart := now.Add(-time.Duration(ShippedICMPCount-1)*ShippedEchoInterval - time.Millisecond)
 	probes := make([]Probe, 0, len(stableTargets)+len(rotatingTargets))
 	for _, t := range stableTargets {
 		n := lostOf(t)
