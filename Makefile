@@ -53,7 +53,7 @@ $(KUBE_BINS) &: tools/kube/go.mod tools/kube/go.sum
 	@touch $(KUBE_BINS)
 
 ## ---- real nodes --------------------------------------------------------------------
-# What the real-node test cluster (internal/realcluster) runs on each node, all built here
+# What the real-node test cluster (testbed/realcluster) runs on each node, all built here
 # from pinned sources, nothing downloaded as a binary: kubelet, kube-proxy and
 # kube-scheduler (tools/kube, Kubernetes v1.36.3), containerd v2 with its runc shim and ctr,
 # the CNI plugins (tools/node), CoreDNS with the DNS addon's plugins (tools/coredns), and
@@ -134,7 +134,7 @@ node-image: ## the netpulse image for this machine's platform, as real nodes imp
 ## ---- helm --------------------------------------------------------------------------
 # Helm, pinned in tools/helm/go.mod (its own module, like tools/kube) and built from source;
 # the version is stamped so `bin/helm version` reports it. The chart is deploy/helm/netpulse
-# (docs/helm.md); internal/helmtest tests it with this binary.
+# (docs/helm.md); testbed/helmtest tests it with this binary.
 HELM         := $(BIN)/helm
 HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v4" {print $$2}' tools/helm/go.mod)
 
@@ -147,7 +147,7 @@ $(HELM): tools/helm/go.mod tools/helm/go.sum
 
 .PHONY: test-helm
 test-helm: kube-bins build helm ## the Helm chart's tests only: lint, template, schema, kustomize parity, install/upgrade/uninstall on a real kube-apiserver
-	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -count=1 ./internal/helmtest/
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -count=1 ./testbed/helmtest/
 
 ## ---- image -------------------------------------------------------------------------
 # The container image without a Docker daemon: tools/image (its own Go module, so
@@ -239,7 +239,7 @@ generate-distribution: $(OCB)
 # writes deploy/crds.
 .PHONY: generate-helm
 generate-helm: ## regenerate the Helm chart's copies of deploy/, its version and docs/helm.md's values table
-	$(GO) run ./internal/helmtest/chartgen
+	$(GO) run ./testbed/helmtest/chartgen
 
 .PHONY: check-generated
 check-generated: generate ## fail when committed generated code differs from what the generators produce
@@ -252,7 +252,7 @@ check-generated: generate ## fail when committed generated code differs from wha
 
 ## ---- quality -----------------------------------------------------------------------
 .PHONY: lint
-lint: $(STATICCHECK) ## gofmt + licence headers + import rule + docs checked against the tree + the package map + go vet + staticcheck (pinned)
+lint: $(STATICCHECK) ## gofmt + licence headers + import rule + docs checked against the tree + the package map + the function budget + go vet + staticcheck (pinned)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt -w needed:"; echo "$$unformatted"; exit 1; fi
 	@./hack/spdx.sh
 	@GO=$(GO) $(GO) run ./hack/importcheck
@@ -262,6 +262,8 @@ lint: $(STATICCHECK) ## gofmt + licence headers + import rule + docs checked aga
 	@# Every package of `go list ./...` has its line in docs/development.md's package map
 	@# (hack/pkgmap).
 	@GO=$(GO) $(GO) run ./hack/pkgmap
+	@# Every hand-written function within 100 lines, harness code included (hack/funclen).
+	@$(GO) run ./hack/funclen
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
@@ -281,17 +283,17 @@ E2E_SHARDED_NODES ?= 8
 test: deps kube-bins build helm node-bins node-image ## unit + integration + e2e tests (4-node mesh, 16-node sampled, then the chart and image on 3 real nodes), race detector on (needs root)
 	$(MAKE) --no-print-directory sweep
 	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -skip '^(TestSampled|TestSharded|TestRealNodes)' ./...
-	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SAMPLED_NODES) NETPULSE_E2E_CONFIG=chart $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSampled' ./internal/e2e/
-	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SHARDED_NODES) NETPULSE_E2E_CONFIG=chart NETPULSE_E2E_SHARDS=2 $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSharded' ./internal/e2e/
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SAMPLED_NODES) NETPULSE_E2E_CONFIG=chart $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSampled' ./testbed/e2e/
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_NODES=$(E2E_SHARDED_NODES) NETPULSE_E2E_CONFIG=chart NETPULSE_E2E_SHARDS=2 $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) -run '^TestSharded' ./testbed/e2e/
 	$(MAKE) --no-print-directory test-real
 	$(MAKE) --no-print-directory test-image
 
-# The real-node suite alone (internal/e2ereal): netpulse installed with its Helm chart and
-# image on 3 real nodes (internal/realcluster). No -race: the binaries under test are the
+# The real-node suite alone (testbed/e2ereal): netpulse installed with its Helm chart and
+# image on 3 real nodes (testbed/realcluster). No -race: the binaries under test are the
 # image's, built without it; the race detector would only slow the harness.
 .PHONY: test-real
 test-real: kube-bins build helm node-bins node-image ## the Helm chart and image on a local cluster of 3 real nodes (kubelet, containerd, CNI, kube-proxy, CoreDNS): install, partition, upgrade, takeover, matrix, footprint, uninstall (root)
-	NETPULSE_KUBE_NO_BUILD=1 $(GO) test -timeout 20m -count=1 -v $(TEST_FLAGS) -run '^TestRealNodes$$' ./internal/e2ereal/ 2>&1 | tee $(BIN)/test-real.log | grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok |panic)|figure:|Error|realnodes_test.go' ; exit $${PIPESTATUS[0]}
+	NETPULSE_KUBE_NO_BUILD=1 $(GO) test -timeout 20m -count=1 -v $(TEST_FLAGS) -run '^TestRealNodes$$' ./testbed/e2ereal/ 2>&1 | tee $(BIN)/test-real.log | grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok |panic)|figure:|Error|realnodes_test.go' ; exit $${PIPESTATUS[0]}
 
 .PHONY: sweep
 sweep: ## remove what crashed or interrupted runs left (real-node cgroups and mounts, namespaces and bridges of any prefix, orphaned control-plane dirs); a no-op while a cluster runs (root)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: builds cmd/netpulse-demo and runs it with the binaries `make kube-bins build`
+# make demo: builds testbed/cmd/netpulse-demo and runs it with the binaries `make kube-bins build`
 # produced (bin/kube-apiserver, bin/kube-controller-manager, bin/kubectl,
 # bin/otelcol-netpulse). Environment: DEMO_DURATION (default 0 = scripted scenario only;
 # e.g. 10m keeps the cluster up for kubectl), DEMO_NODES, DEMO_PARTITION, DEMO_REFRESH,
@@ -22,10 +22,10 @@ for b in bin/otelcol-netpulse bin/kube-apiserver bin/kube-controller-manager bin
   [[ -x $b ]] || { echo "make demo: $b is missing: run 'make kube-bins build' (make demo does)" >&2; exit 2; }
 done
 
-${GO:-go} build -o bin/netpulse-demo ./cmd/netpulse-demo
+${GO:-go} build -o bin/netpulse-demo ./testbed/cmd/netpulse-demo
 export NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR="$PWD/bin/otelcol-netpulse"
 
-# DEMO_REAL=1: the same story on real nodes (internal/realcluster), netpulse installed with
+# DEMO_REAL=1: the same story on real nodes (testbed/realcluster), netpulse installed with
 # its Helm chart and image; `make demo` has built bin/helm and bin/realnode for it.
 if [[ ${DEMO_REAL:-} == 1 ]]; then
   exec bin/netpulse-demo

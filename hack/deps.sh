@@ -3,10 +3,10 @@
 # the local control plane; iproute2 and nftables for network namespaces, bridges and
 # faults; ping as a second, unrelated ICMP user in the ICMP engine tests; prometheus (the
 # server and promtool, 2.42 on bookworm) for the Prometheus compatibility and alert-rule
-# tests (internal/monitoringtest); unshare and mount (util-linux, mount) for the image test,
+# tests (testbed/monitoringtest); unshare and mount (util-linux, mount) for the image test,
 # which runs the image's entrypoint on a read-only root (tools/image); chromium (headless)
-# opens the netpulse_view page like a user would (internal/viewtest, make demo's screenshot);
-# runc is the OCI runtime under the real nodes' containerd (internal/realcluster), gcc
+# opens the netpulse_view page like a user would (testbed/viewtest, make demo's screenshot);
+# runc is the OCI runtime under the real nodes' containerd (testbed/realcluster), gcc
 # compiles Kubernetes' pause.c for their sandbox image, patch adapts kube-network-policies
 # (their NetworkPolicy engine) to this kernel (Makefile, tools/netpol).
 set -euo pipefail

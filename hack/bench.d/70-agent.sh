@@ -7,6 +7,6 @@
 # receiver into the same exporter: RSS (anonymous, file-backed), cgroup working set and
 # peak, the Go runtime's live heap and total, after 150 s of probing; the heap profiles' tops in the log. ~8 min.
 # NETPULSE_AGENTBENCH_NODES, _PODS_PER_NODE, _WARM, _WINDOW, _INTERVAL, _CACHED, _PROFILE_DIR tune it
-# (internal/agentbench).
+# (testbed/agentbench).
 set -euo pipefail
-NETPULSE_BENCH=1 go test -count=1 -run TestAgentBench -v -timeout 30m ./internal/agentbench/
+NETPULSE_BENCH=1 go test -count=1 -run TestAgentBench -v -timeout 30m ./testbed/agentbench/

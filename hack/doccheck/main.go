@@ -548,7 +548,7 @@ func (c *Checker) pathProblem(d *Doc, p string) string {
 		return ""
 	}
 	p = strings.TrimSuffix(p, "/...")
-	p = symbolRe.ReplaceAllString(p, "") // internal/testpki.WriteServing
+	p = symbolRe.ReplaceAllString(p, "") // testbed/testpki.WriteServing
 	p = strings.TrimRight(p, "./")
 	if c.exists(p) {
 		return ""

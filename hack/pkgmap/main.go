@@ -11,7 +11,9 @@
 //   - a row says nothing about its package;
 //   - the "ships nothing" mark is untrue: a package that no shipped binary links (the
 //     `go list -deps` of shippedBinaries) must say "ships nothing" on its row, and a
-//     package a shipped binary links must not.
+//     package a shipped binary links must not;
+//   - a shipped binary links a package under testbed/, the test bed, which ships nothing
+//     whatever its row says (issue #38 item 3).
 //
 // `make lint` runs it from the module root; it exits 1 and prints file:line: problem for
 // each.
@@ -33,6 +35,9 @@ const (
 	heading = "## Package map"
 	// shipsNothing marks the row of a package no shipped binary links.
 	shipsNothing = "ships nothing"
+	// testbed is the folder of the test harnesses: no shipped binary may link a package
+	// under it.
+	testbed = "testbed/"
 )
 
 // shippedBinaries are the commands netpulse ships: the collector (the image, make image)
@@ -122,6 +127,16 @@ func Check(doc []byte, packages []string, shipped map[string]bool) []Problem {
 		case shipped[r.pkg] && marked:
 			out = append(out, Problem{r.line, fmt.Sprintf("%s: a shipped binary (%s) links it, yet it is marked %q", r.pkg, strings.Join(shippedBinaries, ", "), shipsNothing)})
 		}
+	}
+	var leaked []string
+	for p := range shipped {
+		if strings.HasPrefix(p, testbed) {
+			leaked = append(leaked, p)
+		}
+	}
+	sort.Strings(leaked)
+	for _, p := range leaked {
+		out = append(out, Problem{Msg: fmt.Sprintf("%s: a shipped binary (%s) links it, but %s ships nothing: move what the product needs under internal/", p, strings.Join(shippedBinaries, ", "), testbed)})
 	}
 	var missing []string
 	for _, p := range packages {

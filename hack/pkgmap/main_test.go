@@ -4,7 +4,9 @@
 package main
 
 import (
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,9 +59,15 @@ func TestEachProblem(t *testing.T) {
 			`internal/coretest: no shipped binary`},
 		"shipped marked": {strings.Replace(goodMap, "the shared core", "ships nothing, the shared core", 1), packages,
 			`internal/core: a shipped binary`},
+		"test bed shipped": {strings.Replace(goodMap, "\n\n## Tests", "\n| `testbed/bed` | the harness |\n\n## Tests", 1), append(packages, "testbed/bed"),
+			`testbed/bed: a shipped binary (./cmd/otelcol-netpulse, ./cmd/kubectl-netpulse) links it, but testbed/ ships nothing`},
 		"no section": {strings.Replace(goodMap, "## Package map", "## Packages", 1), packages, `no "## Package map" section`},
 	} {
 		t.Run(name, func(t *testing.T) {
+			shipped := maps.Clone(shipped)
+			if slices.Contains(c.packages, "testbed/bed") {
+				shipped["testbed/bed"] = true
+			}
 			ps := Check([]byte(c.doc), c.packages, shipped)
 			require.Len(t, ps, 1, "%v", ps)
 			assert.Contains(t, ps[0].String(), c.want)

@@ -20,9 +20,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/netpulse/netpulse/internal/kubetest"
-	"github.com/netpulse/netpulse/internal/realcluster"
-	"github.com/netpulse/netpulse/internal/simcluster"
+	"github.com/netpulse/netpulse/testbed/kubetest"
+	"github.com/netpulse/netpulse/testbed/realcluster"
+	"github.com/netpulse/netpulse/testbed/simcluster"
 )
 
 func main() {

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/netpulse/netpulse/internal/k8sindex/k8sindextest"
-	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 // One control plane (started on first use) serves the integration tests of this package.

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"k8s.io/client-go/rest"
 
-	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 func TestValidateNamesFields(t *testing.T) {

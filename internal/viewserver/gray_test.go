@@ -17,7 +17,7 @@ import (
 )
 
 // The JSON the page colours and explains gray cells by, and the page's legend and colours
-// for them (the rendering itself: internal/viewtest).
+// for them (the rendering itself: testbed/viewtest).
 func TestGrayCellsInTheAPIAndThePage(t *testing.T) {
 	f := matrixtest.Cluster(matrixtest.Options{Nodes: 4, Stable: 3, Now: now})
 	msg := "packet loss at the target's node node-3: 5.2 % (95 % CI 3.1-8.0 %) of 1440 echoes over 2m0s, lost from 3 observer nodes"

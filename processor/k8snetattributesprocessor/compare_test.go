@@ -27,8 +27,8 @@ import (
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/k8sindex/k8sindextest"
 	"github.com/netpulse/netpulse/internal/kubeclient"
-	"github.com/netpulse/netpulse/internal/kubetest"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/metadata"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 // heapBudgetPerPod is the memory bar: heap bytes per cached pod.

@@ -24,8 +24,8 @@ import (
 
 	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/kubeclient"
-	"github.com/netpulse/netpulse/internal/kubetest"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 // makeReadyPod creates a pod on node and plays the kubelet: Running, Ready, with ip.

@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/netpulse/netpulse/internal/contract"
-	"github.com/netpulse/netpulse/internal/netnstest"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
+	"github.com/netpulse/netpulse/testbed/netnstest"
 )
 
 func pathMTUConfig(size int) *Config {

@@ -1,4 +1,4 @@
-// Module coredns builds cluster DNS for the real-node test cluster (internal/realcluster):
+// Module coredns builds cluster DNS for the real-node test cluster (testbed/realcluster):
 // CoreDNS with only the plugins the Kubernetes addon's Corefile uses, from its Go module at
 // a pinned version. A module of its own so that CoreDNS's client-go stays out of the main
 // go.mod.

@@ -1,5 +1,5 @@
 // Module helm builds the pinned Helm CLI (bin/helm, `make helm`) that the chart's tests
-// (internal/helmtest) and users of deploy/helm/netpulse run, from helm.sh/helm/v4 at a
+// (testbed/helmtest) and users of deploy/helm/netpulse run, from helm.sh/helm/v4 at a
 // release tag. Kept out of the main go.mod: Helm is a tool here, not a dependency of the
 // collector. The Makefile reads the version below for `helm version`.
 module github.com/netpulse/netpulse/tools/helm

@@ -18,7 +18,7 @@ import (
 )
 
 // helperImage writes a one-platform image of a static binary built elsewhere (the real-node
-// test cluster's pause and CoreDNS images, internal/realcluster) as an OCI archive that
+// test cluster's pause and CoreDNS images, testbed/realcluster) as an OCI archive that
 // `ctr images import` names ref. The same base files as the netpulse image; the binary at
 // entrypoint, run as user.
 func helperImage(binPath, ref, entrypoint, user, platform, out string, extraArgs []string) error {

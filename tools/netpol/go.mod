@@ -1,5 +1,5 @@
 // Module netpol builds the NetworkPolicy engine of the real-node test cluster
-// (internal/realcluster, Options.NetworkPolicy): SIG Network's
+// (testbed/realcluster, Options.NetworkPolicy): SIG Network's
 // sigs.k8s.io/kube-network-policies (nftables and NFQUEUE) at a pinned version, run per node
 // by main.go with a kubeconfig (the Makefile applies nfqueue-compat.patch to a copy of it:
 // this kernel has no nft_queue). A module of its own, like tools/kube and tools/node, so

@@ -3,7 +3,7 @@
 
 // Command kube-network-policies runs SIG Network's NetworkPolicy engine
 // (sigs.k8s.io/kube-network-policies, pkg/networkpolicy, at the version go.mod pins) on one
-// node of the real-node test cluster (internal/realcluster, Options.NetworkPolicy). It is
+// node of the real-node test cluster (testbed/realcluster, Options.NetworkPolicy). It is
 // the library's own controller as upstream's cmd/main.go starts it, with two differences:
 // the API server comes from a kubeconfig (upstream's main reads the in-cluster service
 // account; the nodes here run their components as host processes, like kube-proxy), and
@@ -14,7 +14,7 @@
 //
 // NRI: upstream reads a new pod's address from containerd's NRI socket before the API
 // server has it (issues.k8s.io/85966). The nodes' containerds run without NRI (its socket
-// path is host-wide, internal/realcluster's startContainerd), so pod addresses come from
+// path is host-wide, testbed/realcluster's startContainerd), so pod addresses come from
 // the API server only. Config.NRIdisabled cannot say so at v0.8.0: with it set the
 // controller has no NRI plugin, and its address lookup (getPodAssignedToIP) calls the nil
 // plugin for every address that is no pod's (the API server's, a node's), which panics.

@@ -1,5 +1,5 @@
 // Module node builds what a real Kubernetes node runs besides the kubelet, for the
-// real-node test cluster (internal/realcluster): containerd (with its runc shim and ctr)
+// real-node test cluster (testbed/realcluster): containerd (with its runc shim and ctr)
 // and the CNI plugins. A module of its own, like tools/kube, so none of it enters the main
 // go.mod.
 module github.com/netpulse/netpulse/tools/node

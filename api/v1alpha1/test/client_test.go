@@ -26,7 +26,7 @@ import (
 	"github.com/netpulse/netpulse/api/client/informers/externalversions"
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1/v1alpha1test"
-	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 type event struct {

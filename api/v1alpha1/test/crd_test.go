@@ -23,7 +23,7 @@ import (
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1/v1alpha1test"
-	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 // sizeLimit is the bound on a stored worst-case object (DESIGN: well under 20 KB).

@@ -19,7 +19,7 @@ import (
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/kubeclient"
-	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 var (

@@ -16,7 +16,7 @@ import (
 	"github.com/netpulse/netpulse/internal/matrix/matrixtest"
 )
 
-// The commands against a real API server are tested in internal/viewtest; these cover
+// The commands against a real API server are tested in testbed/viewtest; these cover
 // what needs no server.
 
 func model(t *testing.T, namespaces ...string) *matrix.Model {

@@ -16,7 +16,7 @@ import (
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/contract"
-	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 // OpenShift's PodNetworkConnectivityCheck, served through the generated typed client

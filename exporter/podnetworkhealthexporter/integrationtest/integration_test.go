@@ -35,7 +35,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
 	"github.com/netpulse/netpulse/internal/kubeclient"
-	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 var (

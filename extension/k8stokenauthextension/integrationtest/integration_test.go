@@ -54,7 +54,7 @@ import (
 	"github.com/netpulse/netpulse/extension/k8stokenauthextension/k8stokenauthtest"
 	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/kubeclient"
-	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 const (

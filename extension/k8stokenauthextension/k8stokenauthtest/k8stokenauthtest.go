@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package k8stokenauthtest helps tests of the k8s_token_auth extension and of pipelines
-// behind it, against the project's real local control plane (internal/kubetest): agent
+// behind it, against the project's real local control plane (testbed/kubetest): agent
 // pods bound to Node objects, tokens from the TokenRequest API, a throw-away TLS PKI for
 // the OTLP hop, re-signed tokens for cases the TokenRequest API refuses to mint (expired),
 // and the API server's own count of TokenReview calls.
@@ -32,14 +32,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/netpulse/netpulse/internal/testpki"
+	"github.com/netpulse/netpulse/testbed/testpki"
 )
 
 // TLS is a throw-away CA and a serving certificate (for 127.0.0.1, ::1, localhost,
 // netpulse-gateway.netpulse.svc and any extra hosts) written as PEM files.
 type TLS = testpki.Serving
 
-// WriteTLS generates the PKI into dir (internal/testpki). hosts are extra IP addresses or
+// WriteTLS generates the PKI into dir (testbed/testpki). hosts are extra IP addresses or
 // DNS names the serving certificate is valid for (the address agents dial).
 func WriteTLS(dir string, hosts ...string) (*TLS, error) {
 	return testpki.WriteServing(dir, "netpulse-gateway",

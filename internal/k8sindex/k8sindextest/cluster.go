@@ -4,7 +4,7 @@
 // Package k8sindextest builds synthetic but realistic clusters (Nodes and Pods with
 // owners, labels, dual-stack and host-network pods) for the k8sindex and
 // k8s_net_attributes tests and benchmarks: as API objects in memory, or loaded into a
-// real API server (internal/kubetest) with a fast concurrent loader.
+// real API server (testbed/kubetest) with a fast concurrent loader.
 package k8sindextest
 
 import (

@@ -157,7 +157,7 @@ Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 {{/*
 The pod condition type of the readiness gate: the merged gateway configuration's
 pod_network_health readiness_gate.condition_type, else the exporter's default (its
-factory's; internal/helmtest checks they agree). The injection policy adds this type, so
+factory's; testbed/helmtest checks they agree). The injection policy adds this type, so
 the gate pods declare is the condition the exporter writes.
 */}}
 {{- define "netpulse.readinessConditionType" -}}

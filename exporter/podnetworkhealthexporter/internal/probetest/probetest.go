@@ -80,21 +80,6 @@ func (a *Agent) Round(ts time.Time, targets []Target, results []Outcome) pmetric
 	eh := dur.SetEmptyExponentialHistogram()
 	eh.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 
-	attrs := func(m pcommon.Map, t Target) {
-		m.PutStr(contract.DestinationAddress, t.IP)
-		m.PutStr(contract.NetworkType, contract.NetworkTypeIPv4)
-		m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
-		m.PutStr(contract.TargetKind, contract.TargetKindPod)
-		if !t.Rotating {
-			m.PutBool(contract.PairStable, true)
-		}
-		if t.Pod != "" {
-			m.PutStr(contract.DestinationPrefix+contract.K8sPodName, t.Pod)
-			m.PutStr(contract.DestinationPrefix+contract.K8sPodUID, t.UID)
-			m.PutStr(contract.DestinationPrefix+contract.K8sNamespaceName, t.NS)
-			m.PutStr(contract.DestinationPrefix+contract.K8sNodeName, t.Node)
-		}
-	}
 	for i, t := range targets {
 		res := results[i]
 		h := a.hist[t.IP]
@@ -118,39 +103,62 @@ func (a *Agent) Round(ts time.Time, targets []Target, results []Outcome) pmetric
 		dp := sg.DataPoints().AppendEmpty()
 		dp.SetTimestamp(now)
 		dp.SetIntValue(v)
-		attrs(dp.Attributes(), t)
+		putTargetAttrs(dp.Attributes(), t)
 		dp = lg.DataPoints().AppendEmpty()
 		dp.SetTimestamp(now)
 		dp.SetDoubleValue(l)
-		attrs(dp.Attributes(), t)
+		putTargetAttrs(dp.Attributes(), t)
 		dp = ss.DataPoints().AppendEmpty()
 		dp.SetStartTimestamp(a.start)
 		dp.SetTimestamp(now)
 		dp.SetIntValue(a.sent[t.IP])
-		attrs(dp.Attributes(), t)
+		putTargetAttrs(dp.Attributes(), t)
 		dp = ls.DataPoints().AppendEmpty()
 		dp.SetStartTimestamp(a.start)
 		dp.SetTimestamp(now)
 		dp.SetIntValue(a.lost[t.IP])
-		attrs(dp.Attributes(), t)
+		putTargetAttrs(dp.Attributes(), t)
 		hp := eh.DataPoints().AppendEmpty()
 		hp.SetStartTimestamp(a.start)
 		hp.SetTimestamp(now)
-		attrs(hp.Attributes(), t)
-		hp.SetCount(h.Count())
-		hp.SetScale(h.Scale())
-		hp.SetZeroCount(h.ZeroCount())
-		if h.Count() > 0 {
-			hp.SetSum(h.Sum())
-			hp.SetMin(h.Min())
-			hp.SetMax(h.Max())
-		}
-		hp.Positive().SetOffset(h.Positive().Offset())
-		for j := uint32(0); j < h.Positive().Len(); j++ {
-			hp.Positive().BucketCounts().Append(h.Positive().At(j))
-		}
+		putTargetAttrs(hp.Attributes(), t)
+		putHistogram(hp, h)
 	}
 	return md
+}
+
+// putTargetAttrs sets the attributes of t's points, as pod_probe and k8s_net_attributes
+// set them.
+func putTargetAttrs(m pcommon.Map, t Target) {
+	m.PutStr(contract.DestinationAddress, t.IP)
+	m.PutStr(contract.NetworkType, contract.NetworkTypeIPv4)
+	m.PutStr(contract.ProbeType, contract.ProbeTypeICMP)
+	m.PutStr(contract.TargetKind, contract.TargetKindPod)
+	if !t.Rotating {
+		m.PutBool(contract.PairStable, true)
+	}
+	if t.Pod != "" {
+		m.PutStr(contract.DestinationPrefix+contract.K8sPodName, t.Pod)
+		m.PutStr(contract.DestinationPrefix+contract.K8sPodUID, t.UID)
+		m.PutStr(contract.DestinationPrefix+contract.K8sNamespaceName, t.NS)
+		m.PutStr(contract.DestinationPrefix+contract.K8sNodeName, t.Node)
+	}
+}
+
+// putHistogram copies the cumulative RTT histogram h into the point hp.
+func putHistogram(hp pmetric.ExponentialHistogramDataPoint, h *structure.Histogram[float64]) {
+	hp.SetCount(h.Count())
+	hp.SetScale(h.Scale())
+	hp.SetZeroCount(h.ZeroCount())
+	if h.Count() > 0 {
+		hp.SetSum(h.Sum())
+		hp.SetMin(h.Min())
+		hp.SetMax(h.Max())
+	}
+	hp.Positive().SetOffset(h.Positive().Offset())
+	for j := uint32(0); j < h.Positive().Len(); j++ {
+		hp.Positive().BucketCounts().Append(h.Positive().At(j))
+	}
 }
 
 // Heartbeat appends the agent's rounds heartbeat (contract.MetricRounds, what pod_probe

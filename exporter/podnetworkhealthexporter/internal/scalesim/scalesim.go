@@ -3,7 +3,7 @@
 
 // Package scalesim runs the gateway's shipped intake and decision code at cluster sizes
 // no test machine can host, in simulated time (testing/synctest: nothing sleeps for real):
-// N agents (ingestbench.Agent) emit pod_probe's OTLP for the real sampling planner's
+// N agents (syntheticagent.Agent) emit pod_probe's OTLP for the real sampling planner's
 // rounds, with RTT jitter, per-echo loss and dual-stack pods; each batch passes the real
 // k8s_net_attributes binding and admission (over an index of the simulated pods and
 // nodes), the real decoder, and the real decision engine; the engine's object writes,
@@ -51,11 +51,11 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
-	"github.com/netpulse/netpulse/internal/ingestbench"
 	"github.com/netpulse/netpulse/internal/k8sindex"
 	"github.com/netpulse/netpulse/internal/planner"
 	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor"
+	"github.com/netpulse/netpulse/testbed/syntheticagent"
 )
 
 // Namespace of the simulated agents.
@@ -124,12 +124,12 @@ func (c Config) withDefaults() Config {
 		c.Zones = 3
 	}
 	if c.K <= 0 {
-		c.K = ingestbench.ShippedK
+		c.K = syntheticagent.ShippedK
 	}
 	if c.M < 0 {
 		c.M = 0
 	} else if c.M == 0 {
-		c.M = ingestbench.ShippedStablePeers
+		c.M = syntheticagent.ShippedStablePeers
 	}
 	if c.ProbeBudget <= 0 {
 		c.ProbeBudget = 1000
@@ -239,7 +239,7 @@ type member struct {
 	slot                 string
 	id, name, node, zone string
 	addrs                []string // IPv4, then IPv6 when dual-stack
-	agent                *ingestbench.Agent
+	agent                *syntheticagent.Agent
 	gen                  int  // pod generation: 1 after a roll replaced it
 	down                 bool // deleted, its replacement not running yet
 }
@@ -323,390 +323,541 @@ func (c *counter) react(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 	return false, nil, nil
 }
 
+// sim is one simulated run: the cluster (nodes, agent pods, their planner), the gateway
+// (admission + binding, decoder, engine, writer) and the schedule that drives them, one
+// simulated second at a time.
+type sim struct {
+	cfg                Config
+	ctx                context.Context
+	t0, end, faultAt   time.Time
+	rollAt, failoverAt time.Time // zero: no roll, no failover
+	rng                *rand.Rand
+	res                Result
+	resultsMu          sync.Mutex
+
+	// The cluster.
+	members   []member
+	index     map[string]int // planner ID → members index
+	nodes     []*corev1.Node
+	kube      *kubefake.Clientset
+	ix        *k8sindex.Index
+	probePlan *planner.Plan
+	iv        time.Duration
+	dead      int
+	deadNode  string
+
+	// The gateway.
+	proc          *k8snetattributesprocessor.StaticIndexProcessor
+	stableTargets int // the decoder's streams per source (0: its default)
+	dec           *decode.Decoder
+	ecfg          verdict.Config
+	e             *plan.Engine
+	nodeControl   plan.NodeConditions
+	cnt           *counter
+	pnh           *pnhfake.Clientset
+	w             *apply.Writer
+	endTerm       context.CancelFunc
+
+	// The schedule.
+	order      []int           // sources in jitter order within a round
+	jitter     []time.Duration // by members index
+	lastProbed map[pairID]time.Time
+	pending    []delivery
+	round      uint64
+	next       int // index in order of the next source to fire in round
+	// verdictAt: the dead target's Unreachable verdict; drainedAt: no verdict or Event
+	// write pending any more after the dead target's were queued (deadQueued).
+	verdictAt, drainedAt time.Time
+	deadQueued           bool
+	currentNodes         map[string]*verdict.NodeCondition
+	nodeByName           map[string]*corev1.Node
+	lastNodes            time.Time
+	rolled               map[string]bool // UIDs of rolled pods
+}
+
+type pairID struct{ s, t int32 }
+
+// The DaemonSet roll: waves of a tenth of the pods, 30 s apart, each pod replaced 10 s
+// after its deletion.
+const rollWaves, rollWaveEvery, rollDown = 10, 30 * time.Second, 10 * time.Second
+
 func run(cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	t0 := time.Now()
-	end := t0.Add(cfg.Duration)
-	faultAt := t0.Add(cfg.FaultAt)
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x7363616c65))
+	s := &sim{cfg: cfg, ctx: ctx, t0: t0, end: t0.Add(cfg.Duration), faultAt: t0.Add(cfg.FaultAt),
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0x7363616c65))}
+	if err := s.buildCluster(); err != nil {
+		return Result{}, err
+	}
+	if err := s.startGateway(); err != nil {
+		return Result{}, err
+	}
+	s.schedule()
+	stopAt := s.end.Add(cfg.Delivery + 2*time.Second)
+	for at := t0.Add(time.Second); !at.After(stopAt); at = at.Add(time.Second) {
+		if err := s.second(at); err != nil {
+			return Result{}, err
+		}
+	}
+	s.collect()
+	s.measureHeap(cancel)
+	return s.res, nil
+}
 
-	// The cluster: N nodes in zones, one agent pod on each.
-	members := make([]member, cfg.N)
+// buildCluster creates N nodes in zones, one agent pod on each, and the agents' plan.
+func (s *sim) buildCluster() error {
+	cfg := s.cfg
+	s.members = make([]member, cfg.N)
 	pm := make([]planner.Member, cfg.N)
-	index := make(map[string]int, cfg.N)
-	nodes := make([]*corev1.Node, cfg.N)
+	s.index = make(map[string]int, cfg.N)
+	s.nodes = make([]*corev1.Node, cfg.N)
 	// The plain object tracker: NewClientset's field-managed one builds a REST mapper per
 	// patch (milliseconds each), which would dominate the simulation.
-	kube := kubefake.NewSimpleClientset()
-	ix := k8sindex.New(k8sindex.Config{DeletedPodGrace: 30 * time.Second}) // the processor's default grace
-	// newPod gives slot i's pod of generation gen its identity and addresses, a fresh
-	// agent started at start, and puts it in the index.
-	newPod := func(m *member, i, gen int, start time.Time) {
-		m.gen = gen
-		m.id, m.name = fmt.Sprintf("uid-%05d", i), fmt.Sprintf("netpulse-agent-%05d", i)
-		if gen > 0 {
-			m.id, m.name = fmt.Sprintf("uid-%05d-g%d", i, gen), fmt.Sprintf("netpulse-agent-%05d-g%d", i, gen)
-		}
-		m.addrs = []string{fmt.Sprintf("10.%d.%d.%d", 64+4*gen+i/65536, (i/256)%256, i%256)}
-		if cfg.DualStackEvery > 0 && i%cfg.DualStackEvery == 0 {
-			m.addrs = append(m.addrs, fmt.Sprintf("fd00:%x::%x", 10+gen, i+1))
-		}
-		m.agent = ingestbench.NewAgent(m.name, m.id, Namespace, m.node, m.addrs[0], start, cfg.Seed*1_000_003+uint64(i)+uint64(gen)<<32)
-		ips := make([]corev1.PodIP, len(m.addrs))
-		for j, a := range m.addrs {
-			ips[j] = corev1.PodIP{IP: a}
-		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: m.name, UID: types.UID(m.id)},
-			Spec:   corev1.PodSpec{NodeName: m.node},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: m.addrs[0], PodIPs: ips, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-		pr := k8sindex.PodRecordFromPod(pod, nil)
-		ix.UpsertPod(&pr)
-	}
-	for i := range members {
+	s.kube = kubefake.NewSimpleClientset()
+	s.ix = k8sindex.New(k8sindex.Config{DeletedPodGrace: 30 * time.Second}) // the processor's default grace
+	for i := range s.members {
 		m := member{slot: fmt.Sprintf("slot-%05d", i), node: fmt.Sprintf("node-%05d", i), zone: fmt.Sprintf("zone-%d", i%cfg.Zones)}
-		newPod(&m, i, 0, t0.Add(-time.Hour))
+		s.newPod(&m, i, 0, s.t0.Add(-time.Hour))
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.node, Labels: map[string]string{corev1.LabelTopologyZone: m.zone}},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 		nr := k8sindex.NodeRecordFromNode(node)
-		ix.UpsertNode(&nr)
-		if err := kube.Tracker().Add(node); err != nil {
-			return Result{}, err
+		s.ix.UpsertNode(&nr)
+		if err := s.kube.Tracker().Add(node); err != nil {
+			return err
 		}
-		nodes[i] = node
-		members[i] = m
+		s.nodes[i] = node
+		s.members[i] = m
 		pm[i] = planner.Member{ID: m.slot, Node: m.node, Zone: m.zone}
-		index[m.slot] = i
+		s.index[m.slot] = i
 	}
-	probePlan, err := planner.New(pm, planner.Config{K: cfg.K, Stable: cfg.M, ProbeBudget: cfg.ProbeBudget, BaseInterval: cfg.BaseInterval})
+	var err error
+	s.probePlan, err = planner.New(pm, planner.Config{K: cfg.K, Stable: cfg.M, ProbeBudget: cfg.ProbeBudget, BaseInterval: cfg.BaseInterval})
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	iv := probePlan.Interval()
-	res := Result{N: cfg.N, Interval: iv}
-	dead := cfg.N / 3
-	for cfg.Shards > 1 && shard.Of(members[dead].node, cfg.Shards) != 0 {
-		dead++ // shard 0's node, where the simulated shard sees it
+	s.iv = s.probePlan.Interval()
+	s.res = Result{N: cfg.N, Interval: s.iv}
+	s.dead = cfg.N / 3
+	for cfg.Shards > 1 && shard.Of(s.members[s.dead].node, cfg.Shards) != 0 {
+		s.dead++ // shard 0's node, where the simulated shard sees it
 	}
-	deadNode := members[dead].node
+	s.deadNode = s.members[s.dead].node
+	return nil
+}
 
-	// The gateway: admission + binding, decoder, engine, writer.
+// newPod gives slot i's pod of generation gen its identity and addresses, a fresh agent
+// started at start, and puts it in the index.
+func (s *sim) newPod(m *member, i, gen int, start time.Time) {
+	cfg := s.cfg
+	m.gen = gen
+	m.id, m.name = fmt.Sprintf("uid-%05d", i), fmt.Sprintf("netpulse-agent-%05d", i)
+	if gen > 0 {
+		m.id, m.name = fmt.Sprintf("uid-%05d-g%d", i, gen), fmt.Sprintf("netpulse-agent-%05d-g%d", i, gen)
+	}
+	m.addrs = []string{fmt.Sprintf("10.%d.%d.%d", 64+4*gen+i/65536, (i/256)%256, i%256)}
+	if cfg.DualStackEvery > 0 && i%cfg.DualStackEvery == 0 {
+		m.addrs = append(m.addrs, fmt.Sprintf("fd00:%x::%x", 10+gen, i+1))
+	}
+	m.agent = syntheticagent.NewAgent(m.name, m.id, Namespace, m.node, m.addrs[0], start, cfg.Seed*1_000_003+uint64(i)+uint64(gen)<<32)
+	ips := make([]corev1.PodIP, len(m.addrs))
+	for j, a := range m.addrs {
+		ips[j] = corev1.PodIP{IP: a}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: m.name, UID: types.UID(m.id)},
+		Spec:   corev1.PodSpec{NodeName: m.node},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: m.addrs[0], PodIPs: ips, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	pr := k8sindex.PodRecordFromPod(pod, nil)
+	s.ix.UpsertPod(&pr)
+}
+
+// startGateway builds the gateway: admission + binding, decoder, engine, the fake API's
+// request counter, and the first leader's writer.
+func (s *sim) startGateway() error {
+	cfg := s.cfg
 	pcfg := k8snetattributesprocessor.DefaultGatewayConfig()
 	// The admission remembers max_sources agents (10,000 by default): a larger cluster must
 	// raise it (docs/sharding.md), as this does.
 	pcfg.Admission.MaxSources = max(pcfg.Admission.MaxSources, 2*cfg.N)
-	stableTargets := 0 // the decoder's default, the admission's default
+	s.stableTargets = 0 // the decoder's default, the admission's default
 	if n := cfg.MaxStableTargetsPerSource; n > 0 {
 		pcfg.Admission.MaxStableTargetsPerSource = n
 		pcfg.Admission.MaxTargetsPerRound = max(pcfg.Admission.MaxTargetsPerRound, 2*n)
-		stableTargets = n // the decoder's streams derived from it, as the exporter's config does
+		s.stableTargets = n // the decoder's streams derived from it, as the exporter's config does
 	}
-	proc, err := k8snetattributesprocessor.NewStaticIndexProcessor(processortest.NewNopSettings(processortest.NopType), pcfg, ix)
+	var err error
+	s.proc, err = k8snetattributesprocessor.NewStaticIndexProcessor(processortest.NewNopSettings(processortest.NopType), pcfg, s.ix)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	const maxProbeInterval = time.Minute // the exporter's defaults (factory.go)
-	newDecoder := func() *decode.Decoder {
-		return decode.NewDecoder(decode.DecoderConfig{StreamTTL: 3 * maxProbeInterval, FirstSightMaxAge: maxProbeInterval, MaxPerRound: 10,
-			MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second), StableTargetsPerSource: stableTargets})
-	}
-	dec := newDecoder()
-	ecfg := cfg.Engine
-	ecfg.WritesPerSecond = cfg.QPS // as the exporter sets it
-	newEngine := func() *plan.Engine {
-		e := plan.New(ecfg)
-		if cfg.WriteEveryChange {
-			e.WithPolicy(plan.Policy{RTTTolerance: 1e-12, RTTFloor: time.Nanosecond, LossTolerance: 1e-12, MinChangeInterval: -1})
-		}
-		return e
-	}
-	e := newEngine()
-	nodeControl := plan.NodeConditions{Type: "netpulse.io/PodNetworkProblem", Config: verdict.NodeConfig{Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute}}
+	s.dec = s.newDecoder()
+	s.ecfg = cfg.Engine
+	s.ecfg.WritesPerSecond = cfg.QPS // as the exporter sets it
+	s.e = s.newEngine()
+	s.nodeControl = plan.NodeConditions{Type: "netpulse.io/PodNetworkProblem", Config: verdict.NodeConfig{Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute}}
 
-	cnt := &counter{t0: t0, rng: rand.New(rand.NewPCG(cfg.Seed, 0x636f6e66)), conflict: max(cfg.ConflictRate, 0), requests: map[string]int{},
-		deadUID: members[dead].id, faultAt: faultAt, writeVerbs: map[string]bool{"create": true, "update": true, "patch": true, "delete": true},
+	s.cnt = &counter{t0: s.t0, rng: rand.New(rand.NewPCG(cfg.Seed, 0x636f6e66)), conflict: max(cfg.ConflictRate, 0), requests: map[string]int{},
+		deadUID: s.members[s.dead].id, faultAt: s.faultAt, writeVerbs: map[string]bool{"create": true, "update": true, "patch": true, "delete": true},
 		before: map[string]int{}, after: map[string]int{}, roll: map[string]int{}}
-	const rollWaves, rollWaveEvery, rollDown = 10, 30 * time.Second, 10 * time.Second
-	var rollAt time.Time
 	if cfg.RollAt > 0 {
-		rollAt = t0.Add(cfg.RollAt)
-		cnt.rollFrom, cnt.rollTo = rollAt, rollAt.Add(rollWaves*rollWaveEvery+10*time.Minute)
+		s.rollAt = s.t0.Add(cfg.RollAt)
+		s.cnt.rollFrom, s.cnt.rollTo = s.rollAt, s.rollAt.Add(rollWaves*rollWaveEvery+10*time.Minute)
 	}
-	var failoverAt time.Time
 	if cfg.FailoverAt > 0 {
-		failoverAt = t0.Add(cfg.FailoverAt)
-		cnt.failoverAt = failoverAt
+		s.failoverAt = s.t0.Add(cfg.FailoverAt)
+		s.cnt.failoverAt = s.failoverAt
 	}
-	pnh := pnhfake.NewSimpleClientset()
-	pnh.PrependReactor("*", "*", cnt.react)
-	kube.PrependReactor("*", "*", cnt.react)
-	var resultsMu sync.Mutex
-	// lead starts a writer as a new leader does (the exporter's lead and controllers.Pairs.Lead): informer synced, the
-	// engine resumed from what the API holds, workers running until the term ends.
-	lead := func(e *plan.Engine, now time.Time) (*apply.Writer, context.CancelFunc, error) {
-		w := apply.NewWriter(pnh, "", cfg.QPS, cfg.Burst, zap.NewNop(), func(r apply.WriteResult) {
-			if r.Err != nil {
-				resultsMu.Lock()
-				res.FailedWrites++
-				resultsMu.Unlock()
-			}
-		})
-		w.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.ObjectGone(plan.KeyOfObject(o)) })
-		w.StartInformer()
-		if !w.Synced(ctx) {
-			return nil, nil, errors.New("writer informer did not sync")
-		}
-		var existing []verdict.Persisted
-		for _, o := range w.Existing() {
-			existing = append(existing, plan.PersistedOf(o))
-		}
-		e.Resume(existing, now)
-		term, end := context.WithCancel(ctx)
-		w.Run(term, 2) // the exporter's default workers
-		return w, end, nil
-	}
-	w, endTerm, err := lead(e, t0)
-	if err != nil {
-		return Result{}, err
-	}
+	s.pnh = pnhfake.NewSimpleClientset()
+	s.pnh.PrependReactor("*", "*", s.cnt.react)
+	s.kube.PrependReactor("*", "*", s.cnt.react)
+	s.w, s.endTerm, err = s.lead(s.e, s.t0)
+	return err
+}
 
-	// Sources fire at round*iv + jitter: in jitter order within a round.
-	order := make([]int, cfg.N)
-	for i := range order {
-		order[i] = i
-	}
-	jitter := make([]time.Duration, cfg.N)
-	for i, m := range members {
-		jitter[i] = probePlan.Jitter(m.slot)
-	}
-	slices.SortFunc(order, func(a, b int) int { return int(jitter[a] - jitter[b]) })
+const maxProbeInterval = time.Minute // the exporter's defaults (factory.go)
 
-	echoesLost := func(target int, at time.Time) func(string) int {
-		return func(string) int {
-			if (target == dead && !at.Before(faultAt)) || members[target].down {
-				return ingestbench.ShippedICMPCount
-			}
-			if cfg.LossRate <= 0 {
-				return 0
-			}
-			n := 0
-			for range ingestbench.ShippedICMPCount {
-				if rng.Float64() < cfg.LossRate {
-					n++
-				}
-			}
-			return n
+func (s *sim) newDecoder() *decode.Decoder {
+	return decode.NewDecoder(decode.DecoderConfig{StreamTTL: 3 * maxProbeInterval, FirstSightMaxAge: maxProbeInterval, MaxPerRound: 10,
+		MinRoundInterval: time.Second, MaxFutureSkew: observation.FutureSkew(time.Second), StableTargetsPerSource: s.stableTargets})
+}
+
+func (s *sim) newEngine() *plan.Engine {
+	e := plan.New(s.ecfg)
+	if s.cfg.WriteEveryChange {
+		e.WithPolicy(plan.Policy{RTTTolerance: 1e-12, RTTFloor: time.Nanosecond, LossTolerance: 1e-12, MinChangeInterval: -1})
+	}
+	return e
+}
+
+// lead starts a writer as a new leader does (the exporter's lead and controllers.Pairs.Lead): informer synced, the engine
+// resumed from what the API holds, workers running until the term ends.
+func (s *sim) lead(e *plan.Engine, now time.Time) (*apply.Writer, context.CancelFunc, error) {
+	w := apply.NewWriter(s.pnh, "", s.cfg.QPS, s.cfg.Burst, zap.NewNop(), func(r apply.WriteResult) {
+		if r.Err != nil {
+			s.resultsMu.Lock()
+			s.res.FailedWrites++
+			s.resultsMu.Unlock()
 		}
+	})
+	w.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.ObjectGone(plan.KeyOfObject(o)) })
+	w.StartInformer()
+	if !w.Synced(s.ctx) {
+		return nil, nil, errors.New("writer informer did not sync")
 	}
-
-	type pairID struct{ s, t int32 }
-	lastProbed := map[pairID]time.Time{}
-	var pending []delivery
-	round := probePlan.Round(t0)
-	next := 0 // index in order of the next source to fire in round
-	var verdictAt, drainedAt time.Time
-	deadQueued := false
-	fire := func(upTo time.Time) {
-		for {
-			roundStart := time.Unix(0, int64(round)*int64(iv))
-			if next == len(order) {
-				round++
-				next = 0
-				res.Rounds++
-				continue
-			}
-			i := order[next]
-			at := roundStart.Add(jitter[i])
-			if at.After(upTo) {
-				return
-			}
-			next++
-			if at.Before(t0) || (i == dead && !at.Before(faultAt)) || members[i].down {
-				continue // the dead node's agent reports no more; a rolled pod is not back yet
-			}
-			src := &members[i]
-			stableM := probePlan.StableTargets(src.slot)
-			var stableAddrs, rotatingAddrs []string
-			lossy := map[string]int{}
-			for _, tm := range probePlan.Targets(src.slot, round) {
-				j := index[tm.ID]
-				if cfg.Shards > 1 && shard.Of(members[j].node, cfg.Shards) != 0 {
-					continue // routed to another shard by the agent's filter
-				}
-				isStable := slices.ContainsFunc(stableM, func(s planner.Member) bool { return s.ID == tm.ID })
-				lost := echoesLost(j, at)
-				for f, a := range members[j].addrs {
-					if f >= len(src.addrs) {
-						break // a single-stack source probes the first family only
-					}
-					if isStable {
-						stableAddrs = append(stableAddrs, a)
-					} else {
-						rotatingAddrs = append(rotatingAddrs, a)
-					}
-					lossy[a] = lost(a)
-				}
-				lastProbed[pairID{int32(i), int32(j)}] = at
-			}
-			md := src.agent.RoundWithLoss(at, stableAddrs, rotatingAddrs, func(a string) int { return lossy[a] })
-			if cfg.Shards > 1 {
-				src.agent.Heartbeat(md, at, int64(round+1))
-			}
-			res.Batches++
-			res.DataPoints += md.DataPointCount()
-			pending = append(pending, delivery{at: at.Add(cfg.Delivery), md: md})
-		}
+	var existing []verdict.Persisted
+	for _, o := range w.Existing() {
+		existing = append(existing, plan.PersistedOf(o))
 	}
+	e.Resume(existing, now)
+	term, end := context.WithCancel(s.ctx)
+	w.Run(term, 2) // the exporter's default workers
+	return w, end, nil
+}
 
-	currentNodes := make(map[string]*verdict.NodeCondition, cfg.N)
-	for _, n := range nodes {
+// schedule orders the sources: they fire at round*iv + jitter, in jitter order within a
+// round; and it readies the node conditions' cache.
+func (s *sim) schedule() {
+	cfg := s.cfg
+	s.order = make([]int, cfg.N)
+	for i := range s.order {
+		s.order[i] = i
+	}
+	s.jitter = make([]time.Duration, cfg.N)
+	for i, m := range s.members {
+		s.jitter[i] = s.probePlan.Jitter(m.slot)
+	}
+	slices.SortFunc(s.order, func(a, b int) int { return int(s.jitter[a] - s.jitter[b]) })
+	s.lastProbed = map[pairID]time.Time{}
+	s.round = s.probePlan.Round(s.t0)
+	s.next = 0
+
+	s.currentNodes = make(map[string]*verdict.NodeCondition, cfg.N)
+	for _, n := range s.nodes {
 		if cfg.Shards > 1 && shard.Of(n.Name, cfg.Shards) != 0 {
 			continue // another shard's node: the exporter sets conditions on its own only
 		}
-		currentNodes[n.Name] = nil
+		s.currentNodes[n.Name] = nil
 	}
-	nodeByName := make(map[string]*corev1.Node, cfg.N)
-	for _, n := range nodes {
-		nodeByName[n.Name] = n
+	s.nodeByName = make(map[string]*corev1.Node, cfg.N)
+	for _, n := range s.nodes {
+		s.nodeByName[n.Name] = n
 	}
-	lastNodes := time.Time{}
-	rolled := map[string]bool{} // UIDs of rolled pods
-	stopAt := end.Add(cfg.Delivery + 2*time.Second)
-	for at := t0.Add(time.Second); !at.After(stopAt); at = at.Add(time.Second) {
-		if !at.After(end) {
-			fire(at)
-		}
-		if !rollAt.IsZero() {
-			for k := range rollWaves {
-				ws := rollAt.Add(time.Duration(k) * rollWaveEvery)
-				if !at.Equal(ws) && !at.Equal(ws.Add(rollDown)) {
-					continue
-				}
-				for i := k; i < cfg.N; i += rollWaves {
-					m := &members[i]
-					if i == dead {
-						continue
-					}
-					if at.Equal(ws) { // deleted: out of the index (into its grace), its objects collected
-						m.down = true
-						rolled[m.id] = true
-						ix.DeletePod(m.id)
-						if err := collectOwned(pnh, m.id); err != nil {
-							return Result{}, err
-						}
-					} else { // its replacement runs
-						newPod(m, i, m.gen+1, at)
-						m.down = false
-					}
-				}
-			}
-		}
-		if !failoverAt.IsZero() && at.Equal(failoverAt) {
-			// The leader crashes: its pending writes are lost. A new replica takes over with
-			// its own decoder and engine.
-			endTerm()
-			w.Stop()
-			dec = newDecoder()
-			e = newEngine()
-			if w, endTerm, err = lead(e, at); err != nil {
-				return Result{}, err
-			}
-		}
-		// Deliveries due by now, in order: admission + binding, decode, observe.
-		k := 0
-		for k < len(pending) && !pending[k].at.After(at) {
-			d := pending[k]
-			pending[k] = delivery{}
-			k++
-			before := d.md.DataPointCount()
-			md, _ := proc.ProcessMetrics(ctx, d.md)
-			res.AdmissionRefused += before - md.DataPointCount()
-			dr := dec.Decode(md, d.at)
-			for _, n := range dr.Skipped {
-				res.DecodeSkipped += n
-			}
-			res.Observations += len(dr.Observations)
-			e.Heard(dr.Heartbeats, d.at)
-			e.Observe(dr.Observations, d.at)
-		}
-		pending = pending[k:]
-		if at.Second() == 0 {
-			dec.Expire(at)
-		}
-		// The leader's reconcile (controllers.Pairs and controllers.Nodes): objects, Events, node conditions.
-		r := e.Reconcile(at)
-		res.Heartbeat = r.Heartbeat
-		for _, ow := range r.Objects {
-			w.Set(plan.DesiredOf(ow, at), ow.Priority)
-			if !at.Before(faultAt) && ow.Summary.Verdict == observation.VerdictUnreachable && ow.Key.TargetUID == members[dead].id {
-				deadQueued = true
-			}
-		}
-		for _, ev := range plan.PairEvents(r.Events) {
-			w.Event(kube, "scalesim", corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth", Namespace: ev.Key.SourceNamespace, Name: plan.ObjectNameOf(ev.Key)},
-				ev.Type, ev.Reason, ev.Message, ev.At, writequeue.Event)
-			res.EventsEmitted++
-		}
-		for _, c := range r.TargetChanges {
-			if c.Verdict != observation.VerdictUnreachable {
-				continue
-			}
-			if rolled[c.Key.UID] {
-				res.RolledUnreachable++
-				continue
-			}
-			if c.Key.UID == members[dead].id { // either family of the dead pod
-				if verdictAt.IsZero() && !at.Before(faultAt) {
-					verdictAt = at
-				}
-			} else {
-				res.FalseUnreachable++
-			}
-		}
-		if len(r.TargetChanges) > 0 || at.Sub(lastNodes) >= 5*time.Second {
-			lastNodes = at
-			d := e.ReconcileNodes(at, currentNodes, nodeControl.Config)
-			var written []*corev1.Node
-			for _, nw := range d.Writes {
-				c := nw.Condition
-				currentNodes[nw.Node] = &c // the node cache would show it once written
-				written = append(written, nodeByName[nw.Node])
-			}
-			w.NodeConditions(kube, nodeControl.Plan(d, written, at))
-		}
-		pend := w.PendingByPriority()
-		total := 0
-		for _, n := range pend {
-			total += n
-		}
-		res.MaxBacklog = max(res.MaxBacklog, total)
-		if deadQueued && drainedAt.IsZero() && pend[writequeue.Verdict]+pend[writequeue.Event] == 0 {
-			drainedAt = at
-		}
-		res.ObjectsMax = max(res.ObjectsMax, e.Objects())
-		time.Sleep(time.Until(at.Add(time.Second))) // the writer works in the simulated second
-	}
+	s.lastNodes = time.Time{}
+	s.rolled = map[string]bool{}
+}
 
-	res.Objects = e.Objects()
-	res.PendingAtEnd = w.PendingCount()
-	if !verdictAt.IsZero() {
-		res.DetectVerdictRounds = verdictAt.Sub(faultAt).Seconds() / iv.Seconds()
+// echoesLost returns how many echoes of a round to target's address at are lost: all of
+// them once the target is dead or while it is rolled, else each with LossRate.
+func (s *sim) echoesLost(target int, at time.Time) func(string) int {
+	return func(string) int {
+		if (target == s.dead && !at.Before(s.faultAt)) || s.members[target].down {
+			return syntheticagent.ShippedICMPCount
+		}
+		if s.cfg.LossRate <= 0 {
+			return 0
+		}
+		n := 0
+		for range syntheticagent.ShippedICMPCount {
+			if s.rng.Float64() < s.cfg.LossRate {
+				n++
+			}
+		}
+		return n
 	}
-	if !drainedAt.IsZero() {
-		res.DrainAfterFault = drainedAt.Sub(faultAt)
+}
+
+// fire makes every source due by upTo probe its round's targets, and queues the batches
+// for delivery.
+func (s *sim) fire(upTo time.Time) {
+	for {
+		roundStart := time.Unix(0, int64(s.round)*int64(s.iv))
+		if s.next == len(s.order) {
+			s.round++
+			s.next = 0
+			s.res.Rounds++
+			continue
+		}
+		i := s.order[s.next]
+		at := roundStart.Add(s.jitter[i])
+		if at.After(upTo) {
+			return
+		}
+		s.next++
+		if at.Before(s.t0) || (i == s.dead && !at.Before(s.faultAt)) || s.members[i].down {
+			continue // the dead node's agent reports no more; a rolled pod is not back yet
+		}
+		s.fireSource(i, at)
+	}
+}
+
+// fireSource is source i's round at: its stable and rotating targets' addresses, the
+// echoes lost, the batch its agent emits.
+func (s *sim) fireSource(i int, at time.Time) {
+	src := &s.members[i]
+	stableM := s.probePlan.StableTargets(src.slot)
+	var stableAddrs, rotatingAddrs []string
+	lossy := map[string]int{}
+	for _, tm := range s.probePlan.Targets(src.slot, s.round) {
+		j := s.index[tm.ID]
+		if s.cfg.Shards > 1 && shard.Of(s.members[j].node, s.cfg.Shards) != 0 {
+			continue // routed to another shard by the agent's filter
+		}
+		isStable := slices.ContainsFunc(stableM, func(m planner.Member) bool { return m.ID == tm.ID })
+		lost := s.echoesLost(j, at)
+		for f, a := range s.members[j].addrs {
+			if f >= len(src.addrs) {
+				break // a single-stack source probes the first family only
+			}
+			if isStable {
+				stableAddrs = append(stableAddrs, a)
+			} else {
+				rotatingAddrs = append(rotatingAddrs, a)
+			}
+			lossy[a] = lost(a)
+		}
+		s.lastProbed[pairID{int32(i), int32(j)}] = at
+	}
+	md := src.agent.RoundWithLoss(at, stableAddrs, rotatingAddrs, func(a string) int { return lossy[a] })
+	if s.cfg.Shards > 1 {
+		src.agent.Heartbeat(md, at, int64(s.round+1))
+	}
+	s.res.Batches++
+	s.res.DataPoints += md.DataPointCount()
+	s.pending = append(s.pending, delivery{at: at.Add(s.cfg.Delivery), md: md})
+}
+
+// second is one simulated second at: the sources due fire, the roll and the failover
+// happen when due, the deliveries due reach the gateway, and the leader reconciles.
+func (s *sim) second(at time.Time) error {
+	if !at.After(s.end) {
+		s.fire(at)
+	}
+	if err := s.roll(at); err != nil {
+		return err
+	}
+	if !s.failoverAt.IsZero() && at.Equal(s.failoverAt) {
+		// The leader crashes: its pending writes are lost. A new replica takes over with
+		// its own decoder and engine.
+		s.endTerm()
+		s.w.Stop()
+		s.dec = s.newDecoder()
+		s.e = s.newEngine()
+		var err error
+		if s.w, s.endTerm, err = s.lead(s.e, at); err != nil {
+			return err
+		}
+	}
+	s.deliver(at)
+	s.reconcile(at)
+	time.Sleep(time.Until(at.Add(time.Second))) // the writer works in the simulated second
+	return nil
+}
+
+// roll deletes a wave's pods at its start (out of the index, into its grace; their
+// objects collected) and starts their replacements rollDown later.
+func (s *sim) roll(at time.Time) error {
+	if s.rollAt.IsZero() {
+		return nil
+	}
+	for k := range rollWaves {
+		ws := s.rollAt.Add(time.Duration(k) * rollWaveEvery)
+		if !at.Equal(ws) && !at.Equal(ws.Add(rollDown)) {
+			continue
+		}
+		for i := k; i < s.cfg.N; i += rollWaves {
+			m := &s.members[i]
+			if i == s.dead {
+				continue
+			}
+			if at.Equal(ws) { // deleted: out of the index (into its grace), its objects collected
+				m.down = true
+				s.rolled[m.id] = true
+				s.ix.DeletePod(m.id)
+				if err := collectOwned(s.pnh, m.id); err != nil {
+					return err
+				}
+			} else { // its replacement runs
+				s.newPod(m, i, m.gen+1, at)
+				m.down = false
+			}
+		}
+	}
+	return nil
+}
+
+// deliver passes the deliveries due by at, in order, through admission + binding, the
+// decoder and the engine.
+func (s *sim) deliver(at time.Time) {
+	k := 0
+	for k < len(s.pending) && !s.pending[k].at.After(at) {
+		d := s.pending[k]
+		s.pending[k] = delivery{}
+		k++
+		before := d.md.DataPointCount()
+		md, _ := s.proc.ProcessMetrics(s.ctx, d.md)
+		s.res.AdmissionRefused += before - md.DataPointCount()
+		dr := s.dec.Decode(md, d.at)
+		for _, n := range dr.Skipped {
+			s.res.DecodeSkipped += n
+		}
+		s.res.Observations += len(dr.Observations)
+		s.e.Heard(dr.Heartbeats, d.at)
+		s.e.Observe(dr.Observations, d.at)
+	}
+	s.pending = s.pending[k:]
+	if at.Second() == 0 {
+		s.dec.Expire(at)
+	}
+}
+
+// reconcile is the leader's reconcile (controllers.Pairs and controllers.Nodes): objects, Events, node
+// conditions; and the backlog and detection it shows.
+func (s *sim) reconcile(at time.Time) {
+	r := s.e.Reconcile(at)
+	s.res.Heartbeat = r.Heartbeat
+	for _, ow := range r.Objects {
+		s.w.Set(plan.DesiredOf(ow, at), ow.Priority)
+		if !at.Before(s.faultAt) && ow.Summary.Verdict == observation.VerdictUnreachable && ow.Key.TargetUID == s.members[s.dead].id {
+			s.deadQueued = true
+		}
+	}
+	for _, ev := range plan.PairEvents(r.Events) {
+		s.w.Event(s.kube, "scalesim", corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodNetworkHealth", Namespace: ev.Key.SourceNamespace, Name: plan.ObjectNameOf(ev.Key)},
+			ev.Type, ev.Reason, ev.Message, ev.At, writequeue.Event)
+		s.res.EventsEmitted++
+	}
+	for _, c := range r.TargetChanges {
+		if c.Verdict != observation.VerdictUnreachable {
+			continue
+		}
+		if s.rolled[c.Key.UID] {
+			s.res.RolledUnreachable++
+			continue
+		}
+		if c.Key.UID == s.members[s.dead].id { // either family of the dead pod
+			if s.verdictAt.IsZero() && !at.Before(s.faultAt) {
+				s.verdictAt = at
+			}
+		} else {
+			s.res.FalseUnreachable++
+		}
+	}
+	if len(r.TargetChanges) > 0 || at.Sub(s.lastNodes) >= 5*time.Second {
+		s.lastNodes = at
+		d := s.e.ReconcileNodes(at, s.currentNodes, s.nodeControl.Config)
+		var written []*corev1.Node
+		for _, nw := range d.Writes {
+			c := nw.Condition
+			s.currentNodes[nw.Node] = &c // the node cache would show it once written
+			written = append(written, s.nodeByName[nw.Node])
+		}
+		s.w.NodeConditions(s.kube, s.nodeControl.Plan(d, written, at))
+	}
+	pend := s.w.PendingByPriority()
+	total := 0
+	for _, n := range pend {
+		total += n
+	}
+	s.res.MaxBacklog = max(s.res.MaxBacklog, total)
+	if s.deadQueued && s.drainedAt.IsZero() && pend[writequeue.Verdict]+pend[writequeue.Event] == 0 {
+		s.drainedAt = at
+	}
+	s.res.ObjectsMax = max(s.res.ObjectsMax, s.e.Objects())
+}
+
+// collect fills the figures measured at the end: objects, detection, requests, series.
+func (s *sim) collect() {
+	cfg, res, e := s.cfg, &s.res, s.e
+	res.Objects = e.Objects()
+	res.PendingAtEnd = s.w.PendingCount()
+	if !s.verdictAt.IsZero() {
+		res.DetectVerdictRounds = s.verdictAt.Sub(s.faultAt).Seconds() / s.iv.Seconds()
+	}
+	if !s.drainedAt.IsZero() {
+		res.DrainAfterFault = s.drainedAt.Sub(s.faultAt)
 	}
 	for _, n := range e.BadNodes() {
-		if n != deadNode {
+		if n != s.deadNode {
 			res.OtherNodesMarked++
 		}
 	}
+	s.collectRequests()
+	res.WritesPerSec = float64(res.Writes) / cfg.Duration.Seconds()
+	if l, err := s.pnh.NetpulseV1alpha1().PodNetworkHealths("").List(s.ctx, metav1.ListOptions{}); err == nil {
+		res.APIObjects = len(l.Items)
+	}
+
+	// Series: every source's stable pairs (all reported within the Prometheus exporter's
+	// 5-minute metric_expiration) and the engine's targets, from the series per pair.
+	stablePairs := 0
+	for _, m := range s.members {
+		stablePairs += len(s.probePlan.StableTargets(m.slot))
+	}
+	res.Series = stablePairs*cfg.PairSeries + e.Stats().Targets*cfg.TargetSeries
+	ttl := cfg.Engine.TargetTTL
+	if ttl <= 0 {
+		ttl = verdict.DefaultTargetTTL
+	}
+	for _, at := range s.lastProbed {
+		if s.end.Sub(at) <= ttl {
+			res.PairsSeenInTTL++
+		}
+	}
+	res.PairsSeenTotal = len(s.lastProbed)
+	s.lastProbed, s.pending = nil, nil
+}
+
+// collectRequests copies what the fake clients received into the figures.
+func (s *sim) collectRequests() {
+	cnt, res := s.cnt, &s.res
 	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
 	res.Requests = cnt.requests
-	if !failoverAt.IsZero() {
+	if !s.failoverAt.IsZero() {
 		res.BeforeFailover, res.AfterFailover = cnt.before, cnt.after
 	}
-	if !rollAt.IsZero() {
+	if !s.rollAt.IsZero() {
 		res.Roll = cnt.roll
 	}
 	res.Conflicts = cnt.conflicts
@@ -717,51 +868,30 @@ func run(cfg Config) (Result, error) {
 	}
 	res.PeakWritesPerMinute = slices.Max(append(cnt.perMinute, 0))
 	if !cnt.deadWrite.IsZero() {
-		res.DetectWriteRounds = cnt.deadWrite.Sub(faultAt).Seconds() / iv.Seconds()
+		res.DetectWriteRounds = cnt.deadWrite.Sub(s.faultAt).Seconds() / s.iv.Seconds()
 	}
-	cnt.mu.Unlock()
-	res.WritesPerSec = float64(res.Writes) / cfg.Duration.Seconds()
-	if l, err := pnh.NetpulseV1alpha1().PodNetworkHealths("").List(ctx, metav1.ListOptions{}); err == nil {
-		res.APIObjects = len(l.Items)
-	}
+}
 
-	// Series: every source's stable pairs (all reported within the Prometheus exporter's
-	// 5-minute metric_expiration) and the engine's targets, from the series per pair.
-	stablePairs := 0
-	for _, m := range members {
-		stablePairs += len(probePlan.StableTargets(m.slot))
-	}
-	res.Series = stablePairs*cfg.PairSeries + e.Stats().Targets*cfg.TargetSeries
-	ttl := cfg.Engine.TargetTTL
-	if ttl <= 0 {
-		ttl = verdict.DefaultTargetTTL
-	}
-	for _, at := range lastProbed {
-		if end.Sub(at) <= ttl {
-			res.PairsSeenInTTL++
-		}
-	}
-	res.PairsSeenTotal = len(lastProbed)
-	lastProbed, pending = nil, nil
-
-	// The gateway's heap: live heap with it, then without it.
-	endTerm()
+// measureHeap stops the gateway and measures its heap: live heap with it, then without
+// it (the agents and the fake API stay alive across the two measurements).
+func (s *sim) measureHeap(cancel context.CancelFunc) {
+	s.endTerm()
 	cancel()
-	w.Stop()
+	s.w.Stop()
 	with := liveHeap()
-	runtime.KeepAlive(proc)
-	runtime.KeepAlive(dec)
-	runtime.KeepAlive(e)
-	runtime.KeepAlive(w)
-	runtime.KeepAlive(ix)
-	_ = proc.Shutdown(context.Background())
-	proc, dec, e, w, ix = nil, nil, nil, nil, nil //nolint:ineffassign,wastedassign // dropped for the second measurement
+	runtime.KeepAlive(s.proc)
+	runtime.KeepAlive(s.dec)
+	runtime.KeepAlive(s.e)
+	runtime.KeepAlive(s.w)
+	runtime.KeepAlive(s.ix)
+	_ = s.proc.Shutdown(context.Background())
+	// Dropped for the second measurement.
+	s.proc, s.dec, s.e, s.w, s.ix, s.endTerm = nil, nil, nil, nil, nil, nil
 	without := liveHeap()
-	res.HeapMiB = float64(int64(with)-int64(without)) / (1 << 20)
-	runtime.KeepAlive(members)
-	runtime.KeepAlive(pnh)
-	runtime.KeepAlive(kube)
-	return res, nil
+	s.res.HeapMiB = float64(int64(with)-int64(without)) / (1 << 20)
+	runtime.KeepAlive(s.members)
+	runtime.KeepAlive(s.pnh)
+	runtime.KeepAlive(s.kube)
 }
 
 // collectOwned deletes the PodNetworkHealth objects owned by the pod uid, as the garbage

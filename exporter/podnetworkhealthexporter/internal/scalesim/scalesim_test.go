@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/netpulse/netpulse/internal/ingestbench"
+	"github.com/netpulse/netpulse/testbed/syntheticagent"
 )
 
 func logResult(t *testing.T, r Result) {
@@ -264,7 +264,7 @@ func TestScaleShardBench(t *testing.T) {
 		require.NoError(t, err)
 	}
 	run := func(n int) Result {
-		k, m := ingestbench.ShippedK, ingestbench.ShippedStablePeers
+		k, m := syntheticagent.ShippedK, syntheticagent.ShippedStablePeers
 		// Every 4th pod is dual-stack and probed over both families: 1.25 probes a target.
 		cfg := Config{N: n, Shards: shards, Duration: dur, FaultAt: dur * 2 / 3, ProbeBudget: float64(n*(k+m)) * 1.25 / 10}
 		r, err := Run(t, cfg)

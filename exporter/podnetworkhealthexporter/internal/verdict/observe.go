@@ -133,7 +133,7 @@ func (e *Engine) voterNodes() int {
 }
 
 // TakeoverGrace: how long a new writer waits before it reads any agent as newly silent.
-// On real nodes (internal/e2ereal) the agents reached a new leader up to ~20 s after the
+// On real nodes (testbed/e2ereal) the agents reached a new leader up to ~20 s after the
 // takeover: the Service has no endpoint between the old leader's deletion and the new one's
 // label, and gRPC's reconnect backoff (1 s, x1.6, not configurable in the OTLP exporter)
 // has grown meanwhile. An agent really silent at a takeover reads silent 30 s later.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 
-	"github.com/netpulse/netpulse/internal/kubetest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 func createNode(t *testing.T, cs kubernetes.Interface, name, zone, ip string) {

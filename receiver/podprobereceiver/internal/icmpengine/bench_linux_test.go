@@ -27,7 +27,7 @@ import (
 	probing "github.com/prometheus-community/pro-bing"
 	"golang.org/x/sys/unix"
 
-	"github.com/netpulse/netpulse/internal/netnstest"
+	"github.com/netpulse/netpulse/testbed/netnstest"
 )
 
 // Benchmark of the engine against one pro-bing Pinger per target.

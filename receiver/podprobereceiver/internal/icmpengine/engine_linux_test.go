@@ -25,7 +25,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
-	"github.com/netpulse/netpulse/internal/netnstest"
+	"github.com/netpulse/netpulse/testbed/netnstest"
 )
 
 func TestPingLoopback(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netpulse/netpulse/internal/netnstest"
+	"github.com/netpulse/netpulse/testbed/netnstest"
 )
 
 const openPingGroupRange = "0 2147483647"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netpulse/netpulse/internal/netnstest"
+	"github.com/netpulse/netpulse/testbed/netnstest"
 )
 
 // TestPathMTUProbes: with DontFragment, an echo larger than the path's MTU never arrives

@@ -22,7 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/netpulse/netpulse/internal/contract"
-	"github.com/netpulse/netpulse/internal/netnstest"
+	"github.com/netpulse/netpulse/testbed/netnstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

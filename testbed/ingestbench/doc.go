@@ -1,0 +1,20 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+// Package ingestbench measures what the gateway's ingest path costs per data point and per
+// agent: the otelcol-netpulse binary (the distribution ocb generates, built from
+// cmd/otelcol-netpulse) run as a child process with the shipped gateway configuration
+// (deploy/agent-gateway/config/gateway.yaml: TLS, k8s_token_auth, k8s_net_attributes with
+// admission, pod_network_health as the Lease holder, the stable-pairs export path), fed
+// over OTLP/gRPC by N simulated agents with batches shaped exactly like pod_probe's
+// (testbed/syntheticagent), against a real kube-apiserver holding N Node and agent Pod
+// objects and the agents' pod-bound ServiceAccount tokens. The reference is the same
+// input, over the same TLS, into an otlp -> nop pipeline in the same run: the ceiling any
+// processing can reach.
+//
+// The CPU figures are CPU time of the collector process (/proc/<pid>/stat), not wall
+// clock, so they stay meaningful on a shared machine; the heap is the collector's live heap
+// after a forced GC (the pprof extension's heap profile with gc=1).
+//
+// Run it with `make bench` or NETPULSE_BENCH=1 go test -run TestIngestBench -v ./testbed/ingestbench/.
+package ingestbench
