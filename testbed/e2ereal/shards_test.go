@@ -31,8 +31,8 @@ import (
 // partition is reported by the shard that owns
 // it under the new count: the objects towards its agent Unreachable and labelled
 // "<owner>-of-2", an OutageDetected Event on them reported by a pod of
-// netpulse-gateway-<owner>, which holds the Lease netpulse-gateway-<owner>, and its node
-// condition True (no other node's). Healed, every pair of the new agents reads Reachable,
+// netpulse-gateway-<owner>, which holds the Lease netpulse-gateway-<owner>, and no other
+// node's condition True (its own is recorded, not asserted: see below). Healed, every pair of the new agents reads Reachable,
 // written by its target node's shard. The reports that read anything but Reachable while
 // the gateways changed, other than the cut node's, are counted (the figure): the new
 // shards start without the old gateway's state.
@@ -110,6 +110,7 @@ func (s *suite) shardsOnRealNodes(t *testing.T) {
 	cut := time.Now()
 	require.NoError(t, s.cl.Partition(victim))
 	healed := false
+	var victimCond corev1.ConditionStatus
 	defer func() {
 		if !healed {
 			_ = s.cl.Heal(victim)
@@ -163,21 +164,22 @@ func (s *suite) shardsOnRealNodes(t *testing.T) {
 		} else if holder.Spec.NodeName == victim {
 			bad = append(bad, "the owner's leader "+holder.Name+" moved onto the cut node")
 		}
+		// No other node is blamed. The cut node's own condition is not asserted: on 3
+		// nodes a shard that owns 2 sees only its own targets' observations, so no observer
+		// shows that it reaches another node and its quorum suppresses itself (Unknown,
+		// Suppressed; docs/sharding.md). A shard of a real cluster owns many nodes.
 		conds := s.nodeConditions(t)
+		victimCond = conds[victim]
 		for _, n := range s.cl.Nodes {
-			want := corev1.ConditionFalse
-			if n.Name == victim {
-				want = corev1.ConditionTrue
-			}
-			if got := conds[n.Name]; got != want && !(want == corev1.ConditionFalse && got == "") {
-				bad = append(bad, fmt.Sprintf("node %s condition %q, want %q", n.Name, got, want))
+			if got := conds[n.Name]; n.Name != victim && got == corev1.ConditionTrue {
+				bad = append(bad, fmt.Sprintf("node %s condition True: only %s is cut", n.Name, victim))
 			}
 		}
 		slices.Sort(bad)
 		return strings.Join(bad, "; ")
 	})
-	s.figure("partition of %s (shard %d of %d) %.0f s after the upgrade, %d of %d agents rolled → objects Unreachable, labelled and reported (Event) by %s, its node condition True (only its): %.1f s",
-		victim, owner, shards, cut.Sub(start).Seconds(), rolled, len(s.cl.Nodes), ownerDep, d.Seconds())
+	s.figure("partition of %s (shard %d of %d) %.0f s after the upgrade, %d of %d agents rolled → objects Unreachable, labelled and reported (Event) by %s, no other node's condition True (its own: %q): %.1f s",
+		victim, owner, shards, cut.Sub(start).Seconds(), rolled, len(s.cl.Nodes), ownerDep, victimCond, d.Seconds())
 	require.NoError(t, s.cl.Heal(victim))
 	healed = true
 
