@@ -1,0 +1,205 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package checks
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/internal/checkstatus"
+	"github.com/netpulse/netpulse/internal/netpolicy"
+)
+
+// The edge of the NetworkPolicy explanation (checks.explain_network_policy): the watch of
+// NetworkPolicies and Namespaces feeding the policy index, and the reads of a failing
+// check's pods. Only failing checks are explained, so a healthy cluster's checks cost no
+// read; each failing check's pods are read again at most once per placement (heartbeat).
+
+// startPolicyWatch watches NetworkPolicies and Namespaces into c.policies. The informers
+// keep only what the evaluator needs (a transform strips everything else before caching):
+// a policy's name, namespace and spec; a namespace's name and labels.
+func (c *Controller) startPolicyWatch(kube kubernetes.Interface) {
+	c.policies = netpolicy.NewIndex()
+	c.policyFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripForPolicies))
+	ix := c.policies
+	npReg, _ := c.policyFactory.Networking().V1().NetworkPolicies().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { setPolicy(ix, o) },
+		UpdateFunc: func(_, o any) { setPolicy(ix, o) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if np, ok := o.(*networkingv1.NetworkPolicy); ok {
+				ix.DeletePolicy(netpolicy.Ref{Namespace: np.Namespace, Name: np.Name})
+			}
+		},
+	})
+	nsReg, _ := c.policyFactory.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { setNamespace(ix, o) },
+		UpdateFunc: func(_, o any) { setNamespace(ix, o) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if ns, ok := o.(*corev1.Namespace); ok {
+				ix.DeleteNamespace(ns.Name)
+			}
+		},
+	})
+	c.policiesSynced = func() bool { return npReg != nil && nsReg != nil && npReg.HasSynced() && nsReg.HasSynced() }
+	c.policyFactory.Start(c.stop)
+}
+
+func setPolicy(ix *netpolicy.Index, o any) {
+	if np, ok := o.(*networkingv1.NetworkPolicy); ok {
+		ix.SetPolicy(netpolicy.Compile(np))
+	}
+}
+
+func setNamespace(ix *netpolicy.Index, o any) {
+	if ns, ok := o.(*corev1.Namespace); ok {
+		ix.SetNamespace(ns.Name, ns.Labels)
+	}
+}
+
+// stripForPolicies is the informers' transform: what the evaluator does not need is
+// dropped before the object is cached (managed fields, annotations such as
+// last-applied-configuration, a namespace's spec and status).
+func stripForPolicies(o any) (any, error) {
+	meta := func(m metav1.ObjectMeta, labels map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: labels}
+	}
+	switch o := o.(type) {
+	case *networkingv1.NetworkPolicy:
+		return &networkingv1.NetworkPolicy{ObjectMeta: meta(o.ObjectMeta, nil), Spec: o.Spec}, nil
+	case *corev1.Namespace:
+		return &corev1.Namespace{ObjectMeta: meta(o.ObjectMeta, o.Labels)}, nil
+	}
+	return o, nil
+}
+
+// explainBatch bounds the pod reads of the explanation per reconcile tick (two a check).
+const explainBatch = 10
+
+// explain evaluates every failing check's path against the policy index and sets its
+// Reachable reason and message (policy.go): its pods are read when the check starts
+// failing and again after each placement; the evaluation runs again when the index or
+// the path changes. Nothing is explained until the index has its initial state: a policy
+// not yet seen could admit what the others deny.
+func (c *Controller) explain(ctx context.Context) {
+	if c.policies == nil || c.policiesSynced == nil || !c.policiesSynced() {
+		return
+	}
+	type read struct {
+		key     checkKey
+		vantage string
+		place   placement
+		target  *podRef
+		probe   v1alpha1.ProbeType
+	}
+	var reads []read
+	c.mu.Lock()
+	for _, cs := range c.book.checks {
+		if !cs.place.accepted || cs.st.Reachable.Status != checkstatus.ConditionFalse {
+			continue
+		}
+		v := vantagePod(cs)
+		if v == "" {
+			continue
+		}
+		if !cs.policy.pathRead || cs.policy.readFor != v || cs.policy.readAt.Before(cs.placeAt) {
+			if len(reads) < explainBatch {
+				reads = append(reads, read{key: cs.key, vantage: v, place: cs.place, target: targetPodOf(cs), probe: cs.spec.probe})
+			}
+		}
+	}
+	c.mu.Unlock()
+
+	type got struct {
+		read
+		vantagePod, targetPod *corev1.Pod
+		err                   error
+	}
+	results := make([]got, 0, len(reads))
+	for _, r := range reads {
+		if ctx.Err() != nil {
+			return
+		}
+		g := got{read: r}
+		ns, name, _ := strings.Cut(r.vantage, "/")
+		g.vantagePod, g.err = c.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+		if g.err == nil && r.target != nil {
+			g.targetPod, g.err = c.kube.CoreV1().Pods(r.target.namespace).Get(ctx, r.target.name, metav1.GetOptions{ResourceVersion: "0"})
+		}
+		results = append(results, g)
+	}
+
+	gen := c.policies.Generation()
+	now := c.d.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, g := range results {
+		cs, ok := c.book.checks[g.key]
+		if !ok {
+			continue
+		}
+		ps := &cs.policy
+		ps.pathRead, ps.readFor, ps.readAt, ps.known = true, g.vantage, now, false
+		if g.err != nil {
+			ps.valid, ps.why = false, "a pod of the path could not be read: "+shortErr(g.err)
+			continue
+		}
+		ps.path, ps.why = policyPath(g.place, g.probe, g.vantagePod, g.targetPod)
+		ps.valid = ps.why == ""
+	}
+	for _, cs := range c.book.checks {
+		ps := &cs.policy
+		if !cs.place.accepted || cs.st.Reachable.Status != checkstatus.ConditionFalse || !ps.pathRead {
+			continue
+		}
+		if ps.known && ps.generation == gen {
+			continue
+		}
+		ps.denial = ""
+		if ps.valid {
+			if d := c.policies.Evaluate(ps.path); d.Verdict == netpolicy.Denied {
+				ps.denial = d.Message()
+			}
+		}
+		ps.known, ps.generation = true, gen
+		explainReachable(cs, cs.st.Reachable)
+	}
+}
+
+type podRef struct{ namespace, name string }
+
+// targetPodOf is the pod a check targets by name, nil for other targets.
+func targetPodOf(cs *checkState) *podRef {
+	t := cs.spec.target.Pod
+	if t == nil {
+		return nil
+	}
+	ns := t.Namespace
+	if ns == "" {
+		ns = cs.key.namespace
+	}
+	return &podRef{namespace: ns, name: t.Name}
+}
+
+// PolicyIndexLen is the number of NetworkPolicies and namespaces the explanation holds
+// (0, 0 without checks.explain_network_policy).
+func (c *Controller) PolicyIndexLen() (policies, namespaces int) {
+	if c.policies == nil {
+		return 0, 0
+	}
+	return c.policies.Len()
+}
