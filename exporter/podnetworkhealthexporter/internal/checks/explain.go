@@ -7,6 +7,7 @@ import (
 	"context"
 	"strings"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +32,16 @@ func (c *Controller) startPolicyWatch(kube kubernetes.Interface) {
 	c.policies = netpolicy.NewIndex()
 	c.policyFactory = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripForPolicies))
 	ix := c.policies
-	npReg, _ := c.policyFactory.Networking().V1().NetworkPolicies().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	npInf, nsInf := c.policyFactory.Networking().V1().NetworkPolicies().Informer(), c.policyFactory.Core().V1().Namespaces().Informer()
+	// A watch that fails (most often: no RBAC for it) is said once in a while through the
+	// collector's logger, naming the option, instead of client-go's line every retry.
+	for what, inf := range map[string]cache.SharedIndexInformer{"networkpolicies": npInf, "namespaces": nsInf} {
+		_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			c.skipLog.Log(zap.WarnLevel, "pod_network_health: cannot watch "+what+" for checks.explain_network_policy; failing checks are not explained until it can (RBAC: deploy/rbac/checks.yaml; or turn the option off)",
+				zap.Error(err))
+		})
+	}
+	npReg, _ := npInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { setPolicy(ix, o) },
 		UpdateFunc: func(_, o any) { setPolicy(ix, o) },
 		DeleteFunc: func(o any) {
@@ -43,7 +53,7 @@ func (c *Controller) startPolicyWatch(kube kubernetes.Interface) {
 			}
 		},
 	})
-	nsReg, _ := c.policyFactory.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nsReg, _ := nsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { setNamespace(ix, o) },
 		UpdateFunc: func(_, o any) { setNamespace(ix, o) },
 		DeleteFunc: func(o any) {
