@@ -338,7 +338,7 @@ func (ix *Index) peerMatches(pe *Peer, ns string, p Path, other End) (Verdict, s
 		if other.Pod.Namespace != ns {
 			return Denied, ""
 		}
-	} else {
+	} else if !pe.Namespaces.Empty() { // namespaceSelector {}: every namespace, labels or not
 		nsLabels, ok := ix.nsLabels[other.Pod.Namespace]
 		if !ok {
 			return Unknown, "namespace " + other.Pod.Namespace + " is not known"

@@ -359,6 +359,18 @@ spec:
 	assert.Equal(t, Unknown, d.Verdict)
 	assert.Contains(t, d.Why, "namespace nowhere")
 
+	// namespaceSelector {} selects every namespace: no labels needed.
+	anyNS := policy(t, `
+metadata: {name: from-anywhere}
+spec:
+  podSelector: {}
+  ingress: [{from: [{namespaceSelector: {}, podSelector: {matchLabels: {role: client}}}]}]
+`)
+	d = index(t, anyNS).Evaluate(pathOf(pod("nowhere", "10.1.9.8", "role", "client"), web, 80, TCP))
+	assert.Equal(t, Allowed, d.Verdict, "why: %s", d.Why)
+	d = index(t, anyNS).Evaluate(pathOf(pod("nowhere", "10.1.9.8", "role", "other"), web, 80, TCP))
+	assert.Equal(t, Denied, d.Verdict)
+
 	// A host-network pod selected by a policy.
 	hn := pod("default", "10.1.0.99", "role", "web")
 	hn.HostNetwork = true

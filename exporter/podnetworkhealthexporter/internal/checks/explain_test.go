@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	ncfake "github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
+
 	ocv1alpha1 "github.com/netpulse/netpulse/api/openshift/operatorcontrolplane/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/checkstatus"
@@ -116,10 +118,10 @@ func TestFailingCheckNamesTheDenyingPolicy(t *testing.T) {
 
 	// The namespace gets the label (the API server sets kubernetes.io/metadata.name; the
 	// fake does not): the path is admitted, the failure's own reason returns.
+	gen := c.policies.Generation()
 	_, err = kube.CoreV1().Namespaces().Update(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netpulse",
 		Labels: map[string]string{"kubernetes.io/metadata.name": "netpulse"}}}, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	gen := c.policies.Generation()
 	require.Eventually(t, func() bool { return c.policies.Generation() != gen }, 10*time.Second, 10*time.Millisecond)
 	c.explain(ctx)
 	assert.Equal(t, checkstatus.ReasonTCPConnectError, cs.st.Reachable.Reason)
@@ -214,4 +216,23 @@ func TestPolicyPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With checks.explain_network_policy off nothing is watched and nothing explained.
+func TestExplanationOff(t *testing.T) {
+	h := newHarness(t, defaultConfig(), false)
+	kube := kubefake.NewClientset(denyIngress("shop", "deny-all", nil))
+	h.c.Start(kube, ncfake.NewSimpleClientset())
+	assert.Nil(t, h.c.policyFactory, "no NetworkPolicy or Namespace watch")
+	key := checkKey{v1alpha1.NetworkCheckKind, "shop", "web-to-db"}
+	h.c.mu.Lock() // Start's NetworkCheck informer runs beside the test
+	cs := h.track(key, placement{accepted: true, mode: v1alpha1.VantageAgent, sourcePod: "web-0", node: "node-a", endpoint: "10.0.0.2:80", targetKind: "Address"})
+	h.c.mu.Unlock()
+	h.c.ConsumeLogs(context.Background(), checkResult(key.kind, key.namespace, key.name, "netpulse", "agent-a", "uid-a", "node-a", time.Now(), false))
+	h.c.explain(context.Background())
+	h.c.mu.Lock()
+	assert.Equal(t, checkstatus.ReasonTCPConnectError, cs.st.Reachable.Reason)
+	h.c.mu.Unlock()
+	n, ns := h.c.PolicyIndexLen()
+	assert.Zero(t, n+ns)
 }
