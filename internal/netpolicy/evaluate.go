@@ -124,6 +124,50 @@ func (d Decision) Message() string {
 	return b.String()
 }
 
+// All combines the decisions of paths of which the traffic takes one, unknown which (a
+// Service's endpoints): Denied when every one is denied, with every policy named once
+// (egress first, then by name); Allowed when one is allowed; Unknown otherwise, and for no
+// decision at all.
+func All(ds ...Decision) Decision {
+	if len(ds) == 0 {
+		return Decision{Verdict: Unknown, Why: "no path"}
+	}
+	var out Decision
+	out.Verdict = Denied
+	seen := map[Denial]bool{}
+	for _, d := range ds {
+		switch d.Verdict {
+		case Allowed:
+			return Decision{Verdict: Allowed}
+		case Unknown:
+			if out.Verdict != Unknown {
+				out = Decision{Verdict: Unknown, Why: d.Why}
+			}
+		case Denied:
+			if out.Verdict == Denied {
+				for _, dn := range d.Denials {
+					if !seen[dn] {
+						seen[dn] = true
+						out.Denials = append(out.Denials, dn)
+					}
+				}
+			}
+		}
+	}
+	if out.Verdict == Denied {
+		slices.SortStableFunc(out.Denials, func(a, b Denial) int {
+			if a.Direction != b.Direction {
+				if a.Direction == Egress {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.Policy.String(), b.Policy.String())
+		})
+	}
+	return out
+}
+
 // side is one direction's answer.
 type side struct {
 	v       Verdict

@@ -449,3 +449,15 @@ func TestCompileInvalid(t *testing.T) {
 		assert.False(t, strings.Contains(p.Invalid, "%!"), name)
 	}
 }
+
+func TestAll(t *testing.T) {
+	a := Decision{Verdict: Denied, Denials: []Denial{{Ref{"s", "b"}, Ingress}, {Ref{"s", "a"}, Egress}}}
+	b := Decision{Verdict: Denied, Denials: []Denial{{Ref{"s", "a"}, Egress}, {Ref{"s", "c"}, Ingress}}}
+	d := All(a, b)
+	assert.Equal(t, Denied, d.Verdict)
+	assert.Equal(t, []Denial{{Ref{"s", "a"}, Egress}, {Ref{"s", "b"}, Ingress}, {Ref{"s", "c"}, Ingress}}, d.Denials)
+	assert.Equal(t, Allowed, All(a, Decision{Verdict: Allowed}, Decision{Verdict: Unknown, Why: "x"}).Verdict, "one endpoint admitted: the traffic may take it")
+	assert.Equal(t, Unknown, All(a, Decision{Verdict: Unknown, Why: "x"}).Verdict)
+	assert.Equal(t, Unknown, All().Verdict)
+	assert.Equal(t, []Denial{{Ref{"s", "b"}, Ingress}, {Ref{"s", "a"}, Egress}}, a.Denials, "the inputs are not reordered")
+}

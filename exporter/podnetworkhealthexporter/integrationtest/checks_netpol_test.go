@@ -15,6 +15,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/checkstatus"
@@ -32,11 +33,16 @@ func TestCheckBlockedByNetworkPolicyNamesIt(t *testing.T) {
 	const ns = "checks-netpol"
 	web := makePod(t, ns, "web", "node-a")
 	runningPodStatus(t, web, "10.244.7.10")
-	db := makePod(t, ns, "db", "node-b")
-	db.Labels = map[string]string{"app": "db"}
-	db, err := admin.CoreV1().Pods(ns).Update(ctx, db, metav1.UpdateOptions{})
+	// db serves its port by name; a Service in front of it targets that name.
+	db, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db", Labels: map[string]string{"app": "db"}},
+		Spec: corev1.PodSpec{NodeName: "node-b", Containers: []corev1.Container{{Name: "c", Image: "example.invalid/x:1",
+			Ports: []corev1.ContainerPort{{Name: "pg", ContainerPort: 5432}}}}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	runningPodStatus(t, db, "10.244.8.20")
+	_, err = admin.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "db"}, Ports: []corev1.ServicePort{{Port: 5432, TargetPort: intstr.FromString("pg")}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
 	cache := makePod(t, ns, "cache", "node-b")
 	runningPodStatus(t, cache, "10.244.8.21")
 	// The agent of node-a, which runs both checks (their source has no sidecar) and whose
@@ -64,11 +70,14 @@ func TestCheckBlockedByNetworkPolicyNamesIt(t *testing.T) {
 	exp := startLogsExporter(t, cfg, "gw-netpol")
 	defer func() { _ = exp.Shutdown(ctx) }()
 
-	for _, c := range []struct{ name, target string }{{"web-to-db", "db"}, {"web-to-cache", "cache"}} {
+	for name, target := range map[string]v1alpha1.CheckTarget{
+		"web-to-db":     {Pod: &v1alpha1.CheckPodTarget{Name: "db", Port: 5432}},
+		"web-to-db-svc": {Service: &v1alpha1.CheckServiceTarget{Name: "db", Port: 5432}},
+		"web-to-cache":  {Pod: &v1alpha1.CheckPodTarget{Name: "cache", Port: 5432}},
+	} {
 		_, err := pnhClient.NetpulseV1alpha1().NetworkChecks(ns).Create(ctx, &v1alpha1.NetworkCheck{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.name},
-			Spec: v1alpha1.NetworkCheckSpec{Source: v1alpha1.CheckSource{PodName: "web"},
-				Target: v1alpha1.CheckTarget{Pod: &v1alpha1.CheckPodTarget{Name: c.target, Port: 5432}}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       v1alpha1.NetworkCheckSpec{Source: v1alpha1.CheckSource{PodName: "web"}, Target: target},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
@@ -85,7 +94,7 @@ func TestCheckBlockedByNetworkPolicyNamesIt(t *testing.T) {
 		}
 		return nil
 	}
-	for _, name := range []string{"web-to-db", "web-to-cache"} {
+	for _, name := range []string{"web-to-db", "web-to-db-svc", "web-to-cache"} {
 		require.Eventually(t, func() bool {
 			c := get(name)
 			return c != nil && c.Status.Vantage != nil && c.Status.Vantage.Node == "node-a" && c.Status.Target != nil
@@ -95,7 +104,7 @@ func TestCheckBlockedByNetworkPolicyNamesIt(t *testing.T) {
 	// Both checks fail, as probes a policy drops do: a timeout, nothing more.
 	at := time.Now().Add(-time.Minute).Truncate(time.Second)
 	next := func() time.Time { at = at.Add(time.Second); return at }
-	for _, name := range []string{"web-to-db", "web-to-cache"} {
+	for _, name := range []string{"web-to-db", "web-to-db-svc", "web-to-cache"} {
 		require.NoError(t, exp.ConsumeLogs(ctx, checkRecord(ns, name, next(), false)))
 	}
 	require.Eventually(t, func() bool {
@@ -108,6 +117,14 @@ func TestCheckBlockedByNetworkPolicyNamesIt(t *testing.T) {
 	assert.Equal(t, v1alpha1.Unreachable, c.Status.Reachability)
 	require.NotEmpty(t, c.Status.Failures)
 	assert.Equal(t, checkstatus.ReasonTCPConnectError, c.Status.Failures[0].Reason, "the log entry keeps what the probe reported")
+
+	// Through the Service: its one endpoint (db, on the port named pg) is denied.
+	require.Eventually(t, func() bool {
+		r := reachable("web-to-db-svc")
+		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == checkstatus.ReasonNetworkPolicyDenied
+	}, 30*time.Second, 100*time.Millisecond, "the check through the Service names the policy: %+v", reachable("web-to-db-svc"))
+	assert.Equal(t, "denied by NetworkPolicy checks-netpol/deny-db (ingress of the destination) for the Service's one endpoint; the probe: tcp connection refused",
+		reachable("web-to-db-svc").Message)
 
 	// The other check fails too, but no policy is on its path: the probe's own reason.
 	require.Eventually(t, func() bool {

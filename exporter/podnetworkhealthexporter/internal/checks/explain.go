@@ -5,12 +5,14 @@ package checks
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -113,7 +115,9 @@ func (c *Controller) explain(ctx context.Context) {
 		key     checkKey
 		vantage string
 		place   placement
-		target  *podRef
+		target  *podRef // a pod target
+		service *podRef // a Service target (its namespace and name)
+		svcPort int32
 		probe   v1alpha1.ProbeType
 	}
 	var reads []read
@@ -128,7 +132,14 @@ func (c *Controller) explain(ctx context.Context) {
 		}
 		if !cs.policy.pathRead || cs.policy.readFor != v || cs.policy.readAt.Before(cs.placeAt) {
 			if len(reads) < explainBatch {
-				reads = append(reads, read{key: cs.key, vantage: v, place: cs.place, target: targetPodOf(cs), probe: cs.spec.probe})
+				r := read{key: cs.key, vantage: v, place: cs.place, target: targetPodOf(cs), probe: cs.spec.probe}
+				if t := cs.spec.target.Service; t != nil && cs.place.targetKind == "Service" {
+					r.service, r.svcPort = &podRef{namespace: t.Namespace, name: t.Name}, t.Port
+					if r.service.namespace == "" {
+						r.service.namespace = cs.key.namespace
+					}
+				}
+				reads = append(reads, r)
 			}
 		}
 	}
@@ -137,6 +148,8 @@ func (c *Controller) explain(ctx context.Context) {
 	type got struct {
 		read
 		vantagePod, targetPod *corev1.Pod
+		svc                   *corev1.Service
+		backends              []corev1.Pod
 		err                   error
 	}
 	results := make([]got, 0, len(reads))
@@ -149,6 +162,9 @@ func (c *Controller) explain(ctx context.Context) {
 		g.vantagePod, g.err = c.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
 		if g.err == nil && r.target != nil {
 			g.targetPod, g.err = c.kube.CoreV1().Pods(r.target.namespace).Get(ctx, r.target.name, metav1.GetOptions{ResourceVersion: "0"})
+		}
+		if g.err == nil && r.service != nil {
+			g.svc, g.backends, g.err = c.serviceEndpoints(ctx, r.service)
 		}
 		results = append(results, g)
 	}
@@ -168,7 +184,13 @@ func (c *Controller) explain(ctx context.Context) {
 			ps.valid, ps.why = false, "a pod of the path could not be read: "+shortErr(g.err)
 			continue
 		}
-		ps.path, ps.why = policyPath(g.place, g.probe, g.vantagePod, g.targetPod)
+		if g.service != nil {
+			ps.paths, ps.why = policyServicePaths(g.probe, g.svcPort, g.svc, g.vantagePod, g.backends)
+		} else {
+			var p netpolicy.Path
+			p, ps.why = policyPath(g.place, g.probe, g.vantagePod, g.targetPod)
+			ps.paths = []netpolicy.Path{p}
+		}
 		ps.valid = ps.why == ""
 	}
 	for _, cs := range c.book.checks {
@@ -181,8 +203,19 @@ func (c *Controller) explain(ctx context.Context) {
 		}
 		ps.denial = ""
 		if ps.valid {
-			if d := c.policies.Evaluate(ps.path); d.Verdict == netpolicy.Denied {
+			ds := make([]netpolicy.Decision, 0, len(ps.paths))
+			for _, p := range ps.paths {
+				ds = append(ds, c.policies.Evaluate(p))
+			}
+			if d := netpolicy.All(ds...); d.Verdict == netpolicy.Denied {
 				ps.denial = d.Message()
+				switch n := len(ps.paths); {
+				case cs.place.targetKind != "Service":
+				case n == 1:
+					ps.denial += " for the Service's one endpoint"
+				default:
+					ps.denial += fmt.Sprintf(" for each of the Service's %d endpoints", n)
+				}
 			}
 		}
 		ps.known, ps.generation = true, gen
@@ -191,6 +224,27 @@ func (c *Controller) explain(ctx context.Context) {
 }
 
 type podRef struct{ namespace, name string }
+
+// serviceEndpoints reads a Service target and the Running pods its selector selects (from
+// the API server's cache), at most maxServiceEndpoints of them.
+func (c *Controller) serviceEndpoints(ctx context.Context, r *podRef) (*corev1.Service, []corev1.Pod, error) {
+	svc, err := c.kube.CoreV1().Services(r.namespace).Get(ctx, r.name, metav1.GetOptions{ResourceVersion: "0"})
+	if err != nil || len(svc.Spec.Selector) == 0 {
+		return svc, nil, err
+	}
+	list, err := c.kube.CoreV1().Pods(r.namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(svc.Spec.Selector).String(), ResourceVersion: "0"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []corev1.Pod
+	for i := range list.Items {
+		if isEndpoint(&list.Items[i]) && len(out) < maxServiceEndpoints {
+			out = append(out, list.Items[i])
+		}
+	}
+	return svc, out, nil
+}
 
 // targetPodOf is the pod a check targets by name, nil for other targets.
 func targetPodOf(cs *checkState) *podRef {

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	ncfake "github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
@@ -235,4 +236,91 @@ func TestExplanationOff(t *testing.T) {
 	h.c.mu.Unlock()
 	n, ns := h.c.PolicyIndexLen()
 	assert.Zero(t, n+ns)
+}
+
+func TestPolicyServicePaths(t *testing.T) {
+	vantage := labelled(runningPod("netpulse", "agent-a", "node-a", "10.0.0.250"), "app", "agent")
+	backend := func(name, ip string, ports ...corev1.ContainerPort) corev1.Pod {
+		p := labelled(runningPod("shop", name, "node-b", ip), "app", "db")
+		p.Spec.Containers = []corev1.Container{{Name: "db", Ports: ports}}
+		return *p
+	}
+	pg := corev1.ContainerPort{Name: "pg", ContainerPort: 5432}
+	pgAlt := corev1.ContainerPort{Name: "pg", ContainerPort: 6432}
+	svc := func(target intstr.IntOrString) *corev1.Service {
+		return &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.5", Selector: map[string]string{"app": "db"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: target}}}}
+	}
+	backends := []corev1.Pod{backend("db-0", "10.0.0.2", pg), backend("db-1", "10.0.0.3", pgAlt), backend("db-2", "10.0.0.4")}
+
+	paths, why := policyServicePaths(v1alpha1.ProbeTypeTCP, 80, svc(intstr.FromString("pg")), vantage, backends)
+	require.Empty(t, why)
+	require.Len(t, paths, 2, "db-2 has no port named pg: no endpoint")
+	assert.Equal(t, []int32{5432, 6432}, []int32{paths[0].Port, paths[1].Port}, "the named target port, per endpoint")
+	assert.Equal(t, netip.MustParseAddr("10.0.0.3"), paths[1].Destination.IP)
+	assert.Equal(t, "db-1", backends[1].Name)
+
+	paths, why = policyServicePaths(v1alpha1.ProbeTypeTCP, 80, svc(intstr.FromInt32(8080)), vantage, backends)
+	require.Empty(t, why)
+	require.Len(t, paths, 3)
+	assert.Equal(t, int32(8080), paths[2].Port)
+	paths, _ = policyServicePaths(v1alpha1.ProbeTypeTCP, 80, svc(intstr.IntOrString{}), vantage, backends)
+	assert.Equal(t, int32(80), paths[0].Port, "no targetPort: the port")
+
+	for name, tc := range map[string]struct {
+		probe v1alpha1.ProbeType
+		port  int32
+		svc   *corev1.Service
+		want  string
+	}{
+		"icmp":        {v1alpha1.ProbeTypeICMP, 80, svc(intstr.FromInt32(80)), "ICMP"},
+		"no selector": {v1alpha1.ProbeTypeTCP, 80, &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.5", Ports: []corev1.ServicePort{{Port: 80}}}}, "without a selector"},
+		"no port":     {v1alpha1.ProbeTypeTCP, 81, svc(intstr.FromInt32(80)), "no TCP port 81"},
+	} {
+		_, why := policyServicePaths(tc.probe, tc.port, tc.svc, vantage, backends)
+		assert.Contains(t, why, tc.want, name)
+	}
+	_, why = policyServicePaths(v1alpha1.ProbeTypeTCP, 80, svc(intstr.FromInt32(80)), vantage, nil)
+	assert.Contains(t, why, "no running endpoint")
+}
+
+// A Service target is denied only when every endpoint is; the message names the policies
+// of all of them.
+func TestServiceCheckDeniedOnlyWhenEveryEndpointIs(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.ExplainNetworkPolicy = true
+	h := newHarness(t, cfg, false)
+	c := h.c
+	ctx := context.Background()
+	db0 := labelled(runningPod("shop", "db-0", "node-b", "10.0.0.2"), "app", "db", "shard", "0")
+	db1 := labelled(runningPod("shop", "db-1", "node-b", "10.0.0.3"), "app", "db", "shard", "1")
+	kube := kubefake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netpulse"}},
+		labelled(runningPod("netpulse", "agent-a", "node-a", "10.0.0.250"), "app.kubernetes.io/name", "netpulse"),
+		db0, db1,
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.5",
+			Selector: map[string]string{"app": "db"}, Ports: []corev1.ServicePort{{Port: 5432, TargetPort: intstr.FromInt32(5432)}}}},
+		denyIngress("shop", "deny-shard-0", map[string]string{"shard": "0"}),
+	)
+	c.kube = kube
+	c.startPolicyWatch(kube)
+	require.Eventually(t, c.policiesSynced, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { n, ns := c.PolicyIndexLen(); return n == 1 && ns == 2 }, 10*time.Second, 10*time.Millisecond)
+
+	key := checkKey{v1alpha1.NetworkCheckKind, "shop", "web-to-db"}
+	cs := h.track(key, placement{accepted: true, mode: v1alpha1.VantageAgent, sourcePod: "web-0", node: "node-a", endpoint: "10.96.0.5:5432", targetKind: "Service"})
+	cs.spec = spec{sourcePod: "web-0", target: v1alpha1.CheckTarget{Service: &v1alpha1.CheckServiceTarget{Name: "db", Port: 5432}}}
+	c.ConsumeLogs(ctx, checkResult(key.kind, key.namespace, key.name, "netpulse", "agent-a", "uid-a", "node-a", time.Now().Add(-time.Minute), false))
+	c.explain(ctx)
+	assert.True(t, cs.policy.valid, cs.policy.why)
+	assert.Len(t, cs.policy.paths, 2)
+	assert.Equal(t, checkstatus.ReasonTCPConnectError, cs.st.Reachable.Reason, "db-1 admits the probe: not explained by policy")
+
+	_, err := kube.NetworkingV1().NetworkPolicies("shop").Create(ctx, denyIngress("shop", "deny-shard-1", map[string]string{"shard": "1"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { n, _ := c.PolicyIndexLen(); return n == 2 }, 10*time.Second, 10*time.Millisecond)
+	c.explain(ctx)
+	assert.Equal(t, checkstatus.ReasonNetworkPolicyDenied, cs.st.Reachable.Reason)
+	assert.Contains(t, cs.st.Reachable.Message, "denied by NetworkPolicies shop/deny-shard-0, shop/deny-shard-1 (ingress of the destination) for each of the Service's 2 endpoints")
 }

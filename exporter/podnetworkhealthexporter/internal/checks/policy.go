@@ -35,8 +35,9 @@ type policyState struct {
 	known bool
 	// generation: the policy index's generation denial was evaluated at.
 	generation uint64
-	// path: the path as last read (valid), or why it cannot be evaluated (why).
-	path     netpolicy.Path
+	// paths: the path as last read (valid), one per endpoint of a Service target, or why
+	// it cannot be evaluated (why).
+	paths    []netpolicy.Path
 	valid    bool
 	why      string
 	readAt   time.Time
@@ -118,9 +119,7 @@ func policyPodOf(p *corev1.Pod) *netpolicy.Pod {
 // owner is not looked up), or why it is not evaluated.
 func policyPath(place placement, probe v1alpha1.ProbeType, vantage, target *corev1.Pod) (netpolicy.Path, string) {
 	if place.targetKind == "Service" {
-		// kube-proxy sends the probe to one of the Service's endpoints, on its targetPort:
-		// which one is not known here.
-		return netpolicy.Path{}, "a Service target: its endpoints are not evaluated"
+		return netpolicy.Path{}, "a Service target: see policyServicePaths"
 	}
 	host, port, scheme := place.endpoint, int32(0), ""
 	if strings.Contains(host, "://") {
@@ -154,4 +153,78 @@ func policyPath(place placement, probe v1alpha1.ProbeType, vantage, target *core
 		path.Destination.Pod = policyPodOf(target)
 	}
 	return path, ""
+}
+
+// maxServiceEndpoints bounds the endpoints of a Service target read and evaluated.
+const maxServiceEndpoints = 50
+
+// policyServicePaths are the paths a probe of a Service's ClusterIP and port may take: to
+// each of its endpoints (the Running pods its selector selects), on the target port,
+// which kube-proxy rewrites the destination to before the packet reaches the endpoint's
+// node. The policies are evaluated on those rewritten paths (for the egress side the API
+// leaves open whether an implementation sees the Service address or the endpoint; the
+// engines in use see the endpoint). The probe takes one of them, so the check is denied
+// only when every one is (netpolicy.All).
+func policyServicePaths(probe v1alpha1.ProbeType, port int32, svc *corev1.Service, vantage *corev1.Pod, backends []corev1.Pod) ([]netpolicy.Path, string) {
+	if probe == v1alpha1.ProbeTypeICMP {
+		return nil, "an ICMP probe of a Service address (kube-proxy forwards TCP, UDP and SCTP only)"
+	}
+	if len(svc.Spec.Selector) == 0 {
+		return nil, "a Service without a selector: its endpoints are not read"
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == port && (svc.Spec.Ports[i].Protocol == "" || svc.Spec.Ports[i].Protocol == corev1.ProtocolTCP) {
+			sp = &svc.Spec.Ports[i]
+		}
+	}
+	if sp == nil {
+		return nil, "the Service has no TCP port " + strconv.Itoa(int(port))
+	}
+	clusterIP, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil {
+		return nil, "the Service has no ClusterIP"
+	}
+	src := policyPodOf(vantage)
+	var paths []netpolicy.Path
+	for i := range backends {
+		b := &backends[i]
+		dst := policyPodOf(b)
+		target := sp.TargetPort.IntVal
+		switch {
+		case sp.TargetPort.StrVal != "":
+			target = 0
+			for _, cp := range dst.Ports {
+				if cp.Name == sp.TargetPort.StrVal && cp.Protocol == netpolicy.TCP {
+					target = cp.Number
+				}
+			}
+		case target == 0:
+			target = sp.Port
+		}
+		var ip netip.Addr
+		for _, a := range dst.IPs {
+			if a.Unmap().Is4() == clusterIP.Unmap().Is4() {
+				ip = a.Unmap()
+				break
+			}
+		}
+		if target == 0 || !ip.IsValid() {
+			continue // not an endpoint on this port and family
+		}
+		paths = append(paths, netpolicy.Path{Source: netpolicy.End{Pod: src}, Destination: netpolicy.End{Pod: dst, IP: ip},
+			Port: target, Protocol: netpolicy.TCP})
+		if len(paths) == maxServiceEndpoints {
+			break
+		}
+	}
+	if len(paths) == 0 {
+		return nil, "the Service has no running endpoint on that port"
+	}
+	return paths, ""
+}
+
+// isEndpoint says whether a pod a Service's selector selects can be one of its endpoints.
+func isEndpoint(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && (p.Status.PodIP != "" || len(p.Status.PodIPs) > 0)
 }
