@@ -184,6 +184,12 @@ func (c *Controller) explain(ctx context.Context) {
 			ps.valid, ps.why = false, "a pod of the path could not be read: "+shortErr(g.err)
 			continue
 		}
+		if g.place.mode != v1alpha1.VantageSidecar && g.vantagePod.Spec.NodeName != g.place.node {
+			// The reporter named a pod that is not on the check's node: not the path the
+			// probe takes (only the gateway's reads decide what is evaluated).
+			ps.valid, ps.why = false, "the reporting pod "+g.vantage+" is not on node "+g.place.node
+			continue
+		}
 		if g.service != nil {
 			ps.paths, ps.why = policyServicePaths(g.probe, g.svcPort, g.svc, g.vantagePod, g.backends)
 		} else {

@@ -324,3 +324,32 @@ func TestServiceCheckDeniedOnlyWhenEveryEndpointIs(t *testing.T) {
 	assert.Equal(t, checkstatus.ReasonNetworkPolicyDenied, cs.st.Reachable.Reason)
 	assert.Contains(t, cs.st.Reachable.Message, "denied by NetworkPolicies shop/deny-shard-0, shop/deny-shard-1 (ingress of the destination) for each of the Service's 2 endpoints")
 }
+
+// The vantage pod of an agent-mode check is the reporter's pod only when the gateway reads
+// it on the check's node: a reporter naming another pod gets no evaluation.
+func TestReporterOffTheNodeIsNotEvaluated(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.ExplainNetworkPolicy = true
+	h := newHarness(t, cfg, false)
+	c := h.c
+	ctx := context.Background()
+	kube := kubefake.NewClientset(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "netpulse"}},
+		labelled(runningPod("netpulse", "agent-a", "node-z", "10.0.0.250"), "app.kubernetes.io/name", "netpulse"),
+		labelled(runningPod("shop", "db", "node-b", "10.0.0.2"), "app", "db"),
+		denyIngress("shop", "deny-db", map[string]string{"app": "db"}),
+	)
+	c.kube = kube
+	c.startPolicyWatch(kube)
+	require.Eventually(t, c.policiesSynced, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { n, ns := c.PolicyIndexLen(); return n == 1 && ns == 2 }, 10*time.Second, 10*time.Millisecond)
+	key := checkKey{v1alpha1.NetworkCheckKind, "shop", "web-to-db"}
+	cs := h.track(key, placement{accepted: true, mode: v1alpha1.VantageAgent, sourcePod: "web-0", node: "node-a", endpoint: "10.0.0.2:5432", targetKind: "Pod"})
+	cs.spec = spec{sourcePod: "web-0", target: v1alpha1.CheckTarget{Pod: &v1alpha1.CheckPodTarget{Name: "db", Port: 5432}}}
+	c.ConsumeLogs(ctx, checkResult(key.kind, key.namespace, key.name, "netpulse", "agent-a", "uid-a", "node-a", time.Now().Add(-time.Minute), false))
+	c.explain(ctx)
+	assert.False(t, cs.policy.valid)
+	assert.Contains(t, cs.policy.why, "not on node node-a")
+	assert.Equal(t, checkstatus.ReasonTCPConnectError, cs.st.Reachable.Reason)
+}
