@@ -162,6 +162,7 @@ func TestChecksBoundsConfig(t *testing.T) {
 	assert.False(t, cfg.Checks.AllowCrossNamespaceTargets, "other namespaces' targets are opt-in")
 	assert.Equal(t, 0.2, cfg.Checks.WriteShare)
 	assert.Equal(t, 30, cfg.Checks.EventsPerMinute)
+	assert.True(t, cfg.Checks.ExplainNetworkPolicy, "failing checks are explained by NetworkPolicies by default")
 	for name, mutate := range map[string]func(*ChecksConfig){
 		"checks::max_checks_per_namespace": func(c *ChecksConfig) { c.MaxChecksPerNamespace = c.MaxChecks + 1 },
 		"checks::write_share":              func(c *ChecksConfig) { c.WriteShare = 0.9 },

@@ -173,6 +173,12 @@ type ChecksConfig struct {
 	// every resolved address as well).
 	AllowLoopback  bool `mapstructure:"allow_loopback"`
 	AllowLinkLocal bool `mapstructure:"allow_link_local"`
+	// ExplainNetworkPolicy: a failing check whose path the cluster's NetworkPolicies deny
+	// reads Reachable=False reason NetworkPolicyDenied, naming the policies (docs/checks.md).
+	// On by default: it watches NetworkPolicies and Namespaces (small objects, stripped to
+	// selectors and labels before caching; no pods) and reads a check's pods only while it
+	// fails. Needs list/watch on both (deploy/rbac/checks.yaml).
+	ExplainNetworkPolicy bool `mapstructure:"explain_network_policy"`
 }
 
 // LeaderElectionConfig makes exactly one replica the writer (client-go Lease election).

@@ -143,5 +143,6 @@ func newCheckController(e *pnhExporter, cfg ChecksConfig) *checks.Controller {
 		AllowLoopback:              cfg.AllowLoopback,
 		AllowLinkLocal:             cfg.AllowLinkLocal,
 		EventsPerMinute:            cfg.EventsPerMinute,
+		ExplainNetworkPolicy:       cfg.ExplainNetworkPolicy,
 	}, d)
 }

@@ -100,6 +100,7 @@ func createDefaultConfig() component.Config {
 		Checks: ChecksConfig{
 			Heartbeat: 10 * time.Minute, PruneAfter: 48 * time.Hour, MaxChecks: 10000,
 			MaxChecksPerNamespace: defaultMaxChecksPerNamespace, WriteShare: apply.DefaultCheckShare, EventsPerMinute: 30,
+			ExplainNetworkPolicy: true,
 		},
 	}
 }

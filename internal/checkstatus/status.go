@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/internal/contract"
 )
 
 // Limits of a Status, those of OpenShift's PodNetworkConnectivityCheck status, and of the
@@ -63,6 +64,10 @@ const (
 	ReasonProbeFailed = "ProbeFailed"
 	// ReasonNoResults is the Unknown reason: no result arrived for a while (Silence).
 	ReasonNoResults = "NoResults"
+	// ReasonNetworkPolicyDenied is FlavourNetpulse's False reason when the gateway's
+	// NetworkPolicy index denies the failing check's path (the gateway sets it, never a
+	// result: contract.GatewayCheckReasons).
+	ReasonNetworkPolicyDenied = contract.CheckReasonNetworkPolicyDenied
 )
 
 // Events.

@@ -7,7 +7,7 @@
 // docs/telemetry-contract.md explains each key.
 //
 // The closed lists of values (ProbeTypes, TargetKinds, NetworkTypes, ErrorTypes,
-// PathMTUStatuses, Disruptions; Enums for the attributes) are defined here once: the
+// PathMTUStatuses, Disruptions, GatewayCheckReasons; Enums for the attributes) are defined here once: the
 // components and the API derive their own from them, and the copies that must stay literal
 // (pod_probe's metadata.yaml, the API's kubebuilder enum markers and the CRDs generated from
 // them) have tests that fail when they differ.
@@ -211,6 +211,18 @@ const (
 	// SourceAddress is the local address the probe left from.
 	SourceAddress = "source.address"
 )
+
+// Reasons of a declared check's Reachable condition that only the gateway gives, from
+// what it holds itself; never a result's reason (CheckReason). The gateway refuses a result
+// that carries one (check_invalid), so no agent or sidecar can claim them.
+const (
+	// CheckReasonNetworkPolicyDenied: the check fails and the NetworkPolicies in the
+	// gateway's index deny its path (docs/checks.md).
+	CheckReasonNetworkPolicyDenied = "NetworkPolicyDenied"
+)
+
+// GatewayCheckReasons is every reason only the gateway gives.
+var GatewayCheckReasons = [...]string{CheckReasonNetworkPolicyDenied}
 
 // Enums returns the closed data point attributes of pod_probe's metrics with their
 // values: what the gateway's admission accepts, and what pod_probe's metadata.yaml must

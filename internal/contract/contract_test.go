@@ -16,7 +16,7 @@ func TestEnumerationsAreSets(t *testing.T) {
 	lists := map[string][]string{
 		"ProbeTypes": ProbeTypes[:], "AddressProbeTypes": AddressProbeTypes[:], "TargetKinds": TargetKinds[:],
 		"NetworkTypes": NetworkTypes[:], "ErrorTypes": ErrorTypes[:], "PathMTUStatuses": PathMTUStatuses[:],
-		"Disruptions": Disruptions[:],
+		"Disruptions": Disruptions[:], "GatewayCheckReasons": GatewayCheckReasons[:],
 	}
 	for name, list := range lists {
 		seen := map[string]bool{}
@@ -95,6 +95,36 @@ func TestTelemetryContractDocListsTheValues(t *testing.T) {
 	for key, want := range Enums() {
 		if !slices.Equal(got[key], want) {
 			t.Errorf("docs/telemetry-contract.md lists %s as %v; internal/contract says %v", key, got[key], want)
+		}
+	}
+}
+
+// docs/api.md's NetworkCheck status row lists the Reachable reasons, and docs/checks.md
+// explains each reason only the gateway gives.
+func TestDocsListTheGatewayCheckReasons(t *testing.T) {
+	api, err := os.ReadFile("../../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks, err := os.ReadFile("../../docs/checks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, l := range strings.Split(string(api), "\n") {
+		if strings.HasPrefix(l, "| `status.conditions` | `Accepted`") {
+			row = l
+		}
+	}
+	if row == "" {
+		t.Fatal("docs/api.md: no NetworkCheck status.conditions row")
+	}
+	for _, r := range GatewayCheckReasons {
+		if !strings.Contains(row, "`"+r+"`") {
+			t.Errorf("docs/api.md's NetworkCheck status.conditions row does not name %s", r)
+		}
+		if !strings.Contains(string(checks), "`"+r+"`") {
+			t.Errorf("docs/checks.md does not explain %s", r)
 		}
 	}
 }

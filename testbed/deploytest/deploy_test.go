@@ -125,6 +125,11 @@ func TestKubectlApplyVariants(t *testing.T) {
 		{"", "pods", "", "patch", "shop", false},
 		{"coordination.k8s.io", "leases", "", "update", "netpulse", true},
 		{"coordination.k8s.io", "leases", "", "delete", "netpulse", false},
+		// checks.explain_network_policy: the policies and namespaces are watched, never written.
+		{"networking.k8s.io", "networkpolicies", "", "watch", "", true},
+		{"networking.k8s.io", "networkpolicies", "", "create", "shop", false},
+		{"", "namespaces", "", "list", "", true},
+		{"", "namespaces", "", "update", "", false},
 	} {
 		got := canIn("netpulse-gateway", r.ns, r.group, r.resource, r.sub, r.verb)
 		require.Equal(t, r.want, got, "gateway %s %s/%s (%s) in %q", r.verb, r.resource, r.sub, r.group, r.ns)

@@ -91,7 +91,8 @@ func (d *dial) policyMismatch() bool {
 // evaluated here). Then it deletes the policy (every connection opens: the refusals were
 // the policy's) and restores it with `helm upgrade` (refused again), and last it reads from
 // the monitoring pod, through the gateway's metrics port, that every agent's rounds kept
-// arriving while the policy was enforced.
+// arriving while the policy was enforced. Last, a declared check that a workload's own
+// NetworkPolicy blocks reads Unreachable naming that policy (checkBlockedByUserPolicy).
 func (s *suite) networkPolicy(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
@@ -288,6 +289,9 @@ func (s *suite) networkPolicy(t *testing.T) {
 	s.awaitObjects(t, "every pair Reachable under the NetworkPolicy", time.Minute, allReachable)
 	s.figure("NetworkPolicy enforced: every agent's rounds keep reaching the gateway (packets sent, read through 8889 from %s/%s: %s), every pair Reachable; the step took %.0f s",
 		scraper.pod.Namespace, scraper.pod.Name, strings.Join(grew, ", "), time.Since(start).Seconds())
+
+	// 5. A user's own policy blocking a declared check is named by it (netpol_checks_test.go).
+	s.checkBlockedByUserPolicy(t)
 }
 
 // probePod is a pause container pinned to node.

@@ -102,6 +102,9 @@ type checkState struct {
 	// again until the state changes (rejectedLabels: the same for the labels patch).
 	rejected       *snapshot
 	rejectedLabels string
+
+	// The NetworkPolicy explanation of a failing check (policy.go, explain.go).
+	policy policyState
 }
 
 // snapshot is what one status write carries (and, once written, what was written).

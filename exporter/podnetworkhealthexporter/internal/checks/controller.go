@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/identity"
+	"github.com/netpulse/netpulse/internal/netpolicy"
 	"github.com/netpulse/netpulse/internal/ratelog"
 	"github.com/netpulse/netpulse/internal/targetpolicy"
 )
@@ -47,6 +49,9 @@ type Config struct {
 	AllowLoopback              bool
 	AllowLinkLocal             bool
 	EventsPerMinute            int
+	// ExplainNetworkPolicy: a failing check whose path the cluster's NetworkPolicies deny
+	// reads NetworkPolicyDenied, naming them (explain.go).
+	ExplainNetworkPolicy bool
 }
 
 // Deps is what the controller is given by the exporter: no pointer to it.
@@ -81,6 +86,11 @@ type Controller struct {
 	kube    kubernetes.Interface
 	nc      versioned.Interface
 	factory externalversions.SharedInformerFactory
+
+	// The NetworkPolicy explanation (nil without checks.explain_network_policy).
+	policies       *netpolicy.Index
+	policyFactory  informers.SharedInformerFactory
+	policiesSynced func() bool
 
 	leading atomic.Bool
 	// resuming: a re-read of the checks at takeover is in flight.
@@ -126,6 +136,9 @@ func (c *Controller) Start(kube kubernetes.Interface, nc versioned.Interface) {
 		_, _ = c.factory.Controlplane().V1alpha1().PodNetworkConnectivityChecks().Informer().AddEventHandler(c.handler(ocv1alpha1.Kind))
 	}
 	c.factory.Start(c.stop)
+	if c.cfg.ExplainNetworkPolicy {
+		c.startPolicyWatch(kube)
+	}
 }
 
 // Shutdown stops the informers. Safe without Start and twice.
@@ -133,6 +146,9 @@ func (c *Controller) Shutdown() {
 	c.stopOnce.Do(func() { close(c.stop) })
 	if c.factory != nil {
 		c.factory.Shutdown()
+	}
+	if c.policyFactory != nil {
+		c.policyFactory.Shutdown()
 	}
 }
 
@@ -303,6 +319,8 @@ func (c *Controller) Reconcile(ctx context.Context, now time.Time) {
 		c.book.placed(key, p, now)
 		c.mu.Unlock()
 	}
+
+	c.explain(ctx)
 
 	c.mu.Lock()
 	wp := c.book.plan(now, c.write)

@@ -285,6 +285,8 @@ func TestHostileCheckResultsAreRefusedBeforeQueueing(t *testing.T) {
 		func(a map[string]any) { a[contract.CheckReason] = strings.Repeat("A", 65) },
 		func(a map[string]any) { a[contract.SourceAddress] = strings.Repeat("1", 100) },
 		func(a map[string]any) { a[contract.SourceAddress] = "not-an-address" },
+		// A reason only the gateway gives: no reporter may claim a NetworkPolicy denial.
+		func(a map[string]any) { a[contract.CheckReason] = contract.CheckReasonNetworkPolicyDenied },
 	}
 	for i, m := range hostile {
 		record(now.Add(time.Duration(i)*time.Second), m)

@@ -5,6 +5,7 @@ package checks
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +14,7 @@ import (
 	ocv1alpha1 "github.com/netpulse/netpulse/api/openshift/operatorcontrolplane/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/checkstatus"
+	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/identity"
 )
 
@@ -97,7 +99,9 @@ func (b *book) fold(r result, bd *identity.Binding, now time.Time) ([]checkEvent
 		flavour = checkstatus.FlavourOpenShift
 	}
 	var evs []checkstatus.Event
+	prev := cs.st.Reachable
 	cs.st, evs = checkstatus.Apply(cs.st, flavour, entry)
+	explainReachable(cs, prev)
 	cs.seenAt = now
 	cs.observerPod = r.reporterNS + "/" + r.reporterPod
 	if r.source != "" {
@@ -117,8 +121,8 @@ func (b *book) fold(r result, bd *identity.Binding, now time.Time) ([]checkEvent
 // record that the API would refuse would otherwise make every status write of its check
 // fail with 422. Messages need no check: they are cut to the schema's length.
 func validResult(reason, src, rNs, rPod string) bool {
-	if !checkstatus.ValidReason(reason) {
-		return false
+	if !checkstatus.ValidReason(reason) || slices.Contains(contract.GatewayCheckReasons[:], reason) {
+		return false // reasons only the gateway gives (NetworkPolicyDenied) are not a reporter's to claim
 	}
 	if src != "" {
 		if len(src) > maxSourceAddressLength {
