@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -111,17 +112,44 @@ func (c *Controller) explain(ctx context.Context) {
 	if c.policies == nil || c.policiesSynced == nil || !c.policiesSynced() {
 		return
 	}
-	type read struct {
-		key     checkKey
-		vantage string
-		place   placement
-		target  *podRef // a pod target
-		service *podRef // a Service target (its namespace and name)
-		svcPort int32
-		probe   v1alpha1.ProbeType
+	results, ok := c.readPaths(ctx, c.pendingPathReads())
+	if !ok {
+		return
 	}
-	var reads []read
+	gen := c.policies.Generation()
+	now := c.d.Now()
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.applyPathReads(results, now)
+	c.evaluatePaths(gen)
+}
+
+// pathRead is one check whose path's pods are to be read.
+type pathRead struct {
+	key     checkKey
+	vantage string
+	place   placement
+	target  *podRef // a pod target
+	service *podRef // a Service target (its namespace and name)
+	svcPort int32
+	probe   v1alpha1.ProbeType
+}
+
+// pathGot is what a pathRead read.
+type pathGot struct {
+	pathRead
+	vantagePod, targetPod *corev1.Pod
+	svc                   *corev1.Service
+	backends              []corev1.Pod
+	err                   error
+}
+
+// pendingPathReads lists the failing checks whose path is not read for their current
+// placement, at most explainBatch.
+func (c *Controller) pendingPathReads() []pathRead {
+	var reads []pathRead
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, cs := range c.book.checks {
 		if !cs.place.accepted || cs.st.Reachable.Status != checkstatus.ConditionFalse {
 			continue
@@ -132,7 +160,7 @@ func (c *Controller) explain(ctx context.Context) {
 		}
 		if !cs.policy.pathRead || cs.policy.readFor != v || cs.policy.readAt.Before(cs.placeAt) {
 			if len(reads) < explainBatch {
-				r := read{key: cs.key, vantage: v, place: cs.place, target: targetPodOf(cs), probe: cs.spec.probe}
+				r := pathRead{key: cs.key, vantage: v, place: cs.place, target: targetPodOf(cs), probe: cs.spec.probe}
 				if t := cs.spec.target.Service; t != nil && cs.place.targetKind == "Service" {
 					r.service, r.svcPort = &podRef{namespace: t.Namespace, name: t.Name}, t.Port
 					if r.service.namespace == "" {
@@ -143,21 +171,18 @@ func (c *Controller) explain(ctx context.Context) {
 			}
 		}
 	}
-	c.mu.Unlock()
+	return reads
+}
 
-	type got struct {
-		read
-		vantagePod, targetPod *corev1.Pod
-		svc                   *corev1.Service
-		backends              []corev1.Pod
-		err                   error
-	}
-	results := make([]got, 0, len(reads))
+// readPaths reads the pods (and Service endpoints) of each path from the API server's
+// cache; false when ctx ended.
+func (c *Controller) readPaths(ctx context.Context, reads []pathRead) ([]pathGot, bool) {
+	results := make([]pathGot, 0, len(reads))
 	for _, r := range reads {
 		if ctx.Err() != nil {
-			return
+			return nil, false
 		}
-		g := got{read: r}
+		g := pathGot{pathRead: r}
 		ns, name, _ := strings.Cut(r.vantage, "/")
 		g.vantagePod, g.err = c.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
 		if g.err == nil && r.target != nil {
@@ -168,11 +193,11 @@ func (c *Controller) explain(ctx context.Context) {
 		}
 		results = append(results, g)
 	}
+	return results, true
+}
 
-	gen := c.policies.Generation()
-	now := c.d.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// applyPathReads records each read path (caller holds mu).
+func (c *Controller) applyPathReads(results []pathGot, now time.Time) {
 	for _, g := range results {
 		cs, ok := c.book.checks[g.key]
 		if !ok {
@@ -199,6 +224,11 @@ func (c *Controller) explain(ctx context.Context) {
 		}
 		ps.valid = ps.why == ""
 	}
+}
+
+// evaluatePaths evaluates each failing check's read path whose evaluation is older than
+// the index's generation gen, and sets its Reachable reason (caller holds mu).
+func (c *Controller) evaluatePaths(gen uint64) {
 	for _, cs := range c.book.checks {
 		ps := &cs.policy
 		if !cs.place.accepted || cs.st.Reachable.Status != checkstatus.ConditionFalse || !ps.pathRead {
