@@ -7,7 +7,9 @@
 // component at all. Code two components need lives under internal/. The few packages that
 // assemble components into pipelines, as the distribution does, are listed in assemblers
 // with the reason. Test imports count too: a test that needs another component is an
-// assembler and must be listed.
+// assembler and must be listed. Within a component, stageRules keep a stage from importing
+// later stages (the exporter's verdict imports neither writequeue, plan, apply nor
+// controllers).
 //
 // `make lint` runs it from the module root; it exits 1 and names every offending import.
 //
@@ -44,6 +46,44 @@ var assemblers = map[string]string{
 	"testbed/helmtest":     "checks the chart against the components' own defaults (the readiness gate's condition type)",
 	"exporter/podnetworkhealthexporter/integrationtest":   "the gateway trust test runs k8s_token_auth in front of the exporter",
 	"exporter/podnetworkhealthexporter/internal/scalesim": "the scale simulation runs the gateway's k8s_net_attributes admission and binding in front of the exporter's stages",
+}
+
+// stageRule forbids a stage of a component, with its subpackages, the packages of later
+// stages: docs/development.md's rule that verdict judges, plan decides the writes and
+// apply writes.
+type stageRule struct {
+	stage     string   // module-relative package path, subpackages included
+	forbidden []string // module-relative package paths, subpackages included
+	why       string
+}
+
+const exporterInternal = "exporter/podnetworkhealthexporter/internal/"
+
+var stageRules = []stageRule{{
+	stage: exporterInternal + "verdict",
+	forbidden: []string{exporterInternal + "writequeue", exporterInternal + "plan",
+		exporterInternal + "apply", exporterInternal + "controllers"},
+	why: "verdict judges; which writes to make, and when and how urgently, is plan's, and writing is apply's",
+}}
+
+// under reports whether the module-relative path rel is pkg or one of its subpackages.
+func under(rel, pkg string) bool {
+	return rel == pkg || strings.HasPrefix(rel, pkg+"/")
+}
+
+// stageViolation returns the rule the import of to by from breaks, or "".
+func stageViolation(from, to string) string {
+	for _, r := range stageRules {
+		if !under(from, r.stage) {
+			continue
+		}
+		for _, f := range r.forbidden {
+			if under(to, f) {
+				return fmt.Sprintf("stage %s must not import %s: %s", r.stage, f, r.why)
+			}
+		}
+	}
+	return ""
 }
 
 // Package is what importcheck reads of `go list -json`.
@@ -110,6 +150,11 @@ func Check(pkgs []Package) []Violation {
 			for _, imp := range imports {
 				to, ok := relative(imp)
 				if !ok || seen[imp] {
+					continue
+				}
+				if rule := stageViolation(from, to); rule != "" {
+					seen[imp] = true
+					out = append(out, Violation{Importer: p.ImportPath, Imported: imp, Test: test, Rule: rule})
 					continue
 				}
 				target := componentOf(to)
@@ -181,5 +226,5 @@ func main() {
 		}
 		os.Exit(1)
 	}
-	fmt.Printf("importcheck: %d packages, no component imports another component\n", len(pkgs))
+	fmt.Printf("importcheck: %d packages, no component imports another component, no stage a later stage\n", len(pkgs))
 }

@@ -53,6 +53,34 @@ func TestCheck(t *testing.T) {
 	assert.Contains(t, lines[2], "(in its tests): component receiver/podprobereceiver must not import component exporter/podnetworkhealthexporter")
 }
 
+func TestStageRules(t *testing.T) {
+	const internal = module + "/exporter/podnetworkhealthexporter/internal/"
+	pkgs := []Package{
+		// Allowed: verdict's own subpackages and earlier stages; plan importing verdict
+		// and writequeue.
+		{ImportPath: internal + "verdict", Imports: []string{internal + "verdict/quorum", internal + "observation"}},
+		{ImportPath: internal + "plan", Imports: []string{internal + "verdict", internal + "writequeue"}},
+		// The import the rule was written for: verdict deciding write priorities.
+		{ImportPath: internal + "verdict", Imports: []string{internal + "writequeue"}},
+		// A subpackage of verdict, in its tests, importing a subpackage of plan's kin.
+		{ImportPath: internal + "verdict/zones", XTestImports: []string{internal + "apply/sub"}},
+		// A package merely named like a stage is not one.
+		{ImportPath: internal + "verdictlike", Imports: []string{internal + "writequeue"}},
+	}
+	got := Check(pkgs)
+	var lines []string
+	for _, v := range got {
+		lines = append(lines, v.String())
+	}
+	require.Len(t, got, 2, strings.Join(lines, "\n"))
+	assert.Equal(t, internal+"verdict", got[0].Importer)
+	assert.Equal(t, internal+"writequeue", got[0].Imported)
+	assert.Contains(t, lines[0], "stage exporter/podnetworkhealthexporter/internal/verdict must not import exporter/podnetworkhealthexporter/internal/writequeue")
+	assert.Equal(t, internal+"verdict/zones", got[1].Importer)
+	assert.True(t, got[1].Test)
+	assert.Contains(t, lines[1], "must not import exporter/podnetworkhealthexporter/internal/apply")
+}
+
 func TestComponentOf(t *testing.T) {
 	for rel, want := range map[string]string{
 		"exporter/podnetworkhealthexporter":                "exporter/podnetworkhealthexporter",

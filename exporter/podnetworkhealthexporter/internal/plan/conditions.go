@@ -59,7 +59,7 @@ func (c NodeConditions) Plan(d verdict.NodeDecision, nodes []*corev1.Node, now t
 		if n == nil {
 			continue
 		}
-		out = append(out, NodeConditionWrite{Node: n, Priority: w.Priority, Condition: corev1.NodeCondition{
+		out = append(out, NodeConditionWrite{Node: n, Priority: NodeWritePriority(w, d.Gray), Condition: corev1.NodeCondition{
 			Type:               corev1.NodeConditionType(c.Type),
 			Status:             corev1.ConditionStatus(w.Condition.Status),
 			Reason:             w.Condition.Reason,

@@ -255,7 +255,12 @@ type Engine struct {
 func (e *Engine) TargetChanges() uint64 { return e.targetChanges.Load() }
 
 // New returns an Engine with the default write policy (WithPolicy changes it).
+// The heartbeats stretch under the write budget (HeartbeatRule) unless cfg sets its own
+// rule.
 func New(cfg verdict.Config) *Engine {
+	if cfg.HeartbeatInterval == nil {
+		cfg.HeartbeatInterval = HeartbeatRule(cfg)
+	}
 	return &Engine{Engine: verdict.New(cfg), Pairs: PairObjects{Policy: Policy{HeartbeatInterval: cfg.Heartbeat}}}
 }
 

@@ -87,7 +87,7 @@ func TestFirstHealthyNodeConditionsGoBehindVerdicts(t *testing.T) {
 			c := w.Condition
 			cur[w.Node] = &c
 			if _, seen := prio[w.Node]; !seen {
-				prio[w.Node] = w.Priority
+				prio[w.Node] = NodeWritePriority(w, d.Gray)
 			}
 		}
 	}

@@ -18,20 +18,6 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
-
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
-)
-
-// Priority orders writes (the write queue's priorities).
-type Priority = writequeue.Priority
-
-// Priorities, most urgent first.
-const (
-	PriorityVerdict   = writequeue.Verdict   // verdict changes, objects of newly failing pairs, condition changes
-	PriorityEvent     = writequeue.Event     // Events
-	PriorityUpdate    = writequeue.Update    // first writes of stable pairs, latency/loss changes
-	PriorityHeartbeat = writequeue.Heartbeat // unchanged status rewritten so staleness shows
-	PriorityCleanup   = writequeue.Cleanup   // deletes
 )
 
 // Config configures an Engine. Zero fields take the defaults.
@@ -39,7 +25,7 @@ type Config struct {
 	// Summary configures the pair summaries (window, hysteresis, outages).
 	Summary SummaryConfig
 	// Heartbeat is the configured heartbeat of objects (plan.Policy.HeartbeatInterval,
-	// default 10m), stretched to fit the budget (HeartbeatShare): an object not written
+	// default 10m), stretched to fit the budget (HeartbeatInterval): an object not written
 	// for that long is looked at again.
 	Heartbeat time.Duration
 	// TargetQuorum distinct observer nodes must fail, with no success after them, for a
@@ -62,10 +48,15 @@ type Config struct {
 	// Namespace: when set, only sources in it are written (all-in-one mode).
 	Namespace string
 	// WritesPerSecond is the API write budget (default 5); HeartbeatShare of it (default
-	// 0.5) is what heartbeats of all objects may use: the heartbeat interval stretches with
-	// the object count (writequeue.HeartbeatInterval).
+	// 0.5) is what heartbeats of all objects may use. The verdict stage does not apply
+	// them: the plan stage turns them into HeartbeatInterval (plan.New).
 	WritesPerSecond float64
 	HeartbeatShare  float64
+	// HeartbeatInterval stretches a configured heartbeat (of objects, of node conditions)
+	// for this many objects and node conditions so their heartbeats fit the write budget.
+	// How writes share the budget is the plan stage's rule, so plan.New sets it; nil
+	// leaves heartbeats as configured.
+	HeartbeatInterval func(configured time.Duration, objects int) time.Duration
 	// MaxProbeInterval caps the round length an observer is believed to have (default 1m):
 	// an observer is silent after three of its rounds without a report.
 	MaxProbeInterval time.Duration

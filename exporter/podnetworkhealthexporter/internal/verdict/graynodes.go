@@ -33,8 +33,8 @@ type GrayNodeConfig struct {
 // systemic every node that carries the condition reads Unknown / Suppressed. Written on a
 // change of status or reason, or when the heartbeat is due, and only for nodes in current
 // (the writer's shard). A node that never carried it and is not blamed gets no write, so
-// writes follow the blamed nodes, not the cluster's size. All writes are Update priority
-// or lower: outage verdicts go first.
+// writes follow the blamed nodes, not the cluster's size. The decision is marked Gray: the
+// plan stage writes it behind the outage verdicts (plan.NodeWritePriority).
 func (e *Engine) ReconcileGrayNodes(now time.Time, current map[string]*NodeCondition, cfg GrayNodeConfig) NodeDecision {
 	nc := NodeConfig{Heartbeat: cfg.Heartbeat, MinHold: cfg.MinHold}.withDefaults()
 	blamed, systemic := e.GrayNodes()
@@ -44,7 +44,7 @@ func (e *Engine) ReconcileGrayNodes(now time.Time, current map[string]*NodeCondi
 	for _, g := range blamed {
 		byNode[g.Node] = g
 	}
-	out := NodeDecision{Suppressed: systemic}
+	out := NodeDecision{Suppressed: systemic, Gray: true}
 	if systemic {
 		out.SuppressedReason = fmt.Sprintf("%d nodes blamed for gray failures at once, more than half of those with gray evidence", len(blamed))
 	} else {
@@ -130,11 +130,7 @@ func (e *Engine) grayNodeWrite(now time.Time, node string, g GrayNode, isBlamed 
 	}
 	want.LastHeartbeat = now
 	st.decided, st.decidedAt = want, now
-	p := PriorityHeartbeat
-	if changed {
-		p = PriorityUpdate // never ahead of an outage's verdicts
-	}
-	return NodeWrite{Node: node, Condition: want, Changed: changed, Priority: p}, true
+	return NodeWrite{Node: node, Condition: want, Changed: changed, Replaces: clone(base)}, true
 }
 
 // grayNodeMessage names the side and the figures of a node's gray verdict.

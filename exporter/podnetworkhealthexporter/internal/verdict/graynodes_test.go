@@ -85,7 +85,8 @@ func TestGrayNodeConditionMarksTheBlamedNodeOnly(t *testing.T) {
 	require.Equal(t, StatusTrue, w.Condition.Status)
 	require.Equal(t, NodeReasonPacketLoss, w.Condition.Reason)
 	require.True(t, w.Changed)
-	require.Equal(t, PriorityUpdate, w.Priority, "behind the outage verdicts")
+	require.True(t, d.Gray, "the plan stage writes it behind the outage verdicts")
+	require.Nil(t, w.Replaces, "the node carried no condition")
 	require.True(t, strings.HasPrefix(w.Condition.Message, "packet loss at this node, seen by its observers on other nodes: "), w.Condition.Message)
 	require.Contains(t, w.Condition.Message, "echoes over")
 
@@ -95,7 +96,7 @@ func TestGrayNodeConditionMarksTheBlamedNodeOnly(t *testing.T) {
 	d = g.e.ReconcileGrayNodes(now.Add(11*time.Minute), cur, GrayNodeConfig{})
 	require.Len(t, d.Writes, 1)
 	require.False(t, d.Writes[0].Changed)
-	require.Equal(t, PriorityHeartbeat, d.Writes[0].Priority)
+	require.Equal(t, cur["node-0"], d.Writes[0].Replaces, "a heartbeat of what the API holds")
 	require.Equal(t, StatusTrue, d.Writes[0].Condition.Status)
 }
 
@@ -114,7 +115,8 @@ func TestGrayNodeConditionHoldsThenClears(t *testing.T) {
 	require.Equal(t, "node-0", w.Node)
 	require.Equal(t, StatusFalse, w.Condition.Status)
 	require.Equal(t, NodeReasonWithinThresholds, w.Condition.Reason)
-	require.Equal(t, PriorityUpdate, w.Priority)
+	require.True(t, w.Changed)
+	require.Equal(t, StatusTrue, w.Replaces.Status)
 
 	// A longer hold keeps it.
 	e = New(Config{})
@@ -126,7 +128,7 @@ func TestGrayNodeConditionHoldsThenClears(t *testing.T) {
 	require.Empty(t, e.ReconcileGrayNodes(t0.Add(time.Minute), cur, GrayNodeConfig{}).Writes)
 	d = e.ReconcileGrayNodes(t0.Add(11*time.Minute), cur, GrayNodeConfig{})
 	require.Len(t, d.Writes, 1)
-	require.Equal(t, PriorityHeartbeat, d.Writes[0].Priority)
+	require.False(t, d.Writes[0].Changed)
 	require.Equal(t, StatusFalse, d.Writes[0].Condition.Status)
 }
 
@@ -152,7 +154,7 @@ func TestGrayNodeConditionSuppressedWhenSystemic(t *testing.T) {
 	for _, w := range d.Writes {
 		require.Equal(t, StatusUnknown, w.Condition.Status)
 		require.Equal(t, NodeReasonSuppressed, w.Condition.Reason)
-		require.Equal(t, PriorityUpdate, w.Priority)
+		require.True(t, w.Changed)
 		got = append(got, w.Node)
 	}
 	require.Equal(t, []string{"node-0", "node-7"}, got, "only the nodes that carry the condition; the other blamed nodes get no write")

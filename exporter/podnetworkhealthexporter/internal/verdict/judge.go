@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
-	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
 
 // Judge: the per-target verdicts, pair escalation, expiry, and the pairs due a write
@@ -488,8 +487,11 @@ func (e *Engine) degradedFamilies(p *pairInfo, v observation.Verdict) (failing [
 	return failing, since
 }
 
-// heartbeat stretches a configured heartbeat so the heartbeats of all objects and node
-// conditions together use at most HeartbeatShare of the budget (caller holds mu).
+// heartbeat stretches a configured heartbeat by Config.HeartbeatInterval over all objects
+// and node conditions (caller holds mu).
 func (e *Engine) heartbeat(configured time.Duration) time.Duration {
-	return writequeue.HeartbeatInterval(configured, len(e.written)+len(e.nodes), e.cfg.WritesPerSecond, e.cfg.HeartbeatShare)
+	if e.cfg.HeartbeatInterval == nil {
+		return configured
+	}
+	return e.cfg.HeartbeatInterval(configured, len(e.written)+len(e.nodes))
 }

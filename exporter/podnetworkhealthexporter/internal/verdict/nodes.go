@@ -91,13 +91,17 @@ type NodeCondition struct {
 	LastHeartbeat time.Time
 }
 
-// NodeWrite is one node condition to write.
+// NodeWrite is one node condition to write. How urgent it is is the plan stage's
+// decision (plan.NodeWritePriority), from what it replaces.
 type NodeWrite struct {
 	Node      string
 	Condition NodeCondition
 	// Changed: status or reason differ from the API's (otherwise a heartbeat).
-	Changed  bool
-	Priority Priority
+	Changed bool
+	// Replaces is the condition this write replaces: the API's, or the one this engine
+	// decided while the node informer has not caught up with it; nil when the node has
+	// none.
+	Replaces *NodeCondition
 }
 
 // NodeDecision is the outcome of ReconcileNodes.
@@ -111,6 +115,9 @@ type NodeDecision struct {
 	SuppressedReason string
 	// Zones is the zone judgement (empty unless NodeConfig.Zones is set).
 	Zones zones.Result
+	// Gray: the gray node condition's judgement (ReconcileGrayNodes), not the outage
+	// condition's.
+	Gray bool
 }
 
 type nodeState struct {
@@ -447,20 +454,14 @@ func (e *Engine) nodeWrite(now time.Time, ns quorum.NodeStatus, cur *NodeConditi
 	}
 	want.LastHeartbeat = now
 	st.decided, st.decidedAt = want, now
-	p := PriorityHeartbeat
-	switch {
-	case changed && (want.Reason == NodeReasonSuppressed || base != nil && base.Reason == NodeReasonSuppressed):
-		// Entering or leaving suppression touches every node at once: behind the
-		// verdicts of objects, within the budget.
-		p = PriorityUpdate
-	case changed && base == nil && want.Status != StatusTrue:
-		// A node's first condition that finds no problem (every node, when a writer starts
-		// on a cluster without conditions): behind the verdicts, as objects' first writes
-		// are. At Verdict priority the N of them held a real outage's writes back for
-		// N / qps seconds (a shard of 8,125 nodes: 27 minutes; docs/sharding.md).
-		p = PriorityUpdate
-	case changed:
-		p = PriorityVerdict
+	return NodeWrite{Node: ns.Node, Condition: want, Changed: changed, Replaces: clone(base)}, true
+}
+
+// clone copies a condition, so that a write does not share the caller's.
+func clone(c *NodeCondition) *NodeCondition {
+	if c == nil {
+		return nil
 	}
-	return NodeWrite{Node: ns.Node, Condition: want, Changed: changed, Priority: p}, true
+	d := *c
+	return &d
 }
