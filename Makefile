@@ -291,6 +291,13 @@ test: deps kube-bins build helm node-bins node-image ## unit + integration + e2e
 # The real-node suite alone (testbed/e2ereal): netpulse installed with its Helm chart and
 # image on 3 real nodes (testbed/realcluster). No -race: the binaries under test are the
 # image's, built without it; the race detector would only slow the harness.
+# The heavier gray scenarios on a 4-node mesh of their own (testbed/e2e TestHalfLoss: a node
+# losing half of its input; TestCongestedNode: a node's uplink shaped and kept full), not in
+# `make test`: ~3 minutes.
+.PHONY: test-gray
+test-gray: kube-bins build ## the gray scenarios of a node losing half of its input and of a congested node on a 4-node mesh (root)
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_GRAY=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS) -run '^(TestHalfLoss|TestCongestedNode)$$' ./testbed/e2e/
+
 .PHONY: test-real
 test-real: kube-bins build helm node-bins node-image ## the Helm chart and image on a local cluster of 3 real nodes (kubelet, containerd, CNI, kube-proxy, CoreDNS): install, partition, upgrade, takeover, matrix, footprint, uninstall (root)
 	NETPULSE_KUBE_NO_BUILD=1 $(GO) test -timeout 20m -count=1 -v $(TEST_FLAGS) -run '^TestRealNodes$$' ./testbed/e2ereal/ 2>&1 | tee $(BIN)/test-real.log | grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok |panic)|figure:|Error|realnodes_test.go' ; exit $${PIPESTATUS[0]}

@@ -492,7 +492,7 @@ func TestLossyObserver(t *testing.T) {
 // Unreachable or AddressFamilyUnreachable at any poll, no other pair is Degraded; healed,
 // every pair is healthy again.
 func TestHalfLoss(t *testing.T) {
-	e := requireMesh(t)
+	e := requireGrayMesh(t)
 	const node = "node-3"
 	e.requireHealthy(t)
 	e.awaitNoGray(t, 2*time.Minute) // TestLossyObserver's node-2 clears first
@@ -523,7 +523,7 @@ func TestHalfLoss(t *testing.T) {
 // HighLatency or PacketLoss blaming node-1, none reads Unreachable, no other pair is
 // Degraded; healed, every pair is healthy again.
 func TestCongestedNode(t *testing.T) {
-	e := requireMesh(t)
+	e := requireGrayMesh(t)
 	const node, peer = "node-1", "node-4"
 	e.requireHealthy(t)
 	e.awaitNoGray(t, 2*time.Minute) // TestHalfLoss's node-3 clears first

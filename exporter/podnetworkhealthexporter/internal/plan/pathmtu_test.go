@@ -70,3 +70,42 @@ func TestPathMTUBlackHoleOnTheStablePair(t *testing.T) {
 	assert.True(t, writes[0].Summary.MTUBlackHole)
 	assert.False(t, writes[1].Summary.MTUBlackHole)
 }
+
+// A pair that loses half of its echoes at random loses both large echoes of a path-MTU
+// probe 1 time in 4 while a small one comes back: two such probes in a row are chance, not a
+// black hole (found end to end: a node losing half of its input read MTUBlackHole). The
+// pair's window loss sets how many black holes in a row it needs; a long enough run still
+// reads as one.
+func TestPathMTUBlackHoleNeedsMoreOnALossyPair(t *testing.T) {
+	r := newRing(10, 3)
+	e := New(verdict.Config{})
+	key := observation.KeyOf(&observation.Observation{Source: r.src(2), Target: r.tgt(3)})
+	lossy := func(round int, obs []observation.Observation) {
+		for i := range obs {
+			if observation.KeyOf(&obs[i]) == key {
+				obs[i].Lost = []uint64{1, 2, 1, 2}[round%4] // half of 3 echoes on average, answered
+				if round >= 12 {
+					obs[i].PathMTU = observation.PathMTU{Status: contract.PathMTUBlackHole, Bytes: 1280}
+				}
+			}
+		}
+	}
+	holes := 0
+	for round := 0; round < 80; round++ {
+		obs := r.round(round, healthy)
+		lossy(round, obs)
+		e.Observe(obs, r.at(round))
+		e.Reconcile(r.at(round).Add(time.Second))
+		s, ok := e.Summary(key)
+		require.True(t, ok)
+		if round >= 12 {
+			holes++
+		}
+		if holes <= 3 {
+			assert.False(t, s.MTUBlackHole, "round %d: %d black holes in a row on a pair losing half of its echoes", round, holes)
+		}
+		if round == 79 {
+			assert.True(t, s.MTUBlackHole, "%d black holes in a row are one", holes)
+		}
+	}
+}

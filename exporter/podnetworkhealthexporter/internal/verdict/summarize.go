@@ -186,8 +186,38 @@ type pairState struct {
 }
 
 // mtuHolesToReport: black-hole probes in a row before the pair reads MTUBlackHole (one
-// lost burst of large echoes is not a black hole).
-const mtuHolesToReport = 2
+// lost burst of large echoes is not a black hole), on a pair that loses no ordinary echoes
+// (mtuHolesNeeded). mtuMaxHoles caps the run counted.
+const (
+	mtuHolesToReport = 2
+	mtuMaxHoles      = 64
+	// mtuLargeEchoes and icmpRoundEchoes: the receiver's default echoes per path-MTU size
+	// (icmp::path_mtu::count) and per ICMP round (icmp::count).
+	mtuLargeEchoes  = 2
+	icmpRoundEchoes = 3
+)
+
+// mtuHolesNeeded is how many black-hole probes in a row make the pair read MTUBlackHole:
+// mtuHolesToReport, or more on a pair that loses its ordinary echoes at random, so that
+// every large echo of that many probes lost by chance is as unlikely as the run random
+// loss needs to read as an outage (gray.RunLength, 1e-8, at the upper bound of the
+// window's echo loss). Found end to end: a node losing half of its input read
+// MTUBlackHole on a pair (both large echoes of a probe lost 1 time in 4, the small ones
+// answered). A healthy pair keeps 2 (caller holds mu).
+func (s *Summarizer) mtuHolesNeeded(p *pairState) int {
+	i := observation.ProbeIndex(contract.ProbeTypeICMP)
+	var sent, lost uint64
+	n := int64(s.cfg.Slots)
+	for j := range p.ring {
+		sl := &p.ring[j]
+		if !sl.used || sl.id <= p.newest-n {
+			continue
+		}
+		sent += sl.probes[i].okSent
+		lost += sl.probes[i].okLost
+	}
+	return max(mtuHolesToReport, gray.RunLength(gray.RunLossUpper(lost, sent, icmpRoundEchoes), mtuLargeEchoes))
+}
 
 // Add feeds observations. Observations of one pair with the same Timestamp form one round
 // (a round succeeds when any of its observations succeeded); observations of a round may
@@ -292,7 +322,7 @@ func (s *Summarizer) applyRound(p *pairState, round []*observation.Observation) 
 				if p.mtuHoles == 0 {
 					p.mtuSince = ts
 				}
-				p.mtuHoles = min(p.mtuHoles+1, mtuHolesToReport)
+				p.mtuHoles = min(p.mtuHoles+1, mtuMaxHoles)
 				p.mtuPasses = m.Bytes
 			} else {
 				p.mtuHoles, p.mtuPasses, p.mtuSince = 0, 0, time.Time{}

@@ -59,7 +59,7 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 		ObservedFromNode:     p.source.Node,
 		Outages:              slices.Clone(p.outages),
 	}
-	if p.mtuHoles >= mtuHolesToReport {
+	if p.mtuHoles >= mtuHolesToReport && p.mtuHoles >= s.mtuHolesNeeded(p) {
 		out.MTUBlackHole, out.MTUPasses, out.MTUSince = true, p.mtuPasses, p.mtuSince
 	}
 	var agg [observation.NumProbeTypes]probeAgg
