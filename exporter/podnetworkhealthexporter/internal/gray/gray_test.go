@@ -56,7 +56,7 @@ func feed(rng *rand.Rand, w *Window, c *Contributors, at time.Time, p float64, o
 		}
 		w.Add(at, uint64(echoes), uint64(lost))
 		if c != nil {
-			c.Add(string(rune('a'+o)), uint64(echoes), uint64(lost), at, span)
+			c.Add(string(rune('a'+o)), uint64(echoes), uint64(lost), at, span, time.Time{})
 		}
 	}
 }
@@ -131,10 +131,10 @@ func TestOneContributorIsLeftOut(t *testing.T) {
 	for r := range 120 {
 		at := t0.Add(time.Duration(r) * 10 * time.Second)
 		w.Add(at, 3, 3)
-		c.Add("liar", 3, 3, at, 30*time.Minute)
+		c.Add("liar", 3, 3, at, 30*time.Minute, time.Time{})
 		for _, o := range []string{"a", "b", "c"} {
 			w.Add(at, 3, 0)
-			c.Add(o, 3, 0, at, 30*time.Minute)
+			c.Add(o, 3, 0, at, 30*time.Minute, time.Time{})
 		}
 		_, top := c.Top()
 		LossConfig{}.Judge(&l, w, top, at)
@@ -148,7 +148,7 @@ func TestOneContributorIsLeftOut(t *testing.T) {
 func TestContributorsAreBounded(t *testing.T) {
 	var c Contributors
 	for i := range 1000 {
-		c.Add(string(rune(i)), 3, uint64(i%3), t0, time.Minute)
+		c.Add(string(rune(i)), 3, uint64(i%3), t0, time.Minute, time.Time{})
 	}
 	assert.LessOrEqual(t, c.Distinct(), 4)
 	k, top := c.Top()
@@ -260,4 +260,24 @@ func TestClearsSoonAfterTheHeal(t *testing.T) {
 		require.Positive(t, cleared, "never cleared after %d lossy slots", lossySlots)
 		assert.LessOrEqual(t, cleared, 3, "clean slots to clear after %d lossy slots", lossySlots)
 	}
+}
+
+// A sender judged lossy is left out up to its last lossy verdict; what it sends after its
+// heal competes with the others for the leave-one-out, like any sender's.
+func TestExcludingKeepsAHealedSendersFreshEchoes(t *testing.T) {
+	var c Contributors
+	lossyAt := t0.Add(time.Minute)
+	span := 30 * time.Minute
+	c.Add("healed", 30, 10, t0, span, time.Time{})               // its own loss, before its verdict
+	c.Add("healed", 30, 6, t0.Add(2*time.Minute), span, lossyAt) // after the heal
+	c.Add("other", 30, 4, t0.Add(2*time.Minute), span, time.Time{})
+	judged := func(key string) (time.Time, bool) { return lossyAt, key == "healed" }
+	// Left out: the healed sender's 10 before its verdict, and the largest of the rest:
+	// its fresh 6 (not the other's 4).
+	assert.Equal(t, Counts{Sent: 60, Lost: 16}, c.Excluding(judged))
+	// Judged lossy again later: everything it sent so far is its own, the other is the rest.
+	again := func(key string) (time.Time, bool) { return t0.Add(3 * time.Minute), key == "healed" }
+	assert.Equal(t, Counts{Sent: 90, Lost: 20}, c.Excluding(again))
+	// Not judged: the largest sender alone.
+	assert.Equal(t, Counts{Sent: 60, Lost: 16}, c.Excluding(nil))
 }

@@ -180,20 +180,30 @@ func (c LossConfig) healthy(scales []Scale, bound float64) bool {
 // Contributors remembers the few senders with the most lost echoes in the window, so the
 // largest can be left out of a judgement: one node (a lossy observer, or a compromised
 // agent reporting loss) never makes a target lossy alone, nor one lossy target its
-// observers. Four entries, ~150 bytes: bounded per target whatever the senders do; a
+// observers. Four entries, ~200 bytes: bounded per target whatever the senders do; a
 // sender replaces the entry with the fewest losses only when it lost more.
 type Contributors struct {
 	e [4]contributor
 }
 
+// contributor is one sender's echoes in the window. Those counted up to the sender's own
+// last lossy verdict (mark) are its own losses; fresh holds those counted after it, which
+// a judgement weighs like any other sender's: a node that was lossy and healed must not
+// hide, for the rest of the window, a loss it now sees at a target like every other
+// observer does (in the end-to-end mesh, a node losing half of its input was never judged
+// after two of its three observers had been lossy themselves earlier in the window).
 type contributor struct {
 	key        string
 	sent, lost uint64
+	mark       time.Time
+	fresh      Counts
 	last       time.Time
 }
 
 // Add counts a sender's echoes at ts; entries not updated within span are forgotten.
-func (c *Contributors) Add(key string, sent, lost uint64, ts time.Time, span time.Duration) {
+// lossyAt is when the sender itself was last judged lossy (zero if not within the window):
+// what it sent up to then is its own loss, what it sends after it is fresh evidence.
+func (c *Contributors) Add(key string, sent, lost uint64, ts time.Time, span time.Duration, lossyAt time.Time) {
 	weakest := -1
 	for i := range c.e {
 		x := &c.e[i]
@@ -201,8 +211,13 @@ func (c *Contributors) Add(key string, sent, lost uint64, ts time.Time, span tim
 			*x = contributor{}
 		}
 		if x.key == key {
+			x.markAt(lossyAt)
 			x.sent += sent
 			x.lost += lost
+			if !x.mark.IsZero() && ts.After(x.mark) {
+				x.fresh.Sent += sent
+				x.fresh.Lost += lost
+			}
 			if ts.After(x.last) {
 				x.last = ts
 			}
@@ -216,7 +231,18 @@ func (c *Contributors) Add(key string, sent, lost uint64, ts time.Time, span tim
 		return // only senders that lost something are worth a slot
 	}
 	if w := &c.e[weakest]; w.key == "" || lost > w.lost {
-		*w = contributor{key: key, sent: sent, lost: lost, last: ts}
+		*w = contributor{key: key, sent: sent, lost: lost, last: ts, mark: lossyAt}
+		if !lossyAt.IsZero() && ts.After(lossyAt) {
+			w.fresh = Counts{Sent: sent, Lost: lost}
+		}
+	}
+}
+
+// markAt moves the mark to a newer lossy verdict: everything counted so far is the
+// sender's own.
+func (x *contributor) markAt(lossyAt time.Time) {
+	if lossyAt.After(x.mark) {
+		x.mark, x.fresh = lossyAt, Counts{}
 	}
 }
 
@@ -230,18 +256,28 @@ func (c *Contributors) Top() (key string, counts Counts) {
 	return key, counts
 }
 
-// Excluding returns the counts to leave out of a judgement: those of every sender blamed
-// says is lossy itself (its losses are its own), plus the largest of the rest.
-func (c *Contributors) Excluding(blamed func(key string) bool) Counts {
+// Excluding returns the counts to leave out of a judgement: what every sender judged lossy
+// itself within the window sent up to its last lossy verdict (lossyAt reports when, ok
+// false for a sender not judged lossy; those losses are its own), plus the largest of the
+// rest, a healed sender's fresh echoes included.
+func (c *Contributors) Excluding(lossyAt func(key string) (time.Time, bool)) Counts {
 	var out, top Counts
-	for _, x := range c.e {
-		switch {
-		case x.key == "":
-		case blamed != nil && blamed(x.key):
-			out.Sent += x.sent
-			out.Lost += x.lost
-		case x.lost > top.Lost:
-			top = Counts{Sent: x.sent, Lost: x.lost}
+	for i := range c.e {
+		x := c.e[i] // a copy: judging does not move the marks
+		if x.key == "" {
+			continue
+		}
+		rest := Counts{Sent: x.sent, Lost: x.lost}
+		if lossyAt != nil {
+			if at, ok := lossyAt(x.key); ok {
+				x.markAt(at)
+				rest = x.fresh
+				out.Sent += x.sent - x.fresh.Sent
+				out.Lost += x.lost - x.fresh.Lost
+			}
+		}
+		if rest.Lost > top.Lost {
+			top = rest
 		}
 	}
 	out.Sent += top.Sent

@@ -120,6 +120,17 @@ func (g *grayRun) runDual(rounds int, fate, fate6 echoFate) {
 	}
 }
 
+// healed runs healthy rounds until no node is blamed (at most 10 minutes).
+func (g *grayRun) healed(t *testing.T, seed uint64) {
+	for range 60 {
+		g.run(1, baseFate)
+		if len(g.grayNodes()) == 0 {
+			return
+		}
+	}
+	require.Empty(t, g.grayNodes(), "seed %d round %d: still blamed 10 minutes after the heal", seed, g.round)
+}
+
 // grayNodes are the nodes blamed, with their side.
 func (g *grayRun) grayNodes() map[string]string {
 	out := map[string]string{}
@@ -390,6 +401,34 @@ func TestTransientsAreNotGray(t *testing.T) {
 // Two lossy nodes in turn within the window: each observer lost echoes towards both, and
 // the judged-lossy targets' losses are left out of the observers' judgement, so no
 // observer is blamed (leaving out only the largest contributor would blame them).
+// The end-to-end mesh's order (TestLoss, TestLossyObserver, TestHalfLoss on 4 nodes): a
+// node lossy and healed, another lossy and healed, then a third loses half of its input.
+// Two of its three observers were judged lossy earlier in the window; what they send after
+// their heal is evidence like any other observer's, so the third node is blamed. Before,
+// every loss those two had ever sent was left out for 30 minutes, with the largest other
+// observer: nothing remained, and the node was never judged.
+func TestHealedObserversStillJudgeANewLoss(t *testing.T) {
+	for seed := range graySeeds() {
+		g := newGrayRun(4, 41+seed)
+		g.run(6, baseFate)
+		g.run(20, nodeLoss(3, 0.2))
+		require.Equal(t, "PacketLoss/node", g.grayNodes()["node-3"], "seed %d: the first loss is judged", seed)
+		g.healed(t, seed)
+		g.run(20, nodeLoss(1, 0.2))
+		require.Equal(t, "PacketLoss/node", g.grayNodes()["node-1"], "seed %d: the second loss is judged", seed)
+		g.healed(t, seed)
+		start := g.round
+		for g.grayNodes()["node-2"] != "PacketLoss/node" && g.round-start < 20 {
+			g.run(1, nodeLoss(2, 0.5))
+			for node := range g.grayNodes() {
+				require.Equal(t, "node-2", node, "seed %d round %d: only the lossy node is blamed", seed, g.round)
+			}
+		}
+		require.Equal(t, "PacketLoss/node", g.grayNodes()["node-2"], "seed %d: the third loss is judged within 20 rounds", seed)
+		t.Logf("seed %d: the third loss judged in %d rounds", seed, g.round-start)
+	}
+}
+
 func TestTwoLossyNodesInTurnBlameNoObserver(t *testing.T) {
 	for seed := range graySeeds() {
 		// A full mesh of 5 (the end-to-end mesh's shape: each observer probes every other

@@ -152,11 +152,11 @@ func (e *Engine) commitEcho(ts *targetState, p pendingEcho) {
 	sent, lost := uint64(p.sent), uint64(p.lost)
 	if !observerBad || tg.loss.Lossy {
 		tg.window.Add(p.at, sent, lost)
-		tg.contrib.Add(p.voter, sent, lost, p.at, span)
+		tg.contrib.Add(p.voter, sent, lost, p.at, span, e.lossyAt(e.lossyObservers, p.voter, p.at))
 	}
 	if !tg.loss.Lossy || og.loss.Lossy {
 		og.window.Add(p.at, sent, lost)
-		og.contrib.Add(targetNodeKey(ts), sent, lost, p.at, span)
+		og.contrib.Add(targetNodeKey(ts), sent, lost, p.at, span, e.lossyAt(e.lossyTargets, targetNodeKey(ts), p.at))
 	}
 	if pi := p.pair; pi != nil { // a followed pair's own window
 		if pi.path == nil {
@@ -381,6 +381,23 @@ func (e *Engine) recentlyLossy(m map[string]time.Time, key string, now time.Time
 	return ok && now.Sub(at) <= e.gray.Span()
 }
 
+// lossyAt is when key (in m) was last judged lossy, zero when not within the window
+// before now.
+func (e *Engine) lossyAt(m map[string]time.Time, key string, now time.Time) time.Time {
+	if !e.recentlyLossy(m, key, now) {
+		return time.Time{}
+	}
+	return m[key]
+}
+
+// lossyWithin is lossyAt for Contributors.Excluding.
+func (e *Engine) lossyWithin(m map[string]time.Time, now time.Time) func(string) (time.Time, bool) {
+	return func(key string) (time.Time, bool) {
+		at := e.lossyAt(m, key, now)
+		return at, !at.IsZero()
+	}
+}
+
 // targetNodeKey is what an observer's losses are attributed to: the target's node, else
 // the target itself.
 func targetNodeKey(ts *targetState) string {
@@ -397,9 +414,10 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 	if tg == nil {
 		return false
 	}
-	// Left out: the observers judged lossy themselves within the window (their losses are
-	// theirs, also those counted before they were judged), and the largest other one.
-	except := tg.contrib.Excluding(func(voter string) bool { return e.recentlyLossy(e.lossyObservers, voter, now) })
+	// Left out: what the observers judged lossy themselves within the window sent up to
+	// their last lossy verdict (their losses are theirs, also those counted before they
+	// were judged), and the largest other one.
+	except := tg.contrib.Excluding(e.lossyWithin(e.lossyObservers, now))
 	changed := e.gray.Loss.Judge(&tg.loss, tg.window, except, now)
 	if tg.loss.Lossy && ts.target.Node != "" {
 		e.lossyTargets["node:"+ts.target.Node] = now
@@ -466,7 +484,7 @@ func (e *Engine) judgeGrayObservers(now time.Time) {
 		og.dirty = false
 		// Left out: the targets judged lossy within the window (a node that lost echoes
 		// towards two lossy targets in turn is not lossy itself), and the largest other one.
-		except := og.contrib.Excluding(func(target string) bool { return e.recentlyLossy(e.lossyTargets, target, now) })
+		except := og.contrib.Excluding(e.lossyWithin(e.lossyTargets, now))
 		e.gray.Loss.Judge(&og.loss, og.window, except, now)
 		if og.loss.Lossy {
 			e.lossyObservers[k] = now
