@@ -296,7 +296,7 @@ test: deps kube-bins build helm node-bins node-image ## unit + integration + e2e
 # `make test`: ~3 minutes.
 .PHONY: test-gray
 test-gray: kube-bins build ## the gray scenarios of a node losing half of its input and of a congested node on a 4-node mesh (root)
-	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_GRAY=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS) -run '^(TestHalfLoss|TestCongestedNode)$$' ./testbed/e2e/
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_GRAY=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS) -run '^(TestHalfLoss|TestCongestedNode|TestSmallLoss|TestSlowNode)$$' ./testbed/e2e/
 
 .PHONY: test-real
 test-real: kube-bins build helm node-bins node-image ## the Helm chart and image on a local cluster of 3 real nodes (kubelet, containerd, CNI, kube-proxy, CoreDNS): install, partition, upgrade, takeover, matrix, footprint, uninstall (root)
