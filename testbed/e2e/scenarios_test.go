@@ -473,7 +473,7 @@ func TestLossyObserver(t *testing.T) {
 	e := requireMesh(t)
 	const node = "node-2"
 	e.requireHealthy(t)
-	e.awaitNoGray(t, 2*time.Minute) // TestLoss's node-4 clears first
+	e.awaitNoGray(t, 3*time.Minute) // TestLoss's node-4 clears first
 	e.healOnCleanup(t, node)
 	start := time.Now()
 	if err := e.cl.EgressLoss(node, 10); err != nil {
@@ -496,10 +496,10 @@ func TestLossyObserver(t *testing.T) {
 // Unreachable or AddressFamilyUnreachable at any poll, no other pair is Degraded; healed,
 // every pair is healthy again.
 func TestHalfLoss(t *testing.T) {
-	e := requireGrayMesh(t)
+	e := requireMesh(t)
 	const node = "node-3"
 	e.requireHealthy(t)
-	e.awaitNoGray(t, 2*time.Minute) // TestLossyObserver's node-2 clears first
+	e.awaitNoGray(t, 3*time.Minute) // TestLossyObserver's node-2 clears first
 	e.healOnCleanup(t, node)
 	start := time.Now()
 	if err := e.cl.Loss(node, 50); err != nil {
@@ -527,10 +527,10 @@ func TestHalfLoss(t *testing.T) {
 // HighLatency or PacketLoss blaming node-1, none reads Unreachable, no other pair is
 // Degraded; healed, every pair is healthy again.
 func TestCongestedNode(t *testing.T) {
-	e := requireGrayMesh(t)
+	e := requireMesh(t)
 	const node, peer = "node-1", "node-4"
 	e.requireHealthy(t)
-	e.awaitNoGray(t, 2*time.Minute) // TestHalfLoss's node-3 clears first
+	e.awaitNoGray(t, 3*time.Minute) // TestHalfLoss's node-3 clears first
 	e.healOnCleanup(t, node)
 	start := time.Now()
 	if err := e.cl.Congest(node, peer, 2000, 200*time.Millisecond); err != nil {
@@ -554,10 +554,10 @@ func TestCongestedNode(t *testing.T) {
 // the 0.1 % background at 12 nats is ~290 echoes, ~33 s; smallLossTimeout allows for the
 // held rounds, the two slots and the leave-one-out.
 func TestSmallLoss(t *testing.T) {
-	e := requireGrayMesh(t)
+	e := requireMesh(t)
 	const node = "node-2"
 	e.requireHealthy(t)
-	e.awaitNoGray(t, 2*time.Minute)
+	e.awaitNoGray(t, 3*time.Minute)
 	e.healOnCleanup(t, node)
 	start := time.Now()
 	if err := e.cl.Loss(node, 2); err != nil {
@@ -578,10 +578,10 @@ func TestSmallLoss(t *testing.T) {
 // towards node-4 reads Degraded/HighLatency blaming node-4 within a few rounds, nothing else
 // is Degraded, nothing reads Unreachable; healed, every pair is healthy again.
 func TestSlowNode(t *testing.T) {
-	e := requireGrayMesh(t)
+	e := requireMesh(t)
 	const node = "node-4"
 	e.requireHealthy(t)
-	e.awaitNoGray(t, 2*time.Minute)
+	e.awaitNoGray(t, 3*time.Minute)
 	e.healOnCleanup(t, node)
 	start := time.Now()
 	if err := e.cl.Delay(node, slowNodeDelay); err != nil {

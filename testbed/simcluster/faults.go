@@ -21,6 +21,8 @@ type faultState struct {
 	partitioned bool
 	muted       bool
 	lossPercent int
+	// lossPerMille: as lossPercent, for a background below one percent (LossPerMille).
+	lossPerMille int
 	// egressLossPercent: what the node sends to the other nodes is lost at random (its own
 	// uplink; EgressLoss).
 	egressLossPercent int
@@ -41,6 +43,8 @@ type Faults struct {
 	// Muted: the node's agent cannot send to the gateway (OTLP port), see Mute.
 	Muted       bool
 	LossPercent int
+	// LossPerMille: see LossPerMille.
+	LossPerMille int
 	// EgressLossPercent: see EgressLoss.
 	EgressLossPercent int
 	Delay             time.Duration
@@ -60,7 +64,7 @@ func (c *Cluster) Faults(node string) (Faults, error) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, EgressLossPercent: n.faults.egressLossPercent, Delay: n.faults.delay,
+	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, LossPerMille: n.faults.lossPerMille, EgressLossPercent: n.faults.egressLossPercent, Delay: n.faults.delay,
 		Blocked: slices.Clone(n.faults.blocked), DropAbove: n.faults.dropAbove, CongestKbit: n.faults.congestKbit}, nil
 }
 
@@ -171,6 +175,19 @@ func (c *Cluster) Loss(node string, percent int) error {
 	}
 	return c.withNode(node, func(n *nodeState) error {
 		n.faults.lossPercent = percent
+		return applyNft(n)
+	})
+}
+
+// LossPerMille is Loss in thousandths, for a background loss below one percent (nft
+// "numgen random mod 1000 < perMille drop" on input; 1 is the 0.1 % background).
+// Loss's percent, when set, takes precedence. 0 removes it.
+func (c *Cluster) LossPerMille(node string, perMille int) error {
+	if perMille < 0 || perMille > 1000 {
+		return fmt.Errorf("simcluster: loss %d per mille out of range [0, 1000]", perMille)
+	}
+	return c.withNode(node, func(n *nodeState) error {
+		n.faults.lossPerMille = perMille
 		return applyNft(n)
 	})
 }
@@ -325,7 +342,7 @@ func nftRuleset(f faultState) string {
 	// Create-then-delete makes the delete succeed whether or not the table exists; the
 	// whole file is one transaction.
 	fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", nftTable, nftTable)
-	if !f.partitioned && !f.muted && f.lossPercent == 0 && f.egressLossPercent == 0 && len(f.blocked) == 0 && f.dropAbove == 0 {
+	if !f.partitioned && !f.muted && f.lossPercent == 0 && f.lossPerMille == 0 && f.egressLossPercent == 0 && len(f.blocked) == 0 && f.dropAbove == 0 {
 		return b.String()
 	}
 	var block4, block6 []string
@@ -368,6 +385,11 @@ func nftRuleset(f faultState) string {
 	case f.lossPercent > 0:
 		fmt.Fprintf(&b, "\t\tip saddr %s numgen random mod 100 < %d counter drop\n", p4, f.lossPercent)
 		fmt.Fprintf(&b, "\t\tip6 saddr %s numgen random mod 100 < %d counter drop\n", p6, f.lossPercent)
+	case f.lossPerMille >= 1000:
+		fmt.Fprintf(&b, "\t\tip saddr %s counter drop\n\t\tip6 saddr %s counter drop\n", p4, p6)
+	case f.lossPerMille > 0:
+		fmt.Fprintf(&b, "\t\tip saddr %s numgen random mod 1000 < %d counter drop\n", p4, f.lossPerMille)
+		fmt.Fprintf(&b, "\t\tip6 saddr %s numgen random mod 1000 < %d counter drop\n", p6, f.lossPerMille)
 	}
 	b.WriteString("\t}\n")
 	if f.partitioned || f.muted || len(f.blocked) > 0 || f.egressLossPercent > 0 {
