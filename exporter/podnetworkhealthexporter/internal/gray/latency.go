@@ -82,6 +82,12 @@ type Baseline struct {
 	n       uint32
 }
 
+// BaselineAt is a warm baseline of rtt (a reference learnt elsewhere, e.g. the peers').
+func BaselineAt(rtt time.Duration, c LatencyConfig) Baseline {
+	c = c.WithDefaults()
+	return Baseline{logMean: math.Log(rtt.Seconds()), n: uint32(c.Warmup)}
+}
+
 // Warm reports whether the baseline has enough samples to judge.
 func (b *Baseline) Warm(c LatencyConfig) bool { return int(b.n) >= c.WithDefaults().Warmup }
 

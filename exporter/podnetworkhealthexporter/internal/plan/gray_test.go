@@ -341,6 +341,36 @@ func TestSlowNodeIsHighLatency(t *testing.T) {
 	assert.Empty(t, g.unreachable)
 }
 
+// A node slow from the first round (netpulse installed on a cluster with a slow node)
+// learns its slowness as its own baseline; against its peers' it still reads slow. Before,
+// it was never judged (end to end: a node answering 20 ms late from its agent's start).
+func TestSlowFromTheStartIsHighLatency(t *testing.T) {
+	g := newGrayRun(12, 19)
+	slow := func(src, dst int) (float64, time.Duration) {
+		if src == 7 || dst == 7 {
+			return 0, 20*time.Millisecond + 200*time.Microsecond
+		}
+		return baseFate(src, dst)
+	}
+	first := -1
+	for r := range 30 {
+		g.run(1, slow)
+		for node := range g.grayNodes() {
+			require.Equal(t, "node-7", node, "round %d: only the slow node is blamed", r)
+		}
+		if g.grayNodes()["node-7"] != "" && first < 0 {
+			first = r + 1
+		}
+	}
+	require.Positive(t, first, "judged")
+	t.Logf("judged in round %d", first)
+	assert.Equal(t, map[string]string{"node-7": "HighLatency/node"}, g.grayNodes())
+	k := observation.KeyOf(&observation.Observation{Source: g.r.src(6), Target: g.r.tgt(7)})
+	require.Equal(t, DegradedHighLatency, g.pairs[k].Gray.Reason)
+	assert.Contains(t, GrayMessage(g.pairs[k].Gray), "node-7")
+	assert.Empty(t, g.unreachable)
+}
+
 // A pod replaced while its node is slow (a roll during congestion) inherits its node's
 // baseline: the new pod is judged slow, not learnt as normal.
 func TestReplacedPodOnASlowNodeIsHighLatency(t *testing.T) {

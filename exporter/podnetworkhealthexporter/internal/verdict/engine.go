@@ -214,6 +214,8 @@ type Engine struct {
 	grayObservers map[string]*observerGray
 	// baselines: the learnt RTT per target node and family (O(N)).
 	baselines map[string]*nodeBaseline
+	// peerBaselinesAt: when the baselines' peer references were last refreshed.
+	peerBaselinesAt time.Time
 	// lossyTargets (by target node key) and lossyObservers (by voter key): when each was
 	// last judged lossy, kept for the gray window (O(N)): the other side leaves their
 	// losses out.

@@ -205,6 +205,62 @@ func (ts *targetState) outageBoundary(start time.Time) {
 type nodeBaseline struct {
 	gray.Baseline
 	seen time.Time
+	// group: the node's zone and family ("" for a baseline of a target without a node);
+	// peer: the lower median of its group's warm baselines (0 with fewer than
+	// peerBaselineMin), refreshed every peerBaselineEvery.
+	group string
+	peer  time.Duration
+}
+
+// peerBaselineMin and peerBaselineEvery: how many warm baselines a zone and family need
+// for a peer reference, and how often it is refreshed (O(nodes·log nodes)).
+const (
+	peerBaselineMin   = 3
+	peerBaselineEvery = 10 * time.Second
+)
+
+// reference is what a round's RTT is judged against: the node's own baseline, or its
+// zone's peers' when lower. A node slow since netpulse started learns its slowness as
+// its own baseline; against its zone's other nodes it still reads slow (end to end, a
+// node answering 20 ms late from its agent's first round was never judged before).
+func (b *nodeBaseline) reference(c gray.LatencyConfig) gray.Baseline {
+	if b.peer <= 0 || !b.Warm(c) || b.peer >= b.RTT() {
+		return b.Baseline
+	}
+	return gray.BaselineAt(b.peer, c)
+}
+
+// high reports whether rtt is high against the reference.
+func (b *nodeBaseline) high(c gray.LatencyConfig, rtt time.Duration) bool {
+	ref := b.reference(c)
+	return ref.High(c, rtt)
+}
+
+// refreshPeerBaselines sets every node baseline's peer reference (caller holds mu): the
+// lower median of the warm baselines of its zone and family, so that a slow minority does
+// not move it.
+func (e *Engine) refreshPeerBaselines(now time.Time) {
+	if now.Sub(e.peerBaselinesAt) < peerBaselineEvery {
+		return
+	}
+	e.peerBaselinesAt = now
+	c := e.gray.Latency
+	groups := map[string][]time.Duration{}
+	for _, b := range e.baselines {
+		if b.group != "" && b.Warm(c) {
+			groups[b.group] = append(groups[b.group], b.RTT())
+		}
+	}
+	ref := make(map[string]time.Duration, len(groups))
+	for g, rtts := range groups {
+		if len(rtts) >= peerBaselineMin {
+			slices.Sort(rtts)
+			ref[g] = rtts[(len(rtts)-1)/2]
+		}
+	}
+	for _, b := range e.baselines {
+		b.peer = ref[b.group]
+	}
 }
 
 // baselineOf returns the baseline of ts's node and family (of ts itself when its node is
@@ -218,6 +274,9 @@ func (e *Engine) baselineOf(ts *targetState) *nodeBaseline {
 	b := e.baselines[k]
 	if b == nil {
 		b = &nodeBaseline{}
+		if ts.target.Node != "" {
+			b.group = ts.target.Zone + "/" + ts.key.Family
+		}
 		e.baselines[k] = b
 	}
 	return b
@@ -366,7 +425,7 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 	}
 	if tg.base.Warm(g.Latency) && !tg.lat.High {
 		x := 0.0
-		if tg.base.High(g.Latency, rtt) {
+		if tg.base.high(g.Latency, rtt) {
 			x = 1
 		}
 		og.highN++
@@ -440,13 +499,14 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 		}
 		voters++
 		rtts = append(rtts, v.rtt)
-		if tg.base != nil && tg.base.High(e.gray.Latency, v.rtt) {
+		if tg.base != nil && tg.base.high(e.gray.Latency, v.rtt) {
 			exceeding++
 		}
 	}
 	tg.lat.Exceeding, tg.lat.Voters = exceeding, voters
 	if tg.base != nil {
-		tg.lat.Baseline = tg.base.RTT()
+		ref := tg.base.reference(e.gray.Latency)
+		tg.lat.Baseline = ref.RTT()
 	}
 	if len(rtts) > 0 {
 		slices.Sort(rtts)

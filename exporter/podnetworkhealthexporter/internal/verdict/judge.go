@@ -119,6 +119,7 @@ func (e *Engine) judgeTargets(now time.Time) ([]TargetStatus, []GrayTarget) {
 	}
 	judge := e.judge
 	judge.voters = e.voterNodes()
+	e.refreshPeerBaselines(now)
 	for k := range judgeKeys {
 		t := e.targets[k]
 		if t == nil {
