@@ -126,3 +126,83 @@ func grayText(c *metav1.Condition) string {
 	}
 	return fmt.Sprintf("Degraded=%s %s %q", c.Status, c.Reason, c.Message)
 }
+
+// grayCongestion makes one node's uplink a bottleneck (realcluster.Congest: tc tbf at
+// 2 Mbit/s with a 200 ms queue on its namespace's uplink, kept full by a bulk sender): what
+// it and its pods send waits ~200 ms and some is dropped. The pairs towards its agent read
+// Degraded with HighLatency or PacketLoss blamed on its node, none Unreachable at any
+// time, no pair between the other nodes is Degraded, no node condition turns True; healed,
+// every gray verdict clears.
+func (s *suite) grayCongestion(t *testing.T) {
+	victim := s.quietNode(t)
+	victimAgent := s.agentOn(t, victim).Name
+	peer := ""
+	for _, n := range s.cl.Nodes {
+		if n.Name != victim {
+			peer = n.Name
+			break
+		}
+	}
+	require.NoError(t, s.cl.Congest(victim, peer, 2000, 200*time.Millisecond))
+	healed := false
+	defer func() {
+		if !healed {
+			_ = s.cl.Heal(victim)
+		}
+	}()
+	var unreachable []string
+	d := s.awaitObjects(t, "congestion at "+victim+" judged", 3*time.Minute, func(agents map[string]corev1.Pod, objs map[string]*v1alpha1.PodNetworkHealth) string {
+		var bad []string
+		towards := 0
+		for key, o := range objs {
+			if o.Spec.TargetPodRef == nil {
+				continue
+			}
+			src, dst := o.Spec.SourcePodRef.Name, o.Spec.TargetPodRef.Name
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
+			gray := c != nil && c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency)
+			switch {
+			case dst == victimAgent && src != victimAgent:
+				towards++
+				if o.Status.Reachability == v1alpha1.Unreachable {
+					unreachable = append(unreachable, key)
+				}
+				if !gray || !strings.Contains(c.Message, victim) {
+					bad = append(bad, key+": "+grayText(c))
+				}
+			case src == victimAgent:
+				// The congested node's own pairs may carry it (its observer side).
+			case gray:
+				bad = append(bad, key+" (not of "+victim+") is Degraded: "+grayText(c))
+			}
+		}
+		if towards == 0 {
+			bad = append(bad, "no object towards "+victimAgent)
+		}
+		for n, st := range s.nodeConditions(t) {
+			if st == corev1.ConditionTrue {
+				bad = append(bad, "node "+n+" condition True during a gray fault")
+			}
+		}
+		sort.Strings(bad)
+		return strings.Join(bad, "; ")
+	})
+	require.Empty(t, unreachable, "pairs towards a congested node read Unreachable")
+	s.figure("uplink of %s congested (2 Mbit/s, 200 ms queue kept full) → its pairs Degraded (HighLatency or PacketLoss) blamed on it, none Unreachable, no other pair or node condition: %.0f s",
+		victim, d.Seconds())
+
+	require.NoError(t, s.cl.Heal(victim))
+	healed = true
+	d = s.awaitObjects(t, "gray verdicts of "+victim+" cleared", 5*time.Minute, func(agents map[string]corev1.Pod, objs map[string]*v1alpha1.PodNetworkHealth) string {
+		var bad []string
+		for key, o := range objs {
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
+			if c != nil && c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency) {
+				bad = append(bad, key+": "+grayText(c))
+			}
+		}
+		sort.Strings(bad)
+		return strings.Join(bad, "; ")
+	})
+	s.figure("heal of the congestion at %s → every gray verdict cleared: %.0f s", victim, d.Seconds())
+}

@@ -443,6 +443,10 @@ func (c *Cluster) Stop() error {
 		defer cancel()
 		var errs []error
 		for _, n := range c.Nodes {
+			n.mu.Lock()
+			errs = append(errs, n.congestion.Stop())
+			n.congestion = nil
+			n.mu.Unlock()
 			for _, name := range []string{NetworkPolicyEngine, "kube-proxy", "kubelet"} {
 				errs = append(errs, n.process(name).Stop(5*time.Second))
 			}

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/netpulse/netpulse/testbed/simcluster"
 )
 
 // faultTable is the harness's nft table in a node's namespace (kube-proxy's are
@@ -69,6 +71,39 @@ func (c *Cluster) Loss(node string, percent int) error {
 	return nil
 }
 
+// Congest makes node's uplink a bottleneck (simcluster.StartCongestion: tc tbf on the
+// node namespace's eth0 at rateKbit kbit/s with a queue of queue, and a bulk UDP sender at
+// 1.5 times the rate towards peer's address): everything the node and its pods send waits
+// about queue and some is tail-dropped, a saturated NIC or top-of-rack port. Heal removes
+// it.
+func (c *Cluster) Congest(node, peer string, rateKbit int, queue time.Duration) error {
+	if rateKbit < 1 || rateKbit > 1_000_000 || queue < time.Millisecond || queue > 10*time.Second {
+		return fmt.Errorf("realcluster: congest %d kbit/s, queue %v: want [1, 1000000] kbit/s and [1ms, 10s]", rateKbit, queue)
+	}
+	n, err := c.Node(node)
+	if err != nil {
+		return err
+	}
+	p, err := c.Node(peer)
+	if err != nil {
+		return err
+	}
+	if p == n {
+		return fmt.Errorf("realcluster: congest %s towards itself", node)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.congestion.Stop(); err != nil {
+		return err
+	}
+	n.congestion, err = simcluster.StartCongestion(n.Netns, p.IPv4, rateKbit, queue)
+	if err != nil {
+		return err
+	}
+	c.logf("realcluster: %s's uplink congested (%d kbit/s, %v queue, a bulk sender towards %s)", node, rateKbit, queue, peer)
+	return nil
+}
+
 // peers are the addresses and pod CIDRs of every node but n.
 func (c *Cluster) peers(n *Node) (peers4, peers6 []string) {
 	for _, p := range c.Nodes {
@@ -81,9 +116,16 @@ func (c *Cluster) peers(n *Node) (peers4, peers6 []string) {
 	return peers4, peers6
 }
 
-// Heal removes what Partition or Loss injected.
+// Heal removes what Partition, Loss or Congest injected.
 func (c *Cluster) Heal(node string) error {
 	n, err := c.Node(node)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	err = n.congestion.Stop()
+	n.congestion = nil
+	n.mu.Unlock()
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,9 @@ type Node struct {
 
 	hostVeth string
 	mu       sync.Mutex
-	procs    map[string]*childproc.Process // containerd, kubelet, kube-proxy, kube-network-policies
+	// congestion: Congest's shaping and sender (nil: none; under mu).
+	congestion *simcluster.Congestion
+	procs      map[string]*childproc.Process // containerd, kubelet, kube-proxy, kube-network-policies
 }
 
 // ContainerdSocket is the node's CRI endpoint.

@@ -79,7 +79,7 @@ type nodeState struct {
 	faults    faultState
 	responder *echoResponder
 	// congestion: Congest's bulk sender (nil: none).
-	congestion *bulkSender
+	congestion *Congestion
 	snap       atomic.Pointer[Agent]
 }
 

@@ -459,7 +459,7 @@ func (c *Cluster) stop() error {
 			}
 			n.responder.close()
 			n.responder = nil
-			n.congestion.stop()
+			_ = n.congestion.Stop()
 			n.congestion = nil
 		}()
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -34,29 +35,56 @@ func (c *Cluster) Congest(node, peer string, rateKbit int, queue time.Duration) 
 		return err
 	}
 	return c.withNode(node, func(n *nodeState) error {
-		n.congestion.stop()
+		err := n.congestion.Stop()
 		n.congestion = nil
 		n.faults.congestKbit = 0
 		if rateKbit == 0 {
-			return unshape(n.Netns)
+			return errors.Join(err, unshape(n.Netns))
 		}
 		if p.Name == n.Name {
 			return fmt.Errorf("simcluster: congest %s towards itself", node)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "ip", "netns", "exec", n.Netns, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
-			"rate", strconv.Itoa(rateKbit)+"kbit", "burst", "16kb", "latency", strconv.Itoa(int(queue.Milliseconds()))+"ms").CombinedOutput()
+		s, err := StartCongestion(n.Netns, p.IPv4, rateKbit, queue)
 		if err != nil {
-			return fmt.Errorf("simcluster: tc tbf on %s: %w: %s", n.Netns, err, out)
-		}
-		s, err := startBulkSender(n.Netns, net.JoinHostPort(p.IPv4.String(), "9"), rateKbit*3/2)
-		if err != nil {
-			return errors.Join(err, unshape(n.Netns))
+			return err
 		}
 		n.congestion, n.faults.congestKbit = s, rateKbit
 		return nil
 	})
+}
+
+// Congestion is a namespace's uplink made a bottleneck (see Congest): a tbf on its eth0
+// and a bulk sender keeping the queue full. The real-node cluster uses it too: its nodes'
+// namespaces are made by CreateNodeNetns.
+type Congestion struct {
+	netns  string
+	sender *bulkSender
+}
+
+// StartCongestion shapes netns's eth0 to rateKbit kbit/s with a queue of queue and starts a
+// bulk UDP sender at 1.5 times that rate towards peer (its discard port).
+func StartCongestion(netns string, peer netip.Addr, rateKbit int, queue time.Duration) (*Congestion, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", "netns", "exec", netns, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
+		"rate", strconv.Itoa(rateKbit)+"kbit", "burst", "16kb", "latency", strconv.Itoa(int(queue.Milliseconds()))+"ms").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("simcluster: tc tbf on %s: %w: %s", netns, err, out)
+	}
+	s, err := startBulkSender(netns, net.JoinHostPort(peer.String(), "9"), rateKbit*3/2)
+	if err != nil {
+		return nil, errors.Join(err, unshape(netns))
+	}
+	return &Congestion{netns: netns, sender: s}, nil
+}
+
+// Stop ends the sender and removes the tbf (nil: nothing to stop).
+func (c *Congestion) Stop() error {
+	if c == nil {
+		return nil
+	}
+	c.sender.stop()
+	return unshape(c.netns)
 }
 
 // unshape removes the node's tbf (none is no error).

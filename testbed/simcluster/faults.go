@@ -300,9 +300,9 @@ func heal(n *nodeState) error {
 	n.responder.close()
 	n.responder = nil
 	err2 := setEchoIgnore(n.Netns, false)
-	n.congestion.stop()
+	err3 := n.congestion.Stop()
 	n.congestion = nil
-	return errors.Join(err1, err2, unshape(n.Netns))
+	return errors.Join(err1, err2, err3, unshape(n.Netns))
 }
 
 func (c *Cluster) withNode(node string, fn func(*nodeState) error) error {
