@@ -83,6 +83,15 @@ func (e *pnhExporter) registerGauges() error {
 	}); err != nil {
 		return err
 	}
+	if err := tb.RegisterPodNetworkHealthZonePairGrayCallback(func(_ context.Context, o metric.Int64Observer) error {
+		for _, z := range e.engine.GrayZones() {
+			o.Observe(1, metric.WithAttributes(attribute.String("netpulse.source.zone", z.FromZone),
+				attribute.String("netpulse.target.zone", z.ToZone), attribute.String("netpulse.gray.reason", z.Reason)))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := tb.RegisterPodNetworkHealthGraySystemicCallback(func(_ context.Context, o metric.Int64Observer) error {
 		v := int64(0)
 		if _, systemic := e.engine.GrayNodes(); systemic {
