@@ -264,3 +264,17 @@ func TestZoneLinkHeldThroughThinEvidence(t *testing.T) {
 		assert.Equal(t, []string{"zone-a>zone-b", "zone-b>zone-a"}, g.grayZones(), "%dx%d seed %d", tc.zones, tc.nodes/tc.zones, tc.seed)
 	}
 }
+
+// 30 minutes of 0.1 % background loss on every path of a zoned ring: no zone pair, no node,
+// no Event.
+func TestBackgroundLossMakesNoZoneVerdict(t *testing.T) {
+	for seed := range graySeeds() {
+		g := newGrayRun(12, 70+seed)
+		for r := range 180 {
+			g.runZoned(1, 3, func(int, int) (float64, time.Duration) { return 0.001, 200 * time.Microsecond })
+			require.Empty(t, g.grayZones(), "seed %d round %d", seed, r)
+		}
+		assert.Empty(t, g.grayNodes(), "seed %d", seed)
+		assert.Empty(t, g.degraded, "seed %d", seed)
+	}
+}
