@@ -46,7 +46,7 @@ const SideZone = "zone"
 
 // maxGrayZonePairs bounds the zone pairs judged (Z² for Z zones: 32 zones). A zone is a
 // node label the cluster's admins set, not something a sender chooses, but the bound keeps
-// the state O(1) whatever the labels: ~1 KB a zone pair.
+// the state O(1) whatever the labels: ~2 KB a zone pair (BenchmarkGrayZones).
 const maxGrayZonePairs = 1024
 
 // zonePairKey is an ordered zone pair: observers in from, targets in to.
@@ -93,7 +93,8 @@ func (e *Engine) commitZoneEcho(ts *targetState, p pendingEcho) bool {
 	if z.nodeZone == nil {
 		z.nodeZone, z.pairs = map[string]nodeZoneSeen{}, map[zonePairKey]*zoneGray{}
 	}
-	if seen := z.nodeZone[ts.target.Node]; seen.zone != ts.target.Zone || p.at.After(seen.seen) {
+	// Refreshed a slot at a time: a map write per echo would cost more than the rest.
+	if seen := z.nodeZone[ts.target.Node]; seen.zone != ts.target.Zone || p.at.Sub(seen.seen) > e.gray.SlotWidth {
 		z.nodeZone[ts.target.Node] = nodeZoneSeen{zone: ts.target.Zone, seen: p.at}
 	}
 	from := z.nodeZone[p.voter].zone
