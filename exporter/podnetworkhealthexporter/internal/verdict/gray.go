@@ -149,7 +149,7 @@ func (e *Engine) commitEcho(ts *targetState, p pendingEcho) {
 	if og == nil {
 		return
 	}
-	if e.commitZoneEcho(ts, p) { // a lossy zone pair explains it: no node's (grayzones.go)
+	if e.commitZoneEcho(ts, p) { // its zone pair explains it (lossy, or building): no node's (grayzones.go)
 		return
 	}
 	span := e.gray.Span()
