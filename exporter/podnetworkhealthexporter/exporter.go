@@ -165,11 +165,19 @@ func engineConfig(cfg *Config) verdict.Config {
 		WritesPerSecond:      float64(cfg.QPS),
 		MaxProbeInterval:     cfg.MaxProbeInterval,
 		MaxFutureSkew:        observation.FutureSkew(cfg.MinProbeInterval),
-		Gray:                 cfg.Gray.verdict(),
+		Gray:                 grayVerdict(cfg),
 		// No accepted agent probes more often than min_probe_interval; a quarter, as rounds
 		// are stamped when they end (verdict/pace.go).
 		MinRoundSpacing: cfg.MinProbeInterval / 4,
 	}
+}
+
+// grayVerdict is the gray judgement's configuration: zones.enabled also judges the loss
+// between zone pairs (verdict/grayzones.go).
+func grayVerdict(cfg *Config) verdict.GrayConfig {
+	g := cfg.Gray.verdict()
+	g.ZonesOff = !cfg.Zones.Enabled
+	return g
 }
 
 // writePolicy maps the exporter's configuration onto the objects' write policy.

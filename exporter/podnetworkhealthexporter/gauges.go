@@ -54,8 +54,7 @@ func (e *pnhExporter) registerGauges() error {
 	})); err != nil {
 		return err
 	}
-	// Gray: the targets' loss (O(N)), the nodes blamed (at most one series per node), and
-	// whether the gray picture is cluster-wide.
+	// Gray: the targets' loss (O(N)); the verdicts' gauges in registerGrayGauges.
 	if err := tb.RegisterPodNetworkHealthTargetLossRatioCallback(func(_ context.Context, o metric.Float64Observer) error {
 		for _, g := range e.engine.GrayStatuses() {
 			if g.Status.Sent == 0 {
@@ -73,24 +72,7 @@ func (e *pnhExporter) registerGauges() error {
 	}); err != nil {
 		return err
 	}
-	if err := tb.RegisterPodNetworkHealthNodeGrayCallback(func(_ context.Context, o metric.Int64Observer) error {
-		nodes, _ := e.engine.GrayNodes()
-		for _, n := range nodes {
-			o.Observe(1, metric.WithAttributes(attribute.String("netpulse.node.name", n.Node),
-				attribute.String("netpulse.gray.reason", n.Reason), attribute.String("netpulse.gray.side", n.Side)))
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := tb.RegisterPodNetworkHealthGraySystemicCallback(func(_ context.Context, o metric.Int64Observer) error {
-		v := int64(0)
-		if _, systemic := e.engine.GrayNodes(); systemic {
-			v = 1
-		}
-		o.Observe(v)
-		return nil
-	}); err != nil {
+	if err := e.registerGrayGauges(); err != nil {
 		return err
 	}
 	if err := tb.RegisterPodNetworkHealthObserverReportingCallback(func(_ context.Context, o metric.Int64Observer) error {
@@ -130,6 +112,43 @@ func (e *pnhExporter) registerGauges() error {
 			}
 			o.Observe(v, metric.WithAttributes(attribute.String("netpulse.target.node", node)))
 		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// registerGrayGauges registers the gray verdicts' gauges: the nodes blamed (at most one
+// series per node), the zone pairs blamed (at most Z x (Z-1)), and whether the gray picture
+// is cluster-wide.
+func (e *pnhExporter) registerGrayGauges() error {
+	tb := e.tb
+	if err := tb.RegisterPodNetworkHealthNodeGrayCallback(func(_ context.Context, o metric.Int64Observer) error {
+		nodes, _ := e.engine.GrayNodes()
+		for _, n := range nodes {
+			o.Observe(1, metric.WithAttributes(attribute.String("netpulse.node.name", n.Node),
+				attribute.String("netpulse.gray.reason", n.Reason), attribute.String("netpulse.gray.side", n.Side)))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := tb.RegisterPodNetworkHealthZonePairGrayCallback(func(_ context.Context, o metric.Int64Observer) error {
+		for _, z := range e.engine.GrayZones() {
+			o.Observe(1, metric.WithAttributes(attribute.String("netpulse.source.zone", z.FromZone),
+				attribute.String("netpulse.target.zone", z.ToZone), attribute.String("netpulse.gray.reason", z.Reason)))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := tb.RegisterPodNetworkHealthGraySystemicCallback(func(_ context.Context, o metric.Int64Observer) error {
+		v := int64(0)
+		if _, systemic := e.engine.GrayNodes(); systemic {
+			v = 1
+		}
+		o.Observe(v)
 		return nil
 	}); err != nil {
 		return err

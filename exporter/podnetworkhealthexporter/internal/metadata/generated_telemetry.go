@@ -47,6 +47,7 @@ type TelemetryBuilder struct {
 	PodNetworkHealthWritesDropped          metric.Int64Counter
 	PodNetworkHealthWritesForbidden        metric.Int64Gauge
 	PodNetworkHealthWritesPending          metric.Int64Gauge
+	PodNetworkHealthZonePairGray           metric.Int64ObservableGauge
 	PodNetworkHealthZonePairReachable      metric.Int64ObservableGauge
 }
 
@@ -157,6 +158,21 @@ func (builder *TelemetryBuilder) RegisterPodNetworkHealthTargetReachableCallback
 		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthTargetReachable, obs: o})
 		return nil
 	}, builder.PodNetworkHealthTargetReachable)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterPodNetworkHealthZonePairGrayCallback sets callback for observable PodNetworkHealthZonePairGray metric.
+func (builder *TelemetryBuilder) RegisterPodNetworkHealthZonePairGrayCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.PodNetworkHealthZonePairGray, obs: o})
+		return nil
+	}, builder.PodNetworkHealthZonePairGray)
 	if err != nil {
 		return err
 	}
@@ -331,6 +347,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_pod_network_health_writes_pending",
 		metric.WithDescription("API writes waiting for the write budget, by priority (latest state per object, so bounded by the objects, nodes and pods). [Alpha]"),
 		metric.WithUnit("{write}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthZonePairGray, err = builder.meter.Int64ObservableGauge(
+		"otelcol_pod_network_health_zone_pair_gray",
+		metric.WithDescription("1 for each ordered zone pair a gray verdict is blamed on (PacketLoss: echoes from the observers of netpulse.source.zone towards the targets of netpulse.target.zone are lost, from two observer nodes towards two target nodes at least, while each zone's own traffic is clean - a lossy link between the zones, blamed on no node); pairs without one are not reported (at most Z x (Z-1) series for Z zones). The leader reports it. [Alpha]"),
+		metric.WithUnit("1"),
 	)
 	errs = errors.Join(errs, err)
 	builder.PodNetworkHealthZonePairReachable, err = builder.meter.Int64ObservableGauge(

@@ -295,6 +295,20 @@ func AssertEqualPodNetworkHealthWritesPending(t *testing.T, tt *componenttest.Te
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualPodNetworkHealthZonePairGray(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_pod_network_health_zone_pair_gray",
+		Description: "1 for each ordered zone pair a gray verdict is blamed on (PacketLoss: echoes from the observers of netpulse.source.zone towards the targets of netpulse.target.zone are lost, from two observer nodes towards two target nodes at least, while each zone's own traffic is clean - a lossy link between the zones, blamed on no node); pairs without one are not reported (at most Z x (Z-1) series for Z zones). The leader reports it. [Alpha]",
+		Unit:        "1",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_pod_network_health_zone_pair_gray")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualPodNetworkHealthZonePairReachable(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_pod_network_health_zone_pair_reachable",

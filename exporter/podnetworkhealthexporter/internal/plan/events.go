@@ -81,6 +81,9 @@ func GrayMessage(g verdict.PairGray) string {
 			msg = fmt.Sprintf("packet loss at the target's node %s: %s, lost from %d observer nodes", g.Node, st.LossText(), st.Contributors)
 		case verdict.SideObserver:
 			msg = fmt.Sprintf("packet loss at the observer's own node %s: %s, towards %d of its target nodes", g.Node, st.LossText(), st.Contributors)
+		case verdict.SideZone:
+			msg = fmt.Sprintf("packet loss between zones %s and %s: %s, from %d observer nodes in %s towards %d target nodes in %s",
+				g.FromZone, g.ToZone, st.LossText(), st.Contributors, g.FromZone, g.TargetNodes, g.ToZone)
 		default:
 			msg = "packet loss on this path alone: " + st.LossText()
 		}

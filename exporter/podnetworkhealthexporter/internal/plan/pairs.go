@@ -191,6 +191,8 @@ func GrayRecord(reason, message string) string {
 		side = verdict.SideObserver
 	case strings.Contains(message, "on this path alone"):
 		side = verdict.SidePath
+	case strings.Contains(message, "packet loss between zones"):
+		side = verdict.SideZone
 	}
 	return reason + "/" + side
 }

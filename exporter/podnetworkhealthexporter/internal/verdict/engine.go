@@ -220,6 +220,8 @@ type Engine struct {
 	// last judged lossy, kept for the gray window (O(N)): the other side leaves their
 	// losses out.
 	lossyTargets, lossyObservers map[string]time.Time
+	// grayZones: the zone pairs' loss judgement (grayzones.go; O(zones²)).
+	grayZones grayZoneState
 	// standby: what a replica that does not lead bounds and expires itself (standby.go).
 	standby standbyState
 

@@ -30,6 +30,8 @@ type GrayConfig struct {
 	// 60: the last half hour, judged over its newest 1, 2, 4, ... slots).
 	SlotWidth time.Duration
 	Slots     int
+	// ZonesOff: no zone-pair loss verdict (grayzones.go), what zones.enabled: false gives.
+	ZonesOff bool
 }
 
 // Defaults of GrayConfig.
@@ -145,6 +147,9 @@ func boundaryWindow(ob *observerState) time.Duration {
 func (e *Engine) commitEcho(ts *targetState, p pendingEcho) {
 	tg, og := ts.g, e.grayObservers[p.voter]
 	if og == nil {
+		return
+	}
+	if e.commitZoneEcho(ts, p) { // its zone pair explains it (lossy, or building): no node's (grayzones.go)
 		return
 	}
 	span := e.gray.Span()
@@ -521,6 +526,7 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 // judgeGrayObservers re-judges the observer nodes that reported since the last call and
 // forgets those gone for TargetTTL (caller holds mu).
 func (e *Engine) judgeGrayObservers(now time.Time) {
+	e.judgeGrayZones(now) // grayzones.go
 	for _, m := range []map[string]time.Time{e.lossyTargets, e.lossyObservers} {
 		for k, at := range m {
 			if now.Sub(at) > e.gray.Span() {
@@ -596,11 +602,15 @@ func (e *Engine) observerGrayStatus(voter string) GrayStatus {
 type PairGray struct {
 	// Reason: v1alpha1.ReasonPacketLoss or ReasonHighLatency ("" when neither).
 	Reason string
-	// Side: SideTarget, SideObserver, SideBoth or SidePath.
+	// Side: SideTarget, SideObserver, SideBoth, SidePath or SideZone.
 	Side string
-	// Node: the node blamed ("" for SidePath).
-	Node   string
-	Status GrayStatus
+	// Node: the node blamed ("" for SidePath and SideZone).
+	Node string
+	// FromZone, ToZone: SideZone's observer and target zones; TargetNodes: the target
+	// nodes whose echoes were lost (Status.Contributors: the observer nodes).
+	FromZone, ToZone string
+	TargetNodes      int
+	Status           GrayStatus
 }
 
 // pairGray localises a pair's gray verdict (caller holds mu): its target's side (most of
@@ -636,6 +646,9 @@ func (e *Engine) pairGray(k observation.PairKey, p *pairInfo, s observation.Summ
 		return PairGray{}, false
 	}
 	if g, ok := pick(tgt.Lossy, obs.Lossy, reasonPacketLoss, tgt, obs); ok {
+		return g
+	}
+	if g, ok := e.zonePairGray(ts, voter); ok { // grayzones.go
 		return g
 	}
 	if g, ok := pick(tgt.HighLatency, obs.HighLatency, reasonHighLatency, tgt, obs); ok {
