@@ -116,6 +116,9 @@ func TestShardsSplitTheCluster(t *testing.T) {
 		for _, tg := range m.targets {
 			_ = admin.CoreV1().Nodes().Delete(context.Background(), tg.Node, metav1.DeleteOptions{})
 		}
+		// Its objects too: a later test's shard of the same count resumes every object
+		// labelled with its index, in every namespace.
+		_ = pnhClient.NetpulseV1alpha1().PodNetworkHealths(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
 	owned := make([]int, count)
 	for _, tg := range m.targets {
@@ -262,6 +265,7 @@ func TestSmallShardMarksACutNode(t *testing.T) {
 		for _, tg := range m.targets {
 			_ = admin.CoreV1().Nodes().Delete(context.Background(), tg.Node, metav1.DeleteOptions{})
 		}
+		_ = pnhClient.NetpulseV1alpha1().PodNetworkHealths(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
 	})
 	var own0 []int
 	for i, tg := range m.targets {
@@ -287,6 +291,12 @@ func TestSmallShardMarksACutNode(t *testing.T) {
 	m.run()
 	defer m.close()
 	cutNode := m.targets[cut].Node
+	condition := func(node string) string {
+		if c := nodeCondition(t, node, typ); c != nil {
+			return fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+		}
+		return "none"
+	}
 	status := func(want corev1.ConditionStatus, reason string) func() bool {
 		return func() bool {
 			c := nodeCondition(t, cutNode, typ)
@@ -299,7 +309,7 @@ func TestSmallShardMarksACutNode(t *testing.T) {
 	// Every agent routes by the shard count: shard 0 cannot show a working observer.
 	m.set(cut, true)
 	require.Eventually(t, status(corev1.ConditionUnknown, "Suppressed"), 60*time.Second, 200*time.Millisecond,
-		"with the agents routing by the count, the cut node's shard suppresses marking (the stated limitation)")
+		"with the agents routing by the count, the cut node's shard suppresses marking (the stated limitation): %+v", condition(cutNode))
 	m.set(cut, false)
 	require.Eventually(t, status(corev1.ConditionFalse, "ReachableFromPeers"), 60*time.Second, 200*time.Millisecond,
 		"healed")
