@@ -409,7 +409,6 @@ func TestGrayNodeConditionRemovedWhenUnset(t *testing.T) {
 	require.NotNil(t, nodeCondition(t, bad, outage), "the first gateway set the outage condition too")
 
 	second := startExporter(t, config(""), "gw-grayoff-b", nil)
-	defer func() { require.NoError(t, second.Shutdown(ctx)) }()
 	unset := time.Now()
 	require.Eventually(t, func() bool { return nodeCondition(t, bad, degraded) == nil }, 60*time.Second, 200*time.Millisecond,
 		"the gray condition stays on the node after degraded_type was unset")
@@ -418,4 +417,25 @@ func TestGrayNodeConditionRemovedWhenUnset(t *testing.T) {
 	c := nodeCondition(t, bad, foreign)
 	require.NotNil(t, c, "another controller's condition stays")
 	require.Equal(t, "eth0 drops", c.Message)
+	require.NoError(t, second.Shutdown(ctx))
+
+	// Node conditions turned off: the one list of the nodes that removes the outage
+	// condition removes a gray one too (here one as the first gateway wrote it while the
+	// node was within thresholds, on another node).
+	other := m.targets[0].Node
+	n, err = admin.CoreV1().Nodes().Get(ctx, other, metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: degraded, Status: corev1.ConditionFalse,
+		Reason: "WithinThresholds", Message: "packet loss and latency at this node are within thresholds",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()})
+	_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	off := config("")
+	off.NodeConditions.Enabled = false
+	third := startExporter(t, off, "gw-grayoff-c", nil)
+	defer func() { require.NoError(t, third.Shutdown(ctx)) }()
+	require.Eventually(t, func() bool {
+		return nodeCondition(t, other, degraded) == nil && nodeCondition(t, other, outage) == nil && nodeCondition(t, bad, outage) == nil
+	}, 60*time.Second, 200*time.Millisecond, "node conditions off: the outage and gray conditions stay")
+	require.NotNil(t, nodeCondition(t, bad, foreign), "another controller's condition stays")
 }
