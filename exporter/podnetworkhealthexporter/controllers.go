@@ -85,7 +85,11 @@ func nodesConfig(cfg *Config) controllers.NodesConfig {
 	if nc.DegradedType != "" {
 		types = append(types, nc.DegradedType)
 	}
-	return controllers.NodesConfig{Enabled: nc.Enabled, CacheTypes: types,
+	var gray string
+	if nc.Enabled {
+		gray = nc.DegradedType // the gray controller runs only with node conditions on
+	}
+	return controllers.NodesConfig{Enabled: nc.Enabled, CacheTypes: types, GrayType: gray,
 		Control: plan.NodeConditions{Type: nc.Type,
 			Config: verdict.NodeConfig{Quorum: nc.Quorum, MaxFailingShare: nc.MaxFailingShare, Heartbeat: nc.Heartbeat, MinHold: nc.MinHold,
 				Zones: zoneConfig(cfg)}}}

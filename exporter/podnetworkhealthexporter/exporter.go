@@ -202,12 +202,18 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 		// target (a sender's own stamp, or agents of another shard count during a change)
 		// is not this shard's to judge. It still shows that its source is reporting: an agent
 		// of the previous count (an unsharded one sends no heartbeat at all) whose points
-		// of a round all went to other shards' targets is not silent here.
+		// of a round all went to other shards' targets is not silent here. Its successes
+		// show that its node works: the node quorum counts it as a working observer
+		// (verdict.Engine.ReachedElsewhere), which this shard's own targets may not show.
 		before := len(res.Observations)
 		var alive []observation.Heartbeat
+		var elsewhere []observation.Observation
 		res.Observations = slices.DeleteFunc(res.Observations, func(o observation.Observation) bool {
 			if e.owns(o.Target) {
 				return false
+			}
+			if o.Success {
+				elsewhere = append(elsewhere, o)
 			}
 			// One per source and round: an agent's request carries its round's points together.
 			if n := len(alive); n == 0 || alive[n-1].Source.UID != o.Source.UID || !alive[n-1].At.Equal(o.Timestamp) {
@@ -220,6 +226,7 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 			// Counted once, as other_shard: what Heard cannot use (no source UID, dated in
 			// the future) is not counted again.
 			e.engine.Heard(alive, now)
+			e.engine.ReachedElsewhere(elsewhere, now)
 		}
 	}
 	if n := e.engine.Heard(res.Heartbeats, now); n > 0 {

@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/internal/shard"
 )
 
@@ -167,4 +169,71 @@ func TestShardCountChangeOverlap(t *testing.T) {
 	gws = roll(agents)
 	require.Equal(t, agents-1, reaching(gws, moved), "after the roll: every observer")
 	require.Equal(t, agents-1, reaching(gws, stayed))
+}
+
+// 3 nodes, 2 shards (the real-node Shards step, issue #40): shard 0 owns two nodes, a and
+// b, and a is cut off. Shard 0 sees b's observations of a and of its own node only, so
+// from its own targets no observer reaches a node other than itself and a: nobody is a
+// healthy observer and marking suppresses itself. b's successes towards c, which shard 0
+// drops as another shard's (agents not rolled yet send it every point), show that b works:
+// with them a's condition goes True, from b and c as the unsharded gateway sees it.
+// Agents that route by the shard count (filter/shard-<i>) send shard 0 none of them: the
+// control, which stays suppressed.
+func TestDroppedSuccessesShowASmallShardItsObserversWork(t *testing.T) {
+	const count = 2
+	a := nodeOwnedBy(t, 0, count, nil)
+	b := nodeOwnedBy(t, 0, count, map[string]bool{a: true})
+	c := nodeOwnedBy(t, 1, count, nil)
+	nodes := []string{a, b, c}
+	targets := make([]probetest.Target, len(nodes))
+	agents := make([]*probetest.Agent, len(nodes))
+	for i, n := range nodes {
+		targets[i] = probetest.Target{NS: "netpulse", Pod: fmt.Sprintf("agent-%d", i), UID: fmt.Sprintf("uid-%d", i), Node: n, IP: fmt.Sprintf("10.0.0.%d", i+1)}
+		agents[i] = probetest.NewAgent("netpulse", targets[i].Pod, targets[i].UID, n, targets[i].IP)
+	}
+	run := func(routed bool) verdict.NodeDecision {
+		cfg := createDefaultConfig().(*Config)
+		cfg.LeaderElection.Enabled = false
+		cfg.RequireAuthenticatedObservers = false
+		cfg.Shard = ShardConfig{Count: count, Index: 0}
+		e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type))
+		require.NoError(t, err)
+		cur := map[string]*verdict.NodeCondition{a: nil, b: nil} // shard 0's nodes
+		start := time.Now().Add(-2 * time.Minute).Truncate(time.Second)
+		var d verdict.NodeDecision
+		for r := range 20 {
+			at := start.Add(time.Duration(r) * 5 * time.Second)
+			for i, ag := range agents {
+				var tgs []probetest.Target
+				var outs []probetest.Outcome
+				for j, tg := range targets {
+					if i == j || routed && shard.Of(tg.Node, count) != 0 {
+						continue
+					}
+					cut := r >= 5 && (i == 0 || j == 0)
+					tgs = append(tgs, tg)
+					outs = append(outs, probetest.Outcome{OK: !cut, RTT: time.Millisecond})
+				}
+				md := ag.Round(at, tgs, outs)
+				ag.Heartbeat(md, at, int64(r+1))
+				require.NoError(t, e.consume(context.Background(), md))
+			}
+			e.engine.Reconcile(at.Add(time.Second))
+			d = e.engine.ReconcileNodes(at.Add(time.Second), cur, verdict.NodeConfig{})
+			for _, w := range d.Writes {
+				cond := w.Condition
+				cur[w.Node] = &cond
+			}
+		}
+		require.Equal(t, 2, e.engine.Stats().Targets, "only shard 0's targets are judged")
+		return d
+	}
+
+	d := run(false)
+	assert.False(t, d.Suppressed, d.SuppressedReason)
+	assert.Equal(t, []string{a}, d.Marked, "the cut node, from the observers the shard drops the successes of")
+
+	ctl := run(true)
+	assert.True(t, ctl.Suppressed, "control: the shard's own targets alone show no working observer")
+	assert.Empty(t, ctl.Marked)
 }

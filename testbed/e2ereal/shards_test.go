@@ -167,7 +167,9 @@ func (s *suite) shardsOnRealNodes(t *testing.T) {
 		// No other node is blamed. The cut node's own condition is not asserted: on 3
 		// nodes a shard that owns 2 sees only its own targets' observations, so no observer
 		// shows that it reaches another node and its quorum suppresses itself (Unknown,
-		// Suppressed; docs/sharding.md). A shard of a real cluster owns many nodes.
+		// Suppressed; docs/sharding.md), unless agents not rolled yet still send it their
+		// successes towards the other shard (True then). A shard of a real cluster owns
+		// many nodes.
 		conds := s.nodeConditions(t)
 		victimCond = conds[victim]
 		for _, n := range s.cl.Nodes {

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	pnhexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/probetest"
 )
@@ -358,4 +359,83 @@ func TestSilentObserversObjectsKeptUntilPodDeleted(t *testing.T) {
 	objs = list()
 	require.Len(t, objs, 1, "nothing re-creates the deleted pod's object")
 	require.Equal(t, m.targets[1].Pod, objs[0].Spec.SourcePodRef.Name)
+}
+
+// node_conditions.degraded_type unset again (issue #37): a gateway that wrote the gray
+// condition is replaced by one whose configuration no longer names it; the new one removes
+// it from the node that carries it (recognised by its reason and message: the old name is
+// not in its configuration), at its first node judgement. The outage condition, and
+// another controller's condition with a gray reason, stay.
+func TestGrayNodeConditionRemovedWhenUnset(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	const outage, degraded, foreign = "netpulse.io/PodNetworkProblem", "netpulse.io/PodNetworkDegraded", "npd.example/NetworkLoss"
+	const ns, lossy = "grayoff", 3
+	m := newMesh(t, ns, 4)
+	t.Cleanup(func() {
+		for _, tg := range m.targets {
+			_ = admin.CoreV1().Nodes().Delete(context.Background(), tg.Node, metav1.DeleteOptions{})
+		}
+	})
+	bad := m.targets[lossy].Node
+	config := func(gray string) *pnhexporter.Config {
+		cfg := testConfig("pnh-grayoff")
+		cfg.LeaderElection.Enabled = false
+		cfg.NodeConditions.Enabled = true
+		cfg.NodeConditions.DegradedType = gray
+		cfg.Gray.SlotWidth = 2 * time.Second
+		cfg.Gray.Window = 2 * time.Minute
+		return cfg
+	}
+	// Another controller's condition on the same node, with a reason the gray one uses.
+	n, err := admin.CoreV1().Nodes().Get(ctx, bad, metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: foreign, Status: corev1.ConditionTrue,
+		Reason: v1alpha1.ReasonPacketLoss, Message: "eth0 drops", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()})
+	_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	first := startExporter(t, config(degraded), "gw-grayoff-a", nil)
+	m.setLoss(lossy, 0.2)
+	m.run(first)
+	if !assert.Eventually(t, func() bool {
+		c := nodeCondition(t, bad, degraded)
+		return c != nil && c.Status == corev1.ConditionTrue
+	}, 90*time.Second, 250*time.Millisecond) {
+		t.Fatalf("the lossy node is never marked; the objects: %s", grayPairs(t, ns))
+	}
+	m.close()
+	require.NoError(t, first.Shutdown(ctx))
+	require.NotNil(t, nodeCondition(t, bad, outage), "the first gateway set the outage condition too")
+
+	second := startExporter(t, config(""), "gw-grayoff-b", nil)
+	unset := time.Now()
+	require.Eventually(t, func() bool { return nodeCondition(t, bad, degraded) == nil }, 60*time.Second, 200*time.Millisecond,
+		"the gray condition stays on the node after degraded_type was unset")
+	t.Logf("FIGURE the stale gray condition removed %v after the gateway without degraded_type started", time.Since(unset).Round(100*time.Millisecond))
+	require.NotNil(t, nodeCondition(t, bad, outage), "the outage condition stays")
+	c := nodeCondition(t, bad, foreign)
+	require.NotNil(t, c, "another controller's condition stays")
+	require.Equal(t, "eth0 drops", c.Message)
+	require.NoError(t, second.Shutdown(ctx))
+
+	// Node conditions turned off: the one list of the nodes that removes the outage
+	// condition removes a gray one too (here one as the first gateway wrote it while the
+	// node was within thresholds, on another node).
+	other := m.targets[0].Node
+	n, err = admin.CoreV1().Nodes().Get(ctx, other, metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: degraded, Status: corev1.ConditionFalse,
+		Reason: "WithinThresholds", Message: "packet loss and latency at this node are within thresholds",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()})
+	_, err = admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	off := config("")
+	off.NodeConditions.Enabled = false
+	third := startExporter(t, off, "gw-grayoff-c", nil)
+	defer func() { require.NoError(t, third.Shutdown(ctx)) }()
+	require.Eventually(t, func() bool {
+		return nodeCondition(t, other, degraded) == nil && nodeCondition(t, other, outage) == nil && nodeCondition(t, bad, outage) == nil
+	}, 60*time.Second, 200*time.Millisecond, "node conditions off: the outage and gray conditions stay")
+	require.NotNil(t, nodeCondition(t, bad, foreign), "another controller's condition stays")
 }

@@ -94,25 +94,52 @@ func (w *Writer) PodConditions(client kubernetes.Interface, writes []plan.PodCon
 // are disabled, so turning them off leaves nothing stale behind. It needs the opt-in
 // node-status RBAC; without it, it says so once per node and gives up.
 func (w *Writer) CleanupNodeConditions(ctx context.Context, client kubernetes.Interface, condType string, logger *zap.Logger) {
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		logger.Info("pod_network_health: cannot list nodes to clean up node conditions", zap.Error(err))
-		return
-	}
-	for _, n := range nodes.Items {
-		for _, c := range n.Status.Conditions {
-			if string(c.Type) != condType {
-				continue
-			}
-			node := n.Name
-			w.Enqueue(NodeConditionKey(node, condType), writequeue.Cleanup, func(ctx context.Context) error {
-				err := RemoveNodeCondition(ctx, client, node, condType)
-				if apierrors.IsForbidden(err) {
-					logger.Info("pod_network_health: node conditions are disabled but a stale one remains; grant nodes/status patch to remove it", zap.String("node", node))
-					return nil // retrying cannot help
-				}
-				return err
-			}, "node_condition_cleanup")
+	w.CleanupNodeConditionsWhere(ctx, client, func(_ string, c corev1.NodeCondition) bool { return string(c.Type) == condType },
+		"node_condition_cleanup", logger)
+}
+
+// cleanupListPage bounds the nodes one list request of a cleanup returns (and holds).
+const cleanupListPage = 500
+
+// CleanupNodeConditionsWhere removes every condition that match selects from the nodes,
+// read page by page (RemoveNodeConditions).
+func (w *Writer) CleanupNodeConditionsWhere(ctx context.Context, client kubernetes.Interface, match func(node string, c corev1.NodeCondition) bool, reason string, logger *zap.Logger) {
+	opts := metav1.ListOptions{Limit: cleanupListPage}
+	for {
+		nodes, err := client.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			logger.Info("pod_network_health: cannot list nodes to clean up node conditions", zap.String("cleanup", reason), zap.Error(err))
+			return
 		}
+		for i := range nodes.Items {
+			w.RemoveNodeConditions(client, &nodes.Items[i], match, reason, logger)
+		}
+		if nodes.Continue == "" {
+			return
+		}
+		opts.Continue = nodes.Continue
+	}
+}
+
+// RemoveNodeConditions removes the conditions of n that match selects, at Cleanup priority
+// within the write budget: one removal per type it carries, none for a node that carries
+// none. A removal the API refuses as forbidden (no nodes/status patch, or an admission
+// policy that does not name the type) is logged and given up: retrying cannot help.
+// reason labels the writes.
+func (w *Writer) RemoveNodeConditions(client kubernetes.Interface, n *corev1.Node, match func(node string, c corev1.NodeCondition) bool, reason string, logger *zap.Logger) {
+	for _, c := range n.Status.Conditions {
+		if !match(n.Name, c) {
+			continue
+		}
+		node, condType := n.Name, string(c.Type)
+		w.Enqueue(NodeConditionKey(node, condType), writequeue.Cleanup, func(ctx context.Context) error {
+			err := RemoveNodeCondition(ctx, client, node, condType)
+			if apierrors.IsForbidden(err) {
+				logger.Info("pod_network_health: a stale node condition of netpulse's remains; grant nodes/status patch (and name its type in the gateway's admission policy) to remove it",
+					zap.String("node", node), zap.String("type", condType), zap.String("cleanup", reason), zap.Error(err))
+				return nil // retrying cannot help
+			}
+			return err
+		}, reason)
 	}
 }

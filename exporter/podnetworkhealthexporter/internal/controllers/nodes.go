@@ -31,6 +31,9 @@ type NodesConfig struct {
 	Control plan.NodeConditions
 	// CacheTypes are the condition types the node cache keeps (ours, and the gray one).
 	CacheTypes []string
+	// GrayType is the gray node condition's type this gateway writes
+	// (node_conditions.degraded_type while node conditions are enabled; "" none).
+	GrayType string
 }
 
 // Nodes is the node conditions' controller: the node cache (a stripped informer) feeds
@@ -44,6 +47,8 @@ type Nodes struct {
 	cadence cadence
 	// judged is this tick's judgement (the lead loop's alone).
 	judged nodeJudgement
+	// grayCleaned: this term removed the stale gray conditions (the lead loop's alone).
+	grayCleaned bool
 
 	mu    sync.Mutex // guards cache (the node_problem gauge reads it)
 	cache *nodeCache
@@ -69,7 +74,7 @@ func (c *Nodes) Start(kube kubernetes.Interface, _ versioned.Interface) {
 	if !c.cfg.Enabled {
 		return
 	}
-	nc := newNodeCache(kube, c.cfg.CacheTypes...)
+	nc := newNodeCache(kube, cachedCondition(c.cfg.CacheTypes))
 	c.mu.Lock()
 	c.cache = nc
 	c.mu.Unlock()
@@ -77,12 +82,43 @@ func (c *Nodes) Start(kube kubernetes.Interface, _ versioned.Interface) {
 }
 
 // Lead starts a term; with node conditions disabled it removes our condition type from
-// every node, so turning them off leaves nothing stale behind.
+// every node, so turning them off leaves nothing stale behind. It also removes, from this
+// shard's nodes, a gray node condition of another type than GrayType: written before
+// degraded_type was unset or renamed (staleGray).
 func (c *Nodes) Lead(ctx context.Context) {
 	c.cadence.reset()
+	c.grayCleaned = false
 	if !c.cfg.Enabled {
-		c.d.Writer().CleanupNodeConditions(ctx, c.kube, c.cfg.Control.Type, c.d.Logger)
+		// One list of the nodes (no cache runs) for both.
+		c.d.Writer().CleanupNodeConditionsWhere(ctx, c.kube, func(node string, cond corev1.NodeCondition) bool {
+			return string(cond.Type) == c.cfg.Control.Type || c.staleGray(node, cond)
+		}, "node_condition_cleanup", c.d.Logger)
+		c.grayCleaned = true
 	}
+}
+
+// cleanStaleGray removes, once a term, the stale gray conditions (staleGray) of the
+// cached nodes: the node cache keeps them (stripNodeToCondition), so this costs no read.
+func (c *Nodes) cleanStaleGray(nodes []*corev1.Node) {
+	if c.grayCleaned {
+		return
+	}
+	c.grayCleaned = true
+	for _, n := range nodes {
+		c.d.Writer().RemoveNodeConditions(c.kube, n, c.staleGray, "gray_node_condition_cleanup", c.d.Logger)
+	}
+}
+
+// staleGray selects a gray node condition this gateway no longer writes. The old
+// degraded_type is not known after the configuration changed (and a node annotation that
+// recorded it would be a write the gateway is not allowed, the admission policy refuses
+// annotations), so the condition is recognised by what only it says: its reasons with its
+// messages (verdict.IsGrayNodeCondition), under any type but the two this gateway writes.
+// A node of another shard is that shard's to clean.
+func (c *Nodes) staleGray(node string, cond corev1.NodeCondition) bool {
+	t := string(cond.Type)
+	return t != c.cfg.Control.Type && t != c.cfg.GrayType && c.d.owns(node) &&
+		verdict.IsGrayNodeCondition(cond.Reason, cond.Message)
 }
 
 // EndTerm: the engine forgets the term's node state with the pairs' (Pairs.EndTerm).
@@ -113,6 +149,7 @@ func (c *Nodes) Reconcile(_ context.Context, now time.Time) {
 		}
 		// Another shard holds the evidence about the others and sets their conditions.
 		nodes = slices.DeleteFunc(nodes, func(n *corev1.Node) bool { return !c.d.owns(n.Name) })
+		c.cleanStaleGray(nodes)
 		current = control.Current(nodes)
 	}
 	d := c.d.Engine.ReconcileNodes(now, current, control.Config)
@@ -157,8 +194,8 @@ type nodeCache struct {
 	informer cache.SharedIndexInformer
 }
 
-func newNodeCache(kube kubernetes.Interface, condTypes ...string) *nodeCache {
-	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripNodeToCondition(condTypes...)))
+func newNodeCache(kube kubernetes.Interface, keep func(corev1.NodeCondition) bool) *nodeCache {
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripNodeToCondition(keep)))
 	return &nodeCache{factory: f, informer: f.Core().V1().Nodes().Informer()}
 }
 
@@ -175,8 +212,18 @@ func (c *nodeCache) list() ([]*corev1.Node, bool) {
 	return out, true
 }
 
-// stripNodeToCondition keeps only the node's name and our conditions in the cache.
-func stripNodeToCondition(condTypes ...string) cache.TransformFunc {
+// cachedCondition selects the conditions the node cache keeps: those of types, and a gray
+// node condition of any type (verdict.IsGrayNodeCondition), so that a stale one can be
+// removed without reading the nodes again (Nodes.cleanStaleGray).
+func cachedCondition(types []string) func(corev1.NodeCondition) bool {
+	return func(cond corev1.NodeCondition) bool {
+		return slices.Contains(types, string(cond.Type)) || verdict.IsGrayNodeCondition(cond.Reason, cond.Message)
+	}
+}
+
+// stripNodeToCondition keeps only the node's name and the conditions keep selects in the
+// cache.
+func stripNodeToCondition(keep func(corev1.NodeCondition) bool) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		n, ok := obj.(*corev1.Node)
 		if !ok {
@@ -184,7 +231,7 @@ func stripNodeToCondition(condTypes ...string) cache.TransformFunc {
 		}
 		out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion}}
 		for _, c := range n.Status.Conditions {
-			if slices.Contains(condTypes, string(c.Type)) {
+			if keep(c) {
 				out.Status.Conditions = append(out.Status.Conditions, c)
 			}
 		}

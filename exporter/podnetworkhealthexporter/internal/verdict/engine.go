@@ -224,6 +224,9 @@ type Engine struct {
 	grayZones grayZoneState
 	// standby: what a replica that does not lead bounds and expires itself (standby.go).
 	standby standbyState
+	// reachedElsewhere: per voter node, its newest success towards a node this engine
+	// does not judge (ReachedElsewhere; O(N), forgotten TargetTTL after it).
+	reachedElsewhere map[string]time.Time
 
 	// roundsTooSoon counts the observations pace.go did not count.
 	roundsTooSoon uint64
@@ -256,6 +259,7 @@ func New(cfg Config) *Engine {
 		seededBad:          map[string]bool{},
 		nodes:              nodeStates{},
 		grayNodes:          nodeStates{},
+		reachedElsewhere:   map[string]time.Time{},
 	}
 	// Summarizer.Add runs under e.mu (Observe), so the floor reads the targets directly.
 	e.summ.runFloor = e.pairRunFloor

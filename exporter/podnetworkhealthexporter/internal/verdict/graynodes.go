@@ -6,6 +6,7 @@ package verdict
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,6 +21,31 @@ const (
 	msgGrayWithin     = "packet loss and latency at this node are within thresholds"
 	msgGraySuppressed = "gray node marking is suppressed: more than half of the nodes with gray evidence are blamed at once (a cluster-wide problem, not a node's)"
 )
+
+// Prefixes of the gray condition's messages while a node is blamed (grayNodeMessage).
+const (
+	msgGrayLossPrefix    = "packet loss at this node, "
+	msgGrayLatencyPrefix = "high latency at this node, "
+)
+
+// IsGrayNodeCondition reports whether a node condition of any type carries a reason and
+// message that only the gray node condition writes: how the gateway finds its earlier
+// gray condition on the nodes after node_conditions.degraded_type is unset or renamed,
+// when the old name is no longer known (controllers.Nodes.Lead). Every message this
+// condition has been written with must stay recognised here.
+func IsGrayNodeCondition(reason, message string) bool {
+	switch reason {
+	case NodeReasonWithinThresholds:
+		return message == msgGrayWithin
+	case NodeReasonSuppressed:
+		return message == msgGraySuppressed
+	case NodeReasonPacketLoss:
+		return message == msgGrayHolding || strings.HasPrefix(message, msgGrayLossPrefix)
+	case NodeReasonHighLatency:
+		return message == msgGrayHolding || strings.HasPrefix(message, msgGrayLatencyPrefix)
+	}
+	return false
+}
 
 // GrayNodeConfig configures the gray node condition. Zero fields take NodeConfig's
 // defaults.
@@ -141,11 +167,11 @@ func grayNodeMessage(g GrayNode) string {
 		SideBoth:     "seen both by its observers and by its own agent",
 	}[g.Side]
 	if g.Reason == NodeReasonPacketLoss {
-		return fmt.Sprintf("packet loss at this node, %s: %s", where, g.Status.LossText())
+		return fmt.Sprintf(msgGrayLossPrefix+"%s: %s", where, g.Status.LossText())
 	}
 	if g.Status.Baseline > 0 {
-		return fmt.Sprintf("high latency at this node, %s: median RTT %v against a baseline of %v", where,
+		return fmt.Sprintf(msgGrayLatencyPrefix+"%s: median RTT %v against a baseline of %v", where,
 			g.Status.Median.Round(100*time.Microsecond), g.Status.Baseline.Round(100*time.Microsecond))
 	}
-	return "high latency at this node, " + where
+	return msgGrayLatencyPrefix + where
 }

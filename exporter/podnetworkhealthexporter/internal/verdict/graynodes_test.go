@@ -175,3 +175,32 @@ func TestGrayNodeConditionOwnNodesOnly(t *testing.T) {
 	require.Empty(t, d.Writes)
 	require.Empty(t, d.Marked)
 }
+
+// Every condition the gray node condition is written with is recognised as its own
+// (the stale-gray cleanup finds it under any type); the outage condition's and others'
+// are not.
+func TestIsGrayNodeConditionKnowsEveryMessage(t *testing.T) {
+	var written []NodeCondition
+	for _, reason := range []string{NodeReasonPacketLoss, NodeReasonHighLatency} {
+		for _, side := range []string{SideTarget, SideObserver, SideBoth} {
+			for _, st := range []GrayStatus{{}, {Baseline: time.Millisecond, Median: 21 * time.Millisecond}} {
+				written = append(written, NodeCondition{Reason: reason, Message: grayNodeMessage(GrayNode{Reason: reason, Side: side, Status: st})},
+					NodeCondition{Reason: reason, Message: msgGrayHolding})
+			}
+		}
+	}
+	written = append(written, NodeCondition{Reason: NodeReasonWithinThresholds, Message: msgGrayWithin},
+		NodeCondition{Reason: NodeReasonSuppressed, Message: msgGraySuppressed})
+	for _, c := range written {
+		require.True(t, IsGrayNodeCondition(c.Reason, c.Message), "%s: %s", c.Reason, c.Message)
+	}
+	for _, c := range []NodeCondition{
+		{Reason: NodeReasonSuppressed, Message: msgSuppressed}, // the outage condition's
+		{Reason: NodeReasonReachable, Message: msgReachable},
+		{Reason: NodeReasonPacketLoss, Message: "eth0 drops"}, // another controller's
+		{Reason: "KernelDeadlock", Message: msgGrayWithin},    // our message under a reason we never write with it
+		{Reason: NodeReasonWithinThresholds, Message: ""},
+	} {
+		require.False(t, IsGrayNodeCondition(c.Reason, c.Message), "%s: %s", c.Reason, c.Message)
+	}
+}

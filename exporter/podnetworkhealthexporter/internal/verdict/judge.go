@@ -212,6 +212,7 @@ func (e *Engine) judgeObservers(now time.Time) []ObserverStatus {
 			}
 		}
 	}
+	e.workingElsewhere(now, 0) // forgets what is past TargetTTL
 	return changes
 }
 

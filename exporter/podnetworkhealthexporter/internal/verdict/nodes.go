@@ -179,6 +179,61 @@ func (e *Engine) edges(now time.Time, maxAge time.Duration) []quorum.Edge {
 	return out
 }
 
+// ReachedElsewhere takes successes towards targets this engine does not judge, and that
+// the caller drops: a sharded gateway's points towards other shards' targets (the agents
+// of another shard count, or not rolled yet, send them). Each is evidence that its
+// observer's node works, which a shard's node quorum cannot otherwise see when its own
+// targets are on few nodes: on 3 nodes and 2 shards, the shard of 2 nodes sees each
+// observer reach at most one node, the one it then fails to reach (docs/sharding.md).
+// Only the newest time per voter node is kept; no target, pair or verdict is made. The
+// caller guarantees that no target this engine judges is on such a target's node.
+//
+// A success counts for its source's node only (Source.Node, from the gateway's index or
+// the authenticated identity, never a target's claim), towards a pod or node on another
+// node: a sender claiming successes makes at most its own node a working observer, as it
+// could by claiming a success towards any other node of an unsharded gateway. It returns
+// how many observations were unusable (no source, no target node, dated more than
+// MaxFutureSkew after now); failures and External targets are not used and not counted.
+func (e *Engine) ReachedElsewhere(obs []observation.Observation, now time.Time) (ignored int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	future := now.Add(e.cfg.MaxFutureSkew)
+	for i := range obs {
+		o := &obs[i]
+		if !o.Success || o.Target.Kind == observation.TargetExternal {
+			continue
+		}
+		node, votes := e.voterOf(o.Source)
+		if o.Source.UID == "" || node == "" || o.Target.Node == "" || o.Timestamp.IsZero() || o.Timestamp.After(future) {
+			ignored++
+			continue
+		}
+		if !votes || o.Target.Node == node {
+			continue // a node's view of itself says nothing about its pod network
+		}
+		if o.Timestamp.After(e.reachedElsewhere[node]) {
+			e.reachedElsewhere[node] = o.Timestamp
+		}
+	}
+	return ignored
+}
+
+// workingElsewhere returns the voter nodes that reached a node elsewhere within maxAge,
+// sorted, and forgets those older than TargetTTL (caller holds mu).
+func (e *Engine) workingElsewhere(now time.Time, maxAge time.Duration) []string {
+	var out []string
+	for n, at := range e.reachedElsewhere {
+		switch age := now.Sub(at); {
+		case age > e.cfg.TargetTTL:
+			delete(e.reachedElsewhere, n)
+		case age <= maxAge:
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // localiseZones judges the zone pairs and returns the edges that no zone pair explains
 // (caller holds mu): those of a cut zone pair, and the failures towards a node that only
 // one other zone sees (unlocalised below).
@@ -338,7 +393,8 @@ func (e *Engine) ReconcileNodes(now time.Time, current map[string]*NodeCondition
 	if cfg.Zones != nil {
 		edges, zr = e.localiseZones(now, cfg.EdgeMaxAge, edges, *cfg.Zones)
 	}
-	res := quorum.Evaluate(nodes, edges, quorum.Config{Quorum: cfg.Quorum, MaxFailingShare: cfg.MaxFailingShare})
+	res := quorum.Evaluate(nodes, edges, quorum.Config{Quorum: cfg.Quorum, MaxFailingShare: cfg.MaxFailingShare,
+		WorkingObservers: e.workingElsewhere(now, cfg.EdgeMaxAge)})
 	out := NodeDecision{Suppressed: res.Suppressed, SuppressedReason: res.SuppressedReason, Zones: zr}
 	bad := map[string]bool{}
 	if !res.Suppressed {

@@ -105,4 +105,5 @@ func (e *Engine) ExpireStandby(now time.Time) {
 			delete(e.observers, k)
 		}
 	}
+	e.workingElsewhere(now, 0) // forgets what is past TargetTTL
 }

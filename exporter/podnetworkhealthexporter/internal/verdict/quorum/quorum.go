@@ -44,6 +44,13 @@ type Config struct {
 	// the observers fail towards targets that no candidate node explains, or when more
 	// than max(1, floor(MaxFailingShare x nodes)) nodes would be marked.
 	MaxFailingShare float64
+	// WorkingObservers are observer nodes that the caller saw reach a node of its own
+	// choosing that no edge targets and that is not theirs: evidence outside the edges
+	// (a sharded gateway's successes towards other shards' targets, which it does not
+	// judge and drops; docs/sharding.md). Each counts as healthy towards every node, as it
+	// would if that success were an edge. It adds no edge: no node is reached, failed or
+	// explained by it.
+	WorkingObservers []string
 }
 
 // Defaults of Config.
@@ -145,24 +152,10 @@ func lazy(m map[string]set, k string) set {
 // Unknown verdicts are ignored.
 func Evaluate(nodes []string, edges []Edge, cfg Config) Result {
 	cfg = cfg.withDefaults()
-	all := set{}
-	for _, n := range nodes {
-		if n != "" {
-			all.add(n)
-		}
-	}
-	var es []Edge
-	for _, e := range edges {
-		if e.ObserverNode == "" || e.TargetNode == "" || e.TargetKind == observation.TargetExternal ||
-			(e.Verdict != observation.VerdictReachable && e.Verdict != observation.VerdictUnreachable) {
-			continue
-		}
-		if e.ObserverPod == "" {
-			e.ObserverPod = "@" + e.ObserverNode
-		}
-		es = append(es, e)
-		all.add(e.ObserverNode)
-		all.add(e.TargetNode)
+	all, es := usable(nodes, edges)
+	working := set{}
+	for _, n := range cfg.WorkingObservers {
+		working.add(n)
 	}
 
 	reaches := map[string]set{}       // observer node -> nodes (other than itself) it reaches
@@ -190,8 +183,12 @@ func Evaluate(nodes []string, edges []Edge, cfg Config) Result {
 			failPods[e.TargetNode] = append(failPods[e.TargetNode], p)
 		}
 	}
-	// healthy: the observer node reaches some node other than itself and x.
+	// healthy: the observer node reaches some node other than itself and x (a working
+	// observer reaches one that no edge targets, so not x).
 	healthy := func(o, x string) bool {
+		if working.has(o) {
+			return true
+		}
 		for y := range reaches[o] {
 			if y != x {
 				return true
@@ -271,6 +268,32 @@ func Evaluate(nodes []string, edges []Edge, cfg Config) Result {
 		res.Nodes = append(res.Nodes, ns)
 	}
 	return res
+}
+
+// usable returns every node named (nodes, and the edges' nodes) and the edges Evaluate
+// uses: not towards External targets, with both nodes, with a Reachable or Unreachable
+// verdict, and with an observer pod ("@node" when unnamed).
+func usable(nodes []string, edges []Edge) (set, []Edge) {
+	all := set{}
+	for _, n := range nodes {
+		if n != "" {
+			all.add(n)
+		}
+	}
+	var es []Edge
+	for _, e := range edges {
+		if e.ObserverNode == "" || e.TargetNode == "" || e.TargetKind == observation.TargetExternal ||
+			(e.Verdict != observation.VerdictReachable && e.Verdict != observation.VerdictUnreachable) {
+			continue
+		}
+		if e.ObserverPod == "" {
+			e.ObserverPod = "@" + e.ObserverNode
+		}
+		es = append(es, e)
+		all.add(e.ObserverNode)
+		all.add(e.TargetNode)
+	}
+	return all, es
 }
 
 // listPeers lists at most MaxPeersInMessage failing observers ("pod (node)"), sorted, of

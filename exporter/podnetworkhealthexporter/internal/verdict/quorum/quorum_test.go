@@ -253,3 +253,89 @@ func TestOnlyPartitionedNodesAreMarked(t *testing.T) {
 		assert.Len(t, r.Marked(), len(p), "n=%d", n)
 	}
 }
+
+// shardEdges keeps the edges a shard owning the target nodes in own sees (docs/sharding.md:
+// a target belongs to its node's shard), and returns the observer nodes that reach a node
+// it does not own: what it drops as other_shard, as WorkingObservers.
+func shardEdges(n int, reach func(i, j int) bool, own map[int]bool) ([]Edge, []string) {
+	var working []string
+	for i := range n {
+		for j := range n {
+			if i != j && !own[j] && reach(i, j) {
+				working = append(working, nodeName(i))
+				break
+			}
+		}
+	}
+	return mesh(n, reach, func(_, j int) bool { return own[j] }), working
+}
+
+// 3 nodes, 2 shards (the real-node Shards step): whichever shard owns the cut node sees no
+// observer reach a node other than the cut one and the observer's own, so without the
+// successes it drops as another shard's, nobody is a healthy observer; 2 or 3 observers
+// fail towards nodes that are no candidate and marking suppresses itself. With them, the
+// cut node is marked by its shard, and nothing else.
+func TestSmallShardMarksACutNodeFromItsDroppedSuccesses(t *testing.T) {
+	const n = 3
+	for _, tc := range []struct {
+		name string
+		own  map[int]bool
+		cut  int
+	}{
+		{"shard of 2 nodes, one cut", map[int]bool{0: true, 1: true}, 0},
+		{"shard of 2 nodes, the other cut", map[int]bool{0: true, 1: true}, 1},
+		{"shard of 1 node, cut", map[int]bool{2: true}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var nodes []string
+			for j := range tc.own {
+				nodes = append(nodes, nodeName(j))
+			}
+			edges, working := shardEdges(n, partitioned(map[int]bool{tc.cut: true}, false), tc.own)
+			assert.NotContains(t, working, nodeName(tc.cut), "the cut node reaches no other shard's node")
+
+			without := Evaluate(nodes, edges, Config{})
+			assert.True(t, without.Suppressed, "control: the edges of its own targets alone cannot show a working observer")
+			assert.Empty(t, without.Marked())
+
+			r := Evaluate(nodes, edges, Config{WorkingObservers: working})
+			assert.False(t, r.Suppressed, r.SuppressedReason)
+			assert.Equal(t, []string{nodeName(tc.cut)}, r.Marked())
+			// Its nodes read as the unsharded gateway reads them from every edge.
+			whole := Evaluate(clusterNodes(n), mesh(n, partitioned(map[int]bool{tc.cut: true}, false), nil), Config{})
+			require.Equal(t, []string{nodeName(tc.cut)}, whole.Marked())
+			for j := range tc.own {
+				assert.Equal(t, whole.Nodes[j].Reason, r.Nodes[j].Reason, nodeName(j))
+				assert.Equal(t, whole.Nodes[j].FailingObservers, r.Nodes[j].FailingObservers, nodeName(j))
+			}
+		})
+	}
+}
+
+// A working observer is evidence of one node only: one agent claiming successes elsewhere
+// (and failures towards every node its shard owns) makes its own node count as healthy and
+// nothing more: below the quorum it marks no node, and the honest observers that still
+// reach the nodes outnumber it. No working observer adds a node, a reach or a failure.
+func TestWorkingObserversMarkNothingByThemselves(t *testing.T) {
+	const n = 3
+	own := map[int]bool{0: true, 1: true}
+	for liar := range n {
+		t.Run(nodeName(liar), func(t *testing.T) {
+			reach := func(i, j int) bool { return i != liar }
+			edges, _ := shardEdges(n, reach, own)
+			r := Evaluate([]string{nodeName(0), nodeName(1)}, edges, Config{WorkingObservers: clusterNodes(n)})
+			assert.Empty(t, r.Marked(), r.SuppressedReason)
+			assert.Empty(t, r.Candidates)
+			for _, ns := range r.Nodes {
+				assert.LessOrEqual(t, len(ns.FailingObservers), 1, ns.Node)
+			}
+			assert.Len(t, r.Nodes, n, "no node beyond the edges' and the given ones")
+		})
+	}
+	// Working observers with no edges at all: nothing is observed.
+	r := Evaluate(clusterNodes(2), nil, Config{WorkingObservers: clusterNodes(5)})
+	assert.Len(t, r.Nodes, 2)
+	for _, ns := range r.Nodes {
+		assert.Equal(t, ReasonNoObservations, ns.Reason)
+	}
+}
