@@ -455,3 +455,30 @@ func TestExcludingAcrossCountsANodeOnce(t *testing.T) {
 	assert.Equal(t, Counts{Sent: 60, Lost: 8}, ExcludingAcross(nodeOf, nil, &tc, &oc), "y's 4+4 is the largest")
 	assert.Equal(t, Counts{Sent: 90, Lost: 14}, ExcludingAcross(nodeOf, func(n string) bool { return n == "x" }, &tc, &oc), "x blamed, and y")
 }
+
+// Both sides together need half the sample (30 echoes): a young window whose two sides
+// lose in two rounds, from several nodes, is judged on 48 echoes; a starved agent's burst
+// over two rounds (its own echoes' replies, one side) on the same sample is not.
+func TestBothSidesNeedHalfTheSample(t *testing.T) {
+	judge := func(targetLost, observerLost func(i int) uint64) bool {
+		tw, ow := NewWindow(60, 30*time.Second), NewWindow(60, 30*time.Second)
+		var tc, oc Contributors
+		var l Loss
+		for r := range 2 {
+			at := t0.Add(time.Duration(r) * 10 * time.Second)
+			for i := range 4 {
+				tw.Add(at, 3, targetLost(i))
+				tc.Add(fmt.Sprintf("n%d", i), 3, targetLost(i), at, 30*time.Minute)
+				ow.Add(at, 3, observerLost(i))
+				oc.Add(fmt.Sprintf("node:n%d", i), 3, observerLost(i), at, 30*time.Minute)
+			}
+		}
+		_, top := oc.Top()
+		LossConfig{}.JudgeNode(&l, ow, top, []*Window{tw}, ExcludingAcross(nodeOf, nil, &tc, &oc), t0.Add(10*time.Second))
+		return l.Lossy
+	}
+	half := func(i int) uint64 { return uint64(1 - i%2) }
+	none := func(int) uint64 { return 0 }
+	assert.True(t, judge(half, half), "8 of 48 echoes over two rounds, both sides")
+	assert.False(t, judge(none, func(int) uint64 { return 2 }), "16 of 24 of one side's echoes over two rounds")
+}

@@ -159,11 +159,19 @@ func (c LossConfig) JudgeNode(l *Loss, w *Window, except Counts, others []*Windo
 			break
 		}
 	}
+	// Both sides need half the sample one side does (30 echoes at the defaults, 12.5 s of
+	// a node's echoes at the shipped budget): the minimum is there for bursts, and the
+	// bursts it was set for are one side's (a starved agent loses its own echoes' replies
+	// while its kernel answers its peers; a restarting peer is a new target, left out 30
+	// s), while here each side must carry a third of the evidence. The full 60 cost 10 s
+	// at 10 % loss: the newest slot holds fewer echoes of a node after the hold.
+	both := c
+	both.MinEchoes = max(c.MinEchoes/2, 1)
 	for i, s := range node {
 		if best >= 0 && s.Span >= scales[best].Span {
 			break
 		}
-		if !c.passes(s, exceptAll, s.WorstTick) {
+		if !both.passes(s, exceptAll, s.WorstTick) {
 			continue
 		}
 		// Each side's share: the own scale of the same span (the longest not longer: a
