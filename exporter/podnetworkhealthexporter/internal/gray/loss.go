@@ -133,8 +133,14 @@ func (c LossConfig) JudgeNode(l *Loss, w *Window, except Counts, others []*Windo
 		notBefore = l.EvidenceStart
 	}
 	scales := w.Scales(now, notBefore, buf[:0])
+	// Both sides are summed only when some scale of this side carries the third of the
+	// evidence its share must (the test below): a healthy window costs one pass.
 	var node []Scale
-	if len(others) > 0 {
+	share := false
+	for _, o := range scales {
+		share = share || LLR(o.Lost, o.Sent, c.Background) >= c.Evidence/3
+	}
+	if len(others) > 0 && share {
 		var wbuf [8]*Window
 		ws := append(append(wbuf[:0], w), others...)
 		node = ScalesOf(now, notBefore, nbuf[:0], ws...)
