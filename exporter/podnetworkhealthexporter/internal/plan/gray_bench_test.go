@@ -82,6 +82,11 @@ func TestGrayDetectionAgainstTheBound(t *testing.T) {
 			fmt.Printf("BENCH gray_loss_%gpct_detect_p50_s ours=%.0f reference=%.0f ratio=%.2fx\n", 100*p, p50, bound, p50/bound)
 			fmt.Printf("BENCH gray_loss_%gpct_detect_p99_s ours=%.0f reference=%.0f ratio=%.2fx\n", 100*p, p99, bound, p99/bound)
 		}
+		if bench && p <= 0.05 && p50 > 2*bound {
+			// Issue #37: within 2x the bound where the rounds allow it (at 10 % and more
+			// the bound is under two rounds, and the engine's floor is three: docs/gray.md).
+			t.Errorf("%.0f %% loss: p50 %.0f s, over twice the bound %.0f s", 100*p, p50, bound)
+		}
 		if p >= 0.05 {
 			// The issue's goal: 5 % judged and blamed within 2 minutes at the shipped rounds.
 			if p50 > 120 {
