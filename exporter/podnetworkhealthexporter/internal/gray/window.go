@@ -119,52 +119,63 @@ func (w *Window) Scales(now, notBefore time.Time, out []Scale) []Scale {
 // skipped.
 func ScalesOf(now, notBefore time.Time, out []Scale, ws ...*Window) []Scale {
 	out = out[:0]
-	var w *Window
+	var buf [8]*Window
+	use := buf[:0]
 	for _, x := range ws {
-		if x != nil && x.used {
-			w = x
-			break
+		if x != nil && x.used && (len(use) == 0 || len(x.ring) == len(use[0].ring) && x.width == use[0].width) {
+			use = append(use, x)
 		}
 	}
-	if w == nil {
+	if len(use) == 0 {
 		return out
 	}
+	w := use[0]
 	n := int64(len(w.ring))
 	cur := floorDiv(now.UnixNano(), w.width)
+	var cut int64 // the first slot id notBefore leaves out (none when zero)
+	if !notBefore.IsZero() {
+		cut = floorDiv(notBefore.UnixNano(), w.width)
+	}
 	var acc Counts
 	var emitted, worst, worstTick uint64
 	next := int64(1)
 	for k := int64(0); k < n; k++ {
 		id := cur - k
-		start := time.Unix(0, id*w.width)
-		if !notBefore.IsZero() && start.Before(notBefore.Truncate(time.Duration(w.width))) {
+		if !notBefore.IsZero() && id < cut {
 			if acc.Sent > emitted { // the evidence since notBefore, whatever its scale
-				out = append(out, Scale{Counts: acc, Span: time.Duration(k * w.width), Start: start.Add(time.Duration(w.width)), Worst: worst, WorstTick: worstTick})
+				out = append(out, Scale{Counts: acc, Span: time.Duration(k * w.width), Start: time.Unix(0, (id+1)*w.width), Worst: worst, WorstTick: worstTick})
 			}
 			break
 		}
-		var slotLost uint64
-		var ticks [Ticks]uint64
-		for _, x := range ws {
-			if x == nil || !x.used || len(x.ring) != len(w.ring) || x.width != w.width {
-				continue
-			}
-			if s := &x.ring[((id%n)+n)%n]; s.id == id {
+		i := ((id % n) + n) % n
+		if len(use) == 1 { // one window: its slot as it is
+			if s := &w.ring[i]; s.id == id && s.lost > 0 {
 				acc.Sent += uint64(s.sent)
 				acc.Lost += uint64(s.lost)
-				slotLost += uint64(s.lost)
-				for i, t := range s.ticks {
-					ticks[i] += uint64(t)
+				worst = max(worst, uint64(s.lost))
+				worstTick = max(worstTick, uint64(s.ticks[0]), uint64(s.ticks[1]), uint64(s.ticks[2]))
+			} else if s.id == id {
+				acc.Sent += uint64(s.sent)
+			}
+		} else {
+			var slotLost uint64
+			var ticks [Ticks]uint64
+			for _, x := range use {
+				if s := &x.ring[i]; s.id == id {
+					acc.Sent += uint64(s.sent)
+					acc.Lost += uint64(s.lost)
+					slotLost += uint64(s.lost)
+					for t, l := range s.ticks {
+						ticks[t] += uint64(l)
+					}
 				}
 			}
-		}
-		worst = max(worst, slotLost)
-		for _, t := range ticks {
-			worstTick = max(worstTick, t)
+			worst = max(worst, slotLost)
+			worstTick = max(worstTick, ticks[0], ticks[1], ticks[2])
 		}
 		if k+1 == next || k+1 == n {
 			if acc.Sent > 0 {
-				out = append(out, Scale{Counts: acc, Span: time.Duration((k + 1) * w.width), Start: start, Worst: worst, WorstTick: worstTick})
+				out = append(out, Scale{Counts: acc, Span: time.Duration((k + 1) * w.width), Start: time.Unix(0, id*w.width), Worst: worst, WorstTick: worstTick})
 				emitted = acc.Sent
 			}
 			next *= 2
