@@ -37,7 +37,8 @@ type Scale struct {
 }
 
 // Ticks is how many ticks a slot is cut into for Scale.WorstTick: three, so that at the
-// shipped budget a tick is a round.
+// shipped budget a tick is a round (with shorter rounds a tick holds several, and the
+// guard asks for losses further apart).
 const Ticks = 3
 
 // slot counts the echoes of one time slot; id is its start divided by the slot width;
@@ -115,8 +116,8 @@ func (w *Window) Scales(now, notBefore time.Time, out []Scale) []Scale {
 }
 
 // ScalesOf is Scales over the sum of windows of the same shape (slots and width: a node's
-// target and observer sides), each slot and tick summed across them; nil windows are
-// skipped.
+// target and observer sides), each slot and tick summed across them; nil windows, and
+// windows of another shape than the first used one, are skipped.
 func ScalesOf(now, notBefore time.Time, out []Scale, ws ...*Window) []Scale {
 	out = out[:0]
 	var buf [8]*Window
@@ -132,7 +133,7 @@ func ScalesOf(now, notBefore time.Time, out []Scale, ws ...*Window) []Scale {
 	w := use[0]
 	n := int64(len(w.ring))
 	cur := floorDiv(now.UnixNano(), w.width)
-	var cut int64 // the first slot id notBefore leaves out (none when zero)
+	var cut int64 // the slot notBefore falls in: older ones are left out
 	if !notBefore.IsZero() {
 		cut = floorDiv(notBefore.UnixNano(), w.width)
 	}
