@@ -4,8 +4,11 @@
 package gray
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,4 +283,222 @@ func TestExcludingKeepsAHealedSendersFreshEchoes(t *testing.T) {
 	assert.Equal(t, Counts{Sent: 90, Lost: 20}, c.Excluding(again))
 	// Not judged: the largest sender alone.
 	assert.Equal(t, Counts{Sent: 60, Lost: 16}, c.Excluding(nil))
+}
+
+// nodeRound adds one round of a node's two sides: its target side (observers observers
+// towards it) and its observer side (towards targets targets), echoes each, each echo lost
+// at p, the senders named by node ("n0", "n1", ...) on both lists as the engine names them
+// (a voter key, a target's "node:" key).
+func nodeRound(rng *rand.Rand, target, observer *Window, tc, oc *Contributors, at time.Time, p float64, peers, echoes int) {
+	for i := range peers {
+		for _, side := range []struct {
+			w   *Window
+			c   *Contributors
+			key string
+		}{{target, tc, fmt.Sprintf("n%d", i)}, {observer, oc, fmt.Sprintf("node:n%d", i)}} {
+			lost := 0
+			for range echoes {
+				if rng.Float64() < p {
+					lost++
+				}
+			}
+			side.w.Add(at, uint64(echoes), uint64(lost))
+			side.c.Add(side.key, uint64(echoes), uint64(lost), at, 30*time.Minute, time.Time{})
+		}
+	}
+}
+
+func nodeOf(key string) string { return strings.TrimPrefix(key, "node:") }
+
+// A node losing 5 % on both sides (its input: its peers' requests and its echoes'
+// replies) is judged sooner on both sides' echoes than on either alone, as the bound
+// counts them; healthy at the background, neither judges in 30 minutes.
+func TestBothSidesOfALossyNodeAreJudgedTogether(t *testing.T) {
+	run := func(seed uint64, p float64, both bool, limit int) int {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		tw, ow := NewWindow(60, 30*time.Second), NewWindow(60, 30*time.Second)
+		var tc, oc Contributors
+		var l Loss
+		for r := range limit {
+			at := t0.Add(time.Duration(r) * 10 * time.Second)
+			nodeRound(rng, tw, ow, &tc, &oc, at, p, 4, 3)
+			_, top := tc.Top()
+			var set bool
+			if both {
+				set = LossConfig{}.JudgeNode(&l, tw, top, []*Window{ow}, ExcludingAcross(nodeOf, nil, &tc, &oc), at)
+			} else {
+				set = LossConfig{}.Judge(&l, tw, top, at)
+			}
+			if set && l.Lossy {
+				return r + 1
+			}
+		}
+		return -1
+	}
+	var together, alone []float64
+	for seed := range uint64(40) {
+		b, a := run(seed, 0.05, true, 200), run(seed, 0.05, false, 200)
+		require.Positive(t, b, "seed %d: judged on both sides", seed)
+		require.Positive(t, a, "seed %d: judged on one side", seed)
+		together, alone = append(together, float64(b)), append(alone, float64(a))
+		assert.Equal(t, -1, run(seed, 0.001, true, 180), "seed %d: 30 minutes of 0.1 %% background", seed)
+	}
+	slices.Sort(together)
+	slices.Sort(alone)
+	t.Logf("5 %%: rounds to a verdict p50 %v on both sides, %v on one", together[20], alone[20])
+	assert.Less(t, together[20], alone[20], "both sides' echoes judge sooner")
+	assert.LessOrEqual(t, together[20], 7.0, "5 %% on both sides within 70 s at the median")
+}
+
+// One side's losses never make the other side lossy: a compromised agent reporting 60 %
+// towards every target (its observer side) leaves its node's target side, which lost
+// nothing, unjudged; its observer side is judged.
+func TestOneSideNeverMakesTheOtherLossy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 3))
+	tw, ow := NewWindow(60, 30*time.Second), NewWindow(60, 30*time.Second)
+	var tc, oc Contributors
+	var tl, ol Loss
+	for r := range 90 {
+		at := t0.Add(time.Duration(r) * 10 * time.Second)
+		nodeRound(rng, tw, NewWindow(60, 30*time.Second), &tc, &Contributors{}, at, 0, 4, 3)
+		nodeRound(rng, NewWindow(60, 30*time.Second), ow, &Contributors{}, &oc, at, 0.6, 4, 3)
+		all := ExcludingAcross(nodeOf, nil, &tc, &oc)
+		_, ttop := tc.Top()
+		_, otop := oc.Top()
+		LossConfig{}.JudgeNode(&tl, tw, ttop, []*Window{ow}, all, at)
+		LossConfig{}.JudgeNode(&ol, ow, otop, []*Window{tw}, all, at)
+		require.False(t, tl.Lossy, "round %d: the target side lost nothing", r)
+	}
+	assert.True(t, ol.Lossy, "the observer side is its own")
+}
+
+// One peer's losses in both directions (its echoes towards the node and the node's
+// towards it: a lossy peer, or a liar) count as one node across both sides, and are left
+// out: the node is not judged. Leaving out each side's largest apart would not remove the
+// peer's losses on the other side, and the same counts judge the node lossy.
+func TestOnePeerOnBothSidesIsLeftOutOnce(t *testing.T) {
+	tw, ow := NewWindow(60, 30*time.Second), NewWindow(60, 30*time.Second)
+	var tc, oc Contributors
+	var l, weak Loss
+	for r := range 60 {
+		at := t0.Add(time.Duration(r) * 10 * time.Second)
+		for i, name := range []string{"peer", "a", "b", "c"} {
+			lost := uint64(0)
+			if i == 0 {
+				lost = 2
+			}
+			tw.Add(at, 3, lost)
+			tc.Add(name, 3, lost, at, 30*time.Minute, time.Time{})
+			ow.Add(at, 3, lost)
+			oc.Add("node:"+name, 3, lost, at, 30*time.Minute, time.Time{})
+		}
+		_, top := tc.Top()
+		LossConfig{}.JudgeNode(&l, tw, top, []*Window{ow}, ExcludingAcross(nodeOf, nil, &tc, &oc), at)
+		require.False(t, l.Lossy, "round %d: one peer's losses on both sides", r)
+		LossConfig{}.JudgeNode(&weak, tw, top, []*Window{ow}, top, at)
+	}
+	assert.True(t, weak.Lossy, "leaving out the peer on one side only judges the node")
+}
+
+// A burst on both sides of a node in one round (a starved agent: every observer's echoes
+// towards it and its own towards every target, within one tick) sets nothing, however many
+// echoes it holds; losses in two rounds of the same slot, on both sides, set it within the
+// slot, where one side alone needs losses in two slots.
+func TestABurstInOneRoundSetsNothing(t *testing.T) {
+	fill := func(tw, ow *Window, tc, oc *Contributors, from, to int, lost func(r, i int) uint64) {
+		for r := from; r < to; r++ {
+			at := t0.Add(time.Duration(r) * 10 * time.Second)
+			for i := range 4 {
+				tw.Add(at, 3, lost(r, i))
+				tc.Add(fmt.Sprintf("n%d", i), 3, lost(r, i), at, 30*time.Minute, time.Time{})
+				ow.Add(at, 3, lost(r, i))
+				oc.Add(fmt.Sprintf("node:n%d", i), 3, lost(r, i), at, 30*time.Minute, time.Time{})
+			}
+		}
+	}
+	judge := func(l *Loss, tw, ow *Window, tc, oc *Contributors, at time.Time) {
+		_, top := tc.Top()
+		LossConfig{}.JudgeNode(l, tw, top, []*Window{ow}, ExcludingAcross(nodeOf, nil, tc, oc), at)
+	}
+	// Slot-aligned: rounds 0-2 are one slot, in three ticks.
+	tw, ow := NewWindow(60, 30*time.Second), NewWindow(60, 30*time.Second)
+	var tc, oc Contributors
+	var l Loss
+	fill(tw, ow, &tc, &oc, -30, 0, func(int, int) uint64 { return 0 }) // five clean minutes
+	fill(tw, ow, &tc, &oc, 0, 1, func(int, int) uint64 { return 2 })   // 16 of 24 echoes in one round
+	for r := 1; r < 30; r++ {
+		fill(tw, ow, &tc, &oc, r, r+1, func(int, int) uint64 { return 0 })
+		judge(&l, tw, ow, &tc, &oc, t0.Add(time.Duration(r)*10*time.Second))
+		require.False(t, l.Lossy, "round %d: a burst in one round", r)
+	}
+
+	// The same losses over two rounds of one slot: judged before the slot ends, on both
+	// sides; one side alone (Judge) is not.
+	tw, ow = NewWindow(60, 30*time.Second), NewWindow(60, 30*time.Second)
+	tc, oc = Contributors{}, Contributors{}
+	l = Loss{}
+	var alone Loss
+	fill(tw, ow, &tc, &oc, -30, 0, func(int, int) uint64 { return 0 })
+	fill(tw, ow, &tc, &oc, 0, 2, func(int, int) uint64 { return 1 })
+	at := t0.Add(20 * time.Second)
+	judge(&l, tw, ow, &tc, &oc, at)
+	assert.True(t, l.Lossy, "losses in two rounds from four nodes on both sides")
+	_, top := tc.Top()
+	LossConfig{}.Judge(&alone, tw, top, at)
+	assert.False(t, alone.Lossy, "one side alone needs them in two slots")
+}
+
+// ScalesOf sums windows slot by slot and tick by tick; WorstTick is the worst tick of the
+// sum, Worst the worst slot.
+func TestScalesOfSumsWindowsAndTicks(t *testing.T) {
+	a, b := NewWindow(8, 30*time.Second), NewWindow(8, 30*time.Second)
+	a.Add(t0, 10, 2)                     // slot 0, tick 0
+	b.Add(t0.Add(5*time.Second), 10, 1)  // slot 0, tick 0
+	b.Add(t0.Add(25*time.Second), 10, 2) // slot 0, tick 2
+	a.Add(t0.Add(40*time.Second), 10, 1) // slot 1, tick 1
+	s := ScalesOf(t0.Add(40*time.Second), time.Time{}, nil, a, nil, b)
+	require.NotEmpty(t, s)
+	whole := s[len(s)-1]
+	assert.Equal(t, Counts{Sent: 40, Lost: 6}, whole.Counts)
+	assert.Equal(t, uint64(5), whole.Worst, "slot 0: 2+1+2")
+	assert.Equal(t, uint64(3), whole.WorstTick, "slot 0, tick 0: 2+1")
+	assert.Equal(t, Counts{Sent: 10, Lost: 1}, s[0].Counts, "the newest slot")
+	assert.Equal(t, a.Scales(t0.Add(40*time.Second), time.Time{}, nil), ScalesOf(t0.Add(40*time.Second), time.Time{}, nil, a))
+}
+
+func TestExcludingAcrossCountsANodeOnce(t *testing.T) {
+	var tc, oc Contributors
+	tc.Add("x", 30, 6, t0, time.Hour, time.Time{})
+	tc.Add("y", 30, 4, t0, time.Hour, time.Time{})
+	oc.Add("node:y", 30, 4, t0, time.Hour, time.Time{})
+	oc.Add("node:z", 30, 1, t0, time.Hour, time.Time{})
+	assert.Equal(t, Counts{Sent: 60, Lost: 8}, ExcludingAcross(nodeOf, nil, &tc, &oc), "y's 4+4 is the largest")
+	assert.Equal(t, Counts{Sent: 90, Lost: 14}, ExcludingAcross(nodeOf, func(n string) (time.Time, bool) { return t0, n == "x" }, &tc, &oc), "x blamed, and y")
+}
+
+// Both sides together need half the sample (30 echoes): a young window whose two sides
+// lose in two rounds, from several nodes, is judged on 48 echoes; a starved agent's burst
+// over two rounds (its own echoes' replies, one side) on the same sample is not.
+func TestBothSidesNeedHalfTheSample(t *testing.T) {
+	judge := func(targetLost, observerLost func(i int) uint64) bool {
+		tw, ow := NewWindow(60, 30*time.Second), NewWindow(60, 30*time.Second)
+		var tc, oc Contributors
+		var l Loss
+		for r := range 2 {
+			at := t0.Add(time.Duration(r) * 10 * time.Second)
+			for i := range 4 {
+				tw.Add(at, 3, targetLost(i))
+				tc.Add(fmt.Sprintf("n%d", i), 3, targetLost(i), at, 30*time.Minute, time.Time{})
+				ow.Add(at, 3, observerLost(i))
+				oc.Add(fmt.Sprintf("node:n%d", i), 3, observerLost(i), at, 30*time.Minute, time.Time{})
+			}
+		}
+		_, top := oc.Top()
+		LossConfig{}.JudgeNode(&l, ow, top, []*Window{tw}, ExcludingAcross(nodeOf, nil, &tc, &oc), t0.Add(10*time.Second))
+		return l.Lossy
+	}
+	half := func(i int) uint64 { return uint64(1 - i%2) }
+	none := func(int) uint64 { return 0 }
+	assert.True(t, judge(half, half), "8 of 48 echoes over two rounds, both sides")
+	assert.False(t, judge(none, func(int) uint64 { return 2 }), "16 of 24 of one side's echoes over two rounds")
 }
