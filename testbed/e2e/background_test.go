@@ -24,8 +24,8 @@ const backgroundDurationEnv = "NETPULSE_E2E_BACKGROUND"
 // healthy fabrics lose 1e-5..1e-4, this is ten times that), for 30 minutes. The gray
 // judgement's false-positive rate end to end: no pair reads Degraded with PacketLoss or
 // HighLatency, none reads Unreachable, and no node condition is set, at any poll (every
-// 5 s). At 1 s rounds on the 4-node mesh that is ~1.3 million echoes, ~430 of them lost by
-// the background.
+// 5 s). At 1 s rounds on the 4-node mesh that is ~65,000 echoes, each crossing two lossy
+// inputs (the request's and the reply's): ~130 lost to the background.
 func TestBackgroundLoss(t *testing.T) {
 	if os.Getenv(grayLongEnv) != "1" {
 		t.Skipf("the long gray scenario of make test-gray-long (%s=1)", grayLongEnv)
