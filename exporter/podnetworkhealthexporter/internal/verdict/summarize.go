@@ -129,19 +129,104 @@ type probeAgg struct {
 	probes, failures, sent, lost uint64
 	// okSent, okLost: echoes of the answered rounds (partialRun).
 	okSent, okLost uint64
-	hist           observation.Histogram
+	hist           slotHist
+}
+
+// slotProbe is one probe type's aggregate in a slot.
+type slotProbe struct {
+	typ int8 // observation.ProbeIndex
+	probeAgg
 }
 
 type observer struct{ uid, node string }
 
+// slot is one time slot of a pair's window. Memory per pair is what bounds the gateway at
+// scale (docs/figures.md, Gateway ingest), so a slot holds only the probe types it saw
+// (most pairs see one), and its RTT histograms are sealed (slotHist) once it is no longer
+// the newest.
 type slot struct {
 	id          int64
 	used        bool
 	first, last time.Time
-	rounds      int
-	failed      int
-	probes      [observation.NumProbeTypes]probeAgg
+	rounds      int32
+	failed      int32
+	probes      []slotProbe
 	observers   []observer
+}
+
+// probe returns the slot's aggregate of probe type i (ProbeIndex), or nil.
+func (sl *slot) probe(i int) *probeAgg {
+	for j := range sl.probes {
+		if int(sl.probes[j].typ) == i {
+			return &sl.probes[j].probeAgg
+		}
+	}
+	return nil
+}
+
+// probeFor returns the slot's aggregate of probe type i, adding it when new.
+func (sl *slot) probeFor(i int) *probeAgg {
+	if a := sl.probe(i); a != nil {
+		return a
+	}
+	if sl.probes == nil {
+		sl.probes = make([]slotProbe, 0, 1)
+	}
+	sl.probes = append(sl.probes, slotProbe{typ: int8(i)})
+	return &sl.probes[len(sl.probes)-1].probeAgg
+}
+
+// seal packs the slot's histograms (slotHist.seal).
+func (sl *slot) seal() {
+	for j := range sl.probes {
+		sl.probes[j].hist.seal()
+	}
+}
+
+// slotHist is a slot's RTT histogram: an observation.Histogram while the slot is the
+// newest one (each round merges into it), sealed once a newer slot starts: its bucket
+// counts are then packed as uvarints (one byte for a count below 128: a 30 s slot of 1 s
+// rounds holds ~100 echoes over as many buckets), ~8x smaller than []uint64 with its
+// append slack. The rare late observation of a sealed slot unpacks it, merges and seals
+// it again.
+type slotHist struct {
+	h      observation.Histogram // Counts is nil while sealed
+	packed []byte
+}
+
+func (w *slotHist) sealed() bool { return w.packed != nil }
+
+// merge adds o's values.
+func (w *slotHist) merge(o *observation.Histogram) {
+	if w.sealed() {
+		w.h.Counts, w.packed = observation.UnpackCounts(w.packed, nil), nil
+		defer w.seal()
+	}
+	w.h.Merge(o)
+}
+
+// seal packs the bucket counts; a histogram without buckets stays as it is.
+func (w *slotHist) seal() {
+	if w.sealed() {
+		return
+	}
+	w.h.Trim()
+	if len(w.h.Counts) == 0 {
+		return
+	}
+	w.h.Counts, w.packed = nil, observation.PackCounts(w.h.Counts)
+}
+
+// mergeInto adds the values to dst; scratch (reused across calls) holds unpacked counts.
+func (w *slotHist) mergeInto(dst *observation.Histogram, scratch *[]uint64) {
+	if !w.sealed() {
+		dst.Merge(&w.h)
+		return
+	}
+	*scratch = observation.UnpackCounts(w.packed, (*scratch)[:0])
+	h := w.h
+	h.Counts = *scratch
+	dst.Merge(&h) // copies what it keeps
 }
 
 type probeLast struct {
@@ -213,8 +298,10 @@ func (s *Summarizer) mtuHolesNeeded(p *pairState) int {
 		if !sl.used || sl.id <= p.newest-n {
 			continue
 		}
-		sent += sl.probes[i].okSent
-		lost += sl.probes[i].okLost
+		if a := sl.probe(i); a != nil {
+			sent += a.okSent
+			lost += a.okLost
+		}
 	}
 	return max(mtuHolesToReport, gray.RunLength(gray.RunLossUpper(lost, sent, icmpRoundEchoes), mtuLargeEchoes))
 }
@@ -279,6 +366,10 @@ func (s *Summarizer) slotFor(p *pairState, ts time.Time) *slot {
 		p.ring = make([]slot, n)
 	}
 	if !p.hasSlots || id > p.newest {
+		if p.hasSlots {
+			// The newest slot so far is no longer written every round.
+			p.ring[((p.newest%n)+n)%n].seal()
+		}
 		p.newest, p.hasSlots = id, true
 	}
 	if id <= p.newest-n {
@@ -342,7 +433,7 @@ func (s *Summarizer) applyRound(p *pairState, round []*observation.Observation) 
 	sl := s.slotFor(p, ts)
 	if sl != nil {
 		for _, o := range round {
-			a := &sl.probes[observation.ProbeIndex(o.ProbeType)]
+			a := sl.probeFor(observation.ProbeIndex(o.ProbeType))
 			a.probes++
 			if !o.Success {
 				a.failures++
@@ -354,7 +445,7 @@ func (s *Summarizer) applyRound(p *pairState, round []*observation.Observation) 
 				a.okLost += min(o.Lost, o.Sent)
 			}
 			if o.RTT.Count() > 0 {
-				a.hist.Merge(&o.RTT)
+				a.hist.merge(&o.RTT)
 			}
 			ob := observer{o.Source.UID, o.Source.Node}
 			if len(sl.observers) < maxObserversPerSlot && !slices.Contains(sl.observers, ob) {
@@ -526,8 +617,10 @@ func (s *Summarizer) partialRun(p *pairState) int {
 		if !sl.used || sl.id <= p.newest-n {
 			continue
 		}
-		sent += sl.probes[i].okSent
-		lost += sl.probes[i].okLost
+		if a := sl.probe(i); a != nil {
+			sent += a.okSent
+			lost += a.okLost
+		}
 	}
 	floor := 0
 	if s.runFloor != nil {
