@@ -175,10 +175,28 @@ type stream struct {
 	isHist    bool
 	start, ts pcommon.Timestamp
 	value     float64
-	hist      observation.Histogram
-	seen      time.Time
+	// hist and histCounts: the duration histogram's previous cumulative value, its bucket
+	// counts packed (observation.PackCounts: a few bytes a bucket instead of eight; one
+	// such baseline per stable pair is kept for as long as the pair lives).
+	hist       observation.Histogram // Counts nil
+	histCounts []byte
+	seen       time.Time
 	// credit: rounds this stream may still report (MaxPerRound), as of ts.
 	credit float64
+}
+
+// setHist makes h the stream's baseline.
+func (s *stream) setHist(h *observation.Histogram) {
+	s.hist, s.histCounts = *h, observation.PackCounts(h.Counts)
+	s.hist.Counts = nil
+}
+
+// baseline is the stream's previous histogram, its counts unpacked into scratch.
+func (s *stream) baseline(scratch *[]uint64) observation.Histogram {
+	*scratch = observation.UnpackCounts(s.histCounts, (*scratch)[:0])
+	h := s.hist
+	h.Counts = *scratch
+	return h
 }
 
 // NewDecoder returns a Decoder.
@@ -370,6 +388,7 @@ func (d *Decoder) admitStream(src *observation.Source, hist bool) (*sourceStream
 // diff turns cumulative points into increments, in stream and time order, and updates the
 // remembered streams. Caller holds d.mu.
 func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
+	var scratch []uint64 // a stream's unpacked baseline
 	idx := make([]int, 0, len(pts))
 	for i := range pts {
 		if pts[i].cumulative {
@@ -416,7 +435,8 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 			baselineOnly := p.start != 0 && p.ts > p.start &&
 				((d.cfg.FirstSightMaxAge > 0 && p.ts.AsTime().Sub(p.start.AsTime()) > d.cfg.FirstSightMaxAge) ||
 					(d.cfg.MaxPerRound > 0 && d.roundsIn(p.start, p.ts) >= float64(d.cfg.MaxBurstRounds)))
-			s.start, s.ts, s.value, s.hist, s.seen = p.start, p.ts, p.value, p.hist, now
+			s.start, s.ts, s.value, s.seen = p.start, p.ts, p.value, now
+			s.setHist(&p.hist)
 			s.credit = d.firstCredit(p)
 			switch {
 			case baselineOnly:
@@ -449,9 +469,10 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 			var delta observation.Histogram
 			reset := restarted
 			if !reset {
-				delta, reset = observation.SubtractCumulative(&p.hist, &s.hist)
+				prev := s.baseline(&scratch)
+				delta, reset = observation.SubtractCumulative(&p.hist, &prev)
 			}
-			s.hist = p.hist
+			s.setHist(&p.hist)
 			switch {
 			case reset && !restarted && p.start != 0:
 				implausible = true // counts went down within one series
