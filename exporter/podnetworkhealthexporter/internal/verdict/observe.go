@@ -97,7 +97,9 @@ func (f *familyRounds) add(at time.Time, ok bool) {
 
 // observerState is what is known of a source.
 type observerState struct {
-	namespace, name, node string
+	// uid, namespace, name, node: its identity, the strings every state of the engine
+	// keeps of it (canonical).
+	uid, namespace, name, node string
 	lastSeen              time.Time // newest round
 	firstSeen             time.Time // oldest round (the gray warm-up)
 	lastArrival           time.Time // when its newest observation arrived
@@ -161,14 +163,41 @@ func (e *Engine) countCandidate(k observation.PairKey, d int) {
 func (e *Engine) observerOf(src observation.Source) *observerState {
 	ob := e.observers[src.UID]
 	if ob == nil {
-		ob = &observerState{}
+		ob = &observerState{uid: src.UID}
 		e.observers[src.UID] = ob
 	}
-	ob.namespace, ob.name = src.Namespace, src.Name
-	if src.Node != "" {
+	// Assigned only when changed: the strings kept stay the first ones (canonical).
+	if ob.namespace != src.Namespace {
+		ob.namespace = src.Namespace
+	}
+	if ob.name != src.Name {
+		ob.name = src.Name
+	}
+	if src.Node != "" && ob.node != src.Node {
 		ob.node = src.Node
 	}
 	return ob
+}
+
+// canonical makes src's strings the known observer's where they are equal (caller holds
+// mu). Each request decodes new copies of them, and the window slots, the votes and the
+// pair state of one observer would otherwise each keep another request's copies: a few
+// KB per agent.
+func (e *Engine) canonical(src *observation.Source) {
+	ob := e.observers[src.UID]
+	if ob == nil {
+		return
+	}
+	src.UID = ob.uid
+	if src.Namespace == ob.namespace {
+		src.Namespace = ob.namespace
+	}
+	if src.Name == ob.name {
+		src.Name = ob.name
+	}
+	if src.Node == ob.node {
+		src.Node = ob.node
+	}
 }
 
 // seen notes a round of the observer dated at that arrived now.
@@ -222,6 +251,7 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 	future := now.Add(e.cfg.MaxFutureSkew)
 	for i := range obs {
 		o := &obs[i]
+		e.canonical(&o.Source)
 		key := observation.KeyOf(o)
 		if !usable(o, future) {
 			ignored++
