@@ -45,6 +45,10 @@ func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	return def
 }
 
+// heapReadings: the steady heap is the median of this many readings, a second apart
+// (steadyHeap), taken while the agents keep sending.
+const heapReadings = 5
+
 // measurement is one collector's figures over the measured window.
 type measurement struct {
 	window                 time.Duration
@@ -121,7 +125,7 @@ func measure(t *testing.T, c *collector, f *fleet, began time.Time, interval, wa
 	self1, req1, pts1, fail1, elapsed := selfCPU(), f.okRequests.Load(), f.okPoints.Load(), f.failed.Load(), time.Since(t0)
 	m.cpu, m.clientCPU = cpu1-cpu0, self1-self0
 	m.requests, m.points, m.failed = req1-req0, pts1-pts0, fail1-fail0
-	m.heapSteady, m.rssSteady = c.heapAfterGC(t), rssBytes(c.proc.Pid())
+	m.heapSteady, m.rssSteady = c.steadyHeap(t, heapReadings, time.Second), rssBytes(c.proc.Pid())
 	<-profiled
 	if dir := os.Getenv("NETPULSE_INGEST_PROFILE_DIR"); dir != "" {
 		c.saveProfile(t, "/debug/pprof/heap?gc=1", filepath.Join(dir, c.file+"-heap.pprof"))

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -306,6 +307,22 @@ func (c *collector) heapAfterGC(t *testing.T) float64 {
 	}
 	v, _ := strconv.ParseFloat(string(m[1]), 64)
 	return v
+}
+
+// steadyHeap is the median of n heapAfterGC readings spaced by gap: one reading is the
+// retained state plus whatever requests happen to be in flight at that GC, which varies
+// by tens of KB per agent from one reading to the next; the median is the typical heap.
+func (c *collector) steadyHeap(t *testing.T, n int, gap time.Duration) float64 {
+	t.Helper()
+	v := make([]float64, n)
+	for i := range v {
+		if i > 0 {
+			time.Sleep(gap)
+		}
+		v[i] = c.heapAfterGC(t)
+	}
+	slices.Sort(v)
+	return v[n/2]
 }
 
 // saveProfile writes the pprof extension's answer at path (a profile) to file.
