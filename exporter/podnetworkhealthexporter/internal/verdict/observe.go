@@ -243,7 +243,8 @@ func (e *Engine) Heard(hbs []observation.Heartbeat, now time.Time) (ignored int)
 // judgement as its observer node's vote; only stable pairs, and rotating pairs that failed
 // while their target is otherwise reachable (up to FailingPairsPerSource per source), are
 // summarised per pair. It returns how many observations were unusable: invalid, or dated
-// more than MaxFutureSkew after now.
+// more than MaxFutureSkew after now. It may replace strings of obs' sources by equal ones
+// (canonical).
 func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
