@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -286,13 +285,12 @@ func rssBytes(pid int) float64 {
 	return 0
 }
 
-var heapAllocRE = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
-
-// heapAfterGC is the collector's live heap: the pprof extension's heap profile with gc=1
-// runs a GC first, and its debug=1 text ends with runtime.MemStats.
+// heapAfterGC is the collector's live heap: the in-use bytes of the pprof extension's heap
+// profile with gc=1, which runs a GC first (inuseBytes; not MemStats.HeapAlloc, which
+// counts what was allocated while the profile was written).
 func (c *collector) heapAfterGC(t *testing.T) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, "1777") + "/debug/pprof/heap?gc=1&debug=1")
+	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, "1777") + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,11 +299,10 @@ func (c *collector) heapAfterGC(t *testing.T) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := heapAllocRE.FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("%s: no HeapAlloc in the heap profile", c.name)
+	v, err := inuseBytes(body)
+	if err != nil {
+		t.Fatalf("%s: the heap profile: %v", c.name, err)
 	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
 	return v
 }
 
