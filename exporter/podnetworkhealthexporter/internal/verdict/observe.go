@@ -100,9 +100,9 @@ type observerState struct {
 	// uid, namespace, name, node: its identity, the strings every state of the engine
 	// keeps of it (canonical).
 	uid, namespace, name, node string
-	lastSeen              time.Time // newest round
-	firstSeen             time.Time // oldest round (the gray warm-up)
-	lastArrival           time.Time // when its newest observation arrived
+	lastSeen                   time.Time // newest round
+	firstSeen                  time.Time // oldest round (the gray warm-up)
+	lastArrival                time.Time // when its newest observation arrived
 	// lastStable: its newest stable observation of any pair. A stable pair it has not
 	// observed for RingMovedRounds of its rounds before that is no longer its stable peer.
 	lastStable time.Time

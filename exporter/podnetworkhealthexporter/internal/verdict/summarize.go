@@ -102,6 +102,8 @@ type Summarizer struct {
 	// failures are more than its random loss (Engine.partialRunOf): a rotating pair visited
 	// a few times has too few echoes of its own to tell.
 	runFloor func(observation.PairKey) int
+	// scratch: a slot histogram's counts while a round is merged into it (slotHist.merge).
+	scratch []uint64
 }
 
 // NewSummarizer returns a Summarizer.
@@ -142,8 +144,7 @@ type observer struct{ uid, node string }
 
 // slot is one time slot of a pair's window. Memory per pair is what bounds the gateway at
 // scale (docs/figures.md, Gateway ingest), so a slot holds only the probe types it saw
-// (most pairs see one), and its RTT histograms are sealed (slotHist) once it is no longer
-// the newest.
+// (most pairs see one), and its RTT histograms packed (slotHist).
 type slot struct {
 	id          int64
 	used        bool
@@ -176,19 +177,11 @@ func (sl *slot) probeFor(i int) *probeAgg {
 	return &sl.probes[len(sl.probes)-1].probeAgg
 }
 
-// seal packs the slot's histograms (slotHist.seal).
-func (sl *slot) seal() {
-	for j := range sl.probes {
-		sl.probes[j].hist.seal()
-	}
-}
-
-// slotHist is a slot's RTT histogram: an observation.Histogram while the slot is the
-// newest one (each round merges into it), sealed once a newer slot starts: its bucket
-// counts are then packed as uvarints (one byte for a count below 128: a 30 s slot of 1 s
-// rounds holds ~100 echoes over as many buckets), ~8x smaller than []uint64 with its
-// append slack. The rare late observation of a sealed slot unpacks it, merges and seals
-// it again.
+// slotHist is a slot's RTT histogram with its bucket counts packed as uvarints
+// (observation.PackCounts: one byte for a count below 128; a 30 s slot of 1 s rounds holds
+// ~100 echoes over as many buckets), ~8x smaller than []uint64 with its append slack. Each
+// round unpacks it into the Summarizer's scratch, merges and packs it again: a
+// microsecond for the ~100 buckets, against ~1 KB a pair kept otherwise.
 type slotHist struct {
 	h      observation.Histogram // Counts is nil while sealed
 	packed []byte
@@ -196,13 +189,14 @@ type slotHist struct {
 
 func (w *slotHist) sealed() bool { return w.packed != nil }
 
-// merge adds o's values.
-func (w *slotHist) merge(o *observation.Histogram) {
+// merge adds o's values; scratch (reused across calls) holds the unpacked counts meanwhile.
+func (w *slotHist) merge(o *observation.Histogram, scratch *[]uint64) {
 	if w.sealed() {
-		w.h.Counts, w.packed = observation.UnpackCounts(w.packed, nil), nil
-		defer w.seal()
+		*scratch = observation.UnpackCounts(w.packed, (*scratch)[:0])
+		w.h.Counts, w.packed = *scratch, nil
 	}
 	w.h.Merge(o)
+	w.seal()
 }
 
 // seal packs the bucket counts; a histogram without buckets stays as it is.
@@ -366,10 +360,6 @@ func (s *Summarizer) slotFor(p *pairState, ts time.Time) *slot {
 		p.ring = make([]slot, n)
 	}
 	if !p.hasSlots || id > p.newest {
-		if p.hasSlots {
-			// The newest slot so far is no longer written every round.
-			p.ring[((p.newest%n)+n)%n].seal()
-		}
 		p.newest, p.hasSlots = id, true
 	}
 	if id <= p.newest-n {
@@ -445,7 +435,7 @@ func (s *Summarizer) applyRound(p *pairState, round []*observation.Observation) 
 				a.okLost += min(o.Lost, o.Sent)
 			}
 			if o.RTT.Count() > 0 {
-				a.hist.merge(&o.RTT)
+				a.hist.merge(&o.RTT, &s.scratch)
 			}
 			ob := observer{o.Source.UID, o.Source.Node}
 			if len(sl.observers) < maxObserversPerSlot && !slices.Contains(sl.observers, ob) {
