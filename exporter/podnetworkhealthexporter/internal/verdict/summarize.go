@@ -196,6 +196,9 @@ func (w *slotHist) merge(o *observation.Histogram, scratch *[]uint64) {
 		w.h.Counts, w.packed = *scratch, nil
 	}
 	w.h.Merge(o)
+	if cap(w.h.Counts) > cap(*scratch) {
+		*scratch = w.h.Counts[:0] // grown: reuse the larger array (seal drops w's reference)
+	}
 	w.seal()
 }
 
