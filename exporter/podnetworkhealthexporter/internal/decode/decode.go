@@ -162,6 +162,8 @@ type Decoder struct {
 	streams map[string]*stream
 	// sources: the streams remembered per source pod.
 	sources map[string]*sourceStreams
+	// scratch: a stream's baseline counts while they are unpacked (stream.baseline).
+	scratch []uint64
 }
 
 // sourceStreams counts one source's remembered streams.
@@ -187,16 +189,20 @@ type stream struct {
 
 // setHist makes h the stream's baseline.
 func (s *stream) setHist(h *observation.Histogram) {
-	s.hist, s.histCounts = *h, observation.PackCounts(h.Counts)
-	s.hist.Counts = nil
+	s.hist, s.histCounts = withoutCounts(*h), observation.PackCounts(h.Counts)
+}
+
+func withoutCounts(h observation.Histogram) observation.Histogram {
+	h.Counts = nil
+	return h
 }
 
 // baseline is the stream's previous histogram, its counts unpacked into scratch.
-func (s *stream) baseline(scratch *[]uint64) observation.Histogram {
+func (s *stream) baseline(scratch *[]uint64) *observation.Histogram {
 	*scratch = observation.UnpackCounts(s.histCounts, (*scratch)[:0])
 	h := s.hist
 	h.Counts = *scratch
-	return h
+	return &h
 }
 
 // NewDecoder returns a Decoder.
@@ -388,7 +394,6 @@ func (d *Decoder) admitStream(src *observation.Source, hist bool) (*sourceStream
 // diff turns cumulative points into increments, in stream and time order, and updates the
 // remembered streams. Caller holds d.mu.
 func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
-	var scratch []uint64 // a stream's unpacked baseline
 	idx := make([]int, 0, len(pts))
 	for i := range pts {
 		if pts[i].cumulative {
@@ -435,8 +440,7 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 			baselineOnly := p.start != 0 && p.ts > p.start &&
 				((d.cfg.FirstSightMaxAge > 0 && p.ts.AsTime().Sub(p.start.AsTime()) > d.cfg.FirstSightMaxAge) ||
 					(d.cfg.MaxPerRound > 0 && d.roundsIn(p.start, p.ts) >= float64(d.cfg.MaxBurstRounds)))
-			s.start, s.ts, s.value, s.seen = p.start, p.ts, p.value, now
-			s.setHist(&p.hist)
+			s.start, s.ts, s.value, s.seen, s.hist, s.histCounts = p.start, p.ts, p.value, now, withoutCounts(p.hist), observation.PackCounts(p.hist.Counts)
 			s.credit = d.firstCredit(p)
 			switch {
 			case baselineOnly:
@@ -469,8 +473,7 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 			var delta observation.Histogram
 			reset := restarted
 			if !reset {
-				prev := s.baseline(&scratch)
-				delta, reset = observation.SubtractCumulative(&p.hist, &prev)
+				delta, reset = observation.SubtractCumulative(&p.hist, s.baseline(&d.scratch))
 			}
 			s.setHist(&p.hist)
 			switch {

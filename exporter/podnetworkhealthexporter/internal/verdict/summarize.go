@@ -102,7 +102,7 @@ type Summarizer struct {
 	// failures are more than its random loss (Engine.partialRunOf): a rotating pair visited
 	// a few times has too few echoes of its own to tell.
 	runFloor func(observation.PairKey) int
-	// scratch: a slot histogram's counts while a round is merged into it (slotHist.merge).
+	// scratch: a slot histogram's counts while they are unpacked (slotHist; caller holds mu).
 	scratch []uint64
 }
 

@@ -62,9 +62,7 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 	if p.mtuHoles >= mtuHolesToReport && p.mtuHoles >= s.mtuHolesNeeded(p) {
 		out.MTUBlackHole, out.MTUPasses, out.MTUSince = true, p.mtuPasses, p.mtuSince
 	}
-	var agg [observation.NumProbeTypes]probeAgg
-	var hist [observation.NumProbeTypes]observation.Histogram // the window's, per probe type
-	var scratch []uint64
+	agg, hist := [observation.NumProbeTypes]probeAgg{}, [observation.NumProbeTypes]observation.Histogram{} // hist: the window's RTT
 	var observers []observer
 	n := int64(s.cfg.Slots)
 	for i := range p.ring {
@@ -88,7 +86,7 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 			a.lost += b.lost
 			a.okSent += b.okSent
 			a.okLost += b.okLost
-			b.hist.mergeInto(&hist[sl.probes[j].typ], &scratch)
+			b.hist.mergeInto(&hist[sl.probes[j].typ], &s.scratch)
 		}
 		for _, ob := range sl.observers {
 			if !slices.Contains(observers, ob) {
