@@ -45,19 +45,28 @@ func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	return def
 }
 
+// heapReadings: the steady heap is the median of this many readings, a second apart
+// (steadyHeap), taken while the agents keep sending.
+const heapReadings = 5
+
 // measurement is one collector's figures over the measured window.
 type measurement struct {
-	window                 time.Duration
-	cpu                    float64 // collector CPU seconds in the window
-	clientCPU              float64 // this process's CPU seconds in the window (the agents)
-	requests, points       int64   // accepted in the window
-	failed                 int64   // refused or timed out in the window
-	heapIdle, heapSteady   float64 // live heap after GC: before the agents, at the end
+	window               time.Duration
+	cpu                  float64 // collector CPU seconds in the window
+	clientCPU            float64 // this process's CPU seconds in the window (the agents)
+	requests, points     int64   // accepted in the window
+	failed               int64   // refused or timed out in the window
+	heapIdle, heapSteady float64 // live heap after GC: before the agents, at the end
+	// heapRest: live heap after GC with the agents connected but paused and nothing in
+	// flight: the state the agents make the collector keep, without the requests being
+	// processed (which grow with any CPU shortage of a shared machine).
+	heapRest               float64
 	rssSteady              float64
 	agents                 int
 	pointsPerCore          float64
 	roundsPerCore          float64
 	heapPerAgent           float64
+	restPerAgent           float64
 	cores                  float64 // collector CPU / wall clock: how busy it was
 	offeredRoundsPerSecond float64
 }
@@ -121,11 +130,22 @@ func measure(t *testing.T, c *collector, f *fleet, began time.Time, interval, wa
 	self1, req1, pts1, fail1, elapsed := selfCPU(), f.okRequests.Load(), f.okPoints.Load(), f.failed.Load(), time.Since(t0)
 	m.cpu, m.clientCPU = cpu1-cpu0, self1-self0
 	m.requests, m.points, m.failed = req1-req0, pts1-pts0, fail1-fail0
-	m.heapSteady, m.rssSteady = c.heapAfterGC(t), rssBytes(c.proc.Pid())
+	m.heapSteady, m.rssSteady = c.steadyHeap(t, heapReadings, time.Second), rssBytes(c.proc.Pid())
 	<-profiled
 	if dir := os.Getenv("NETPULSE_INGEST_PROFILE_DIR"); dir != "" {
 		c.saveProfile(t, "/debug/pprof/heap?gc=1", filepath.Join(dir, c.file+"-heap.pprof"))
 	}
+	// At rest: the agents pause (connections kept) until nothing is in flight, and 2 s more
+	// for what the collector still processes or batches (the batch processor's 1 s).
+	if !f.pause(10 * time.Second) {
+		t.Logf("%s: requests still in flight 10 s after the agents paused", c.name)
+	}
+	time.Sleep(2 * time.Second)
+	m.heapRest = c.steadyHeap(t, 3, time.Second)
+	if dir := os.Getenv("NETPULSE_INGEST_PROFILE_DIR"); dir != "" {
+		c.saveProfile(t, "/debug/pprof/heap?gc=1", filepath.Join(dir, c.file+"-heap-rest.pprof"))
+	}
+	f.resume()
 	// A collector that loses more than 10% of the rounds is not keeping up: its figures are
 	// not a capacity. (A heap over GOMEMLIMIT, 400 MiB, makes the GC run back to back.) A
 	// few timeouts are what a machine shared with other work causes.
@@ -140,11 +160,12 @@ func measure(t *testing.T, c *collector, f *fleet, began time.Time, interval, wa
 	m.pointsPerCore = float64(m.points) / m.cpu
 	m.roundsPerCore = float64(m.requests) / m.cpu
 	m.heapPerAgent = (m.heapSteady - m.heapIdle) / float64(n)
+	m.restPerAgent = (m.heapRest - m.heapIdle) / float64(n)
 	m.cores = m.cpu / elapsed.Seconds()
 	t.Logf("%s: %d agent-rounds (%.0f/s of %.0f/s offered), %d data points in %v; collector CPU %.2fs (%.2f cores), client CPU %.2fs; "+
-		"heap after GC %.1f MB idle, %.1f MB with the agents; RSS %.1f MB",
+		"heap after GC %.1f MB idle, %.1f MB with the agents, %.1f MB with them paused; RSS %.1f MB",
 		c.name, m.requests, float64(m.requests)/elapsed.Seconds(), m.offeredRoundsPerSecond, m.points, elapsed.Round(time.Millisecond),
-		m.cpu, m.cores, m.clientCPU, m.heapIdle/1e6, m.heapSteady/1e6, m.rssSteady/1e6)
+		m.cpu, m.cores, m.clientCPU, m.heapIdle/1e6, m.heapSteady/1e6, m.heapRest/1e6, m.rssSteady/1e6)
 	return m
 }
 
@@ -351,6 +372,8 @@ func TestIngestBench(t *testing.T) {
 			float64(oursM.points)/float64(oursM.requests), float64(refM.points)/float64(refM.requests), 1.0)
 		fmt.Printf("BENCH ingest_shard_of_%d_heap_per_agent_n%d ours=%.0fB reference=%.0fB ratio=%.2f\n", shards, n,
 			oursM.heapPerAgent, refM.heapPerAgent, ratio(oursM.heapPerAgent, refM.heapPerAgent))
+		fmt.Printf("BENCH ingest_shard_of_%d_heap_at_rest_per_agent_n%d ours=%.0fB reference=%.0fB ratio=%.2f\n", shards, n,
+			oursM.restPerAgent, refM.restPerAgent, ratio(oursM.restPerAgent, refM.restPerAgent))
 		return
 	}
 	fmt.Printf("BENCH ingest_datapoints_per_core_s ours=%.0fdp/s reference=%.0fdp/s ratio=%.2f\n",
@@ -364,6 +387,8 @@ func TestIngestBench(t *testing.T) {
 	}
 	fmt.Printf("BENCH ingest_heap_per_agent_n%d ours=%.0fB reference=%.0fB ratio=%.2f\n", n,
 		oursM.heapPerAgent, refM.heapPerAgent, ratio(oursM.heapPerAgent, refM.heapPerAgent))
+	fmt.Printf("BENCH ingest_heap_at_rest_per_agent_n%d ours=%.0fB reference=%.0fB ratio=%.2f\n", n,
+		oursM.restPerAgent, refM.restPerAgent, ratio(oursM.restPerAgent, refM.restPerAgent))
 	t.Logf("setting: %d agents, %v rounds, %d data points a round each (K=%d rotating + M=%d stable pod targets, ICMP x%d), %v window; "+
 		"gateway busy %.2f cores, reference %.2f cores; the client (all agents, this process) used %.2f and %.2f cores",
 		n, interval, 6*(syntheticagent.ShippedK+syntheticagent.ShippedStablePeers), syntheticagent.ShippedK, syntheticagent.ShippedStablePeers, syntheticagent.ShippedICMPCount, window,

@@ -47,6 +47,10 @@ type fleet struct {
 	wg     sync.WaitGroup
 
 	okRequests, okPoints, failed atomic.Int64
+	// paused: the agents skip their rounds (their connections stay); inFlight counts the
+	// requests sent and not yet answered.
+	paused   atomic.Bool
+	inFlight atomic.Int64
 	// firstOK counts agents that have had a request accepted.
 	firstOK  atomic.Int64
 	errMu    sync.Mutex
@@ -107,6 +111,14 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 	defer ticker.Stop()
 	accepted := false
 	for r := 0; ; r++ {
+		if f.paused.Load() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+			continue
+		}
 		stable, rotating := syntheticagent.Plan(i, n, r)
 		now := time.Now()
 		md := f.agents[i].Round(now, ips(stable), ips(rotating))
@@ -115,7 +127,9 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 		}
 		points := md.DataPointCount()
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		f.inFlight.Add(1)
 		_, err := client.Export(rctx, pmetricotlp.NewExportRequestFromMetrics(md))
+		f.inFlight.Add(-1)
 		cancel()
 		switch {
 		case err == nil:
@@ -140,6 +154,22 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 		}
 	}
 }
+
+// pause stops the rounds and waits until no request is in flight (at most timeout);
+// resume starts them again.
+func (f *fleet) pause(timeout time.Duration) bool {
+	f.paused.Store(true)
+	deadline := time.Now().Add(timeout)
+	for f.inFlight.Load() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+func (f *fleet) resume() { f.paused.Store(false) }
 
 // errors returns and resets the failures seen since the last call, by code and message.
 func (f *fleet) errors() map[string]int {

@@ -14,7 +14,9 @@
 //
 // The CPU figures are CPU time of the collector process (/proc/<pid>/stat), not wall
 // clock, so they stay meaningful on a shared machine; the heap is the collector's live heap
-// after a forced GC (the pprof extension's heap profile with gc=1).
+// after a forced GC (the in-use bytes of the pprof extension's heap profile with gc=1), the
+// median of five such readings a second apart while the agents keep sending, and at rest:
+// with the agents paused (connections kept) and nothing in flight.
 //
 // Run it with `make bench` or NETPULSE_BENCH=1 go test -run TestIngestBench -v ./testbed/ingestbench/.
 package ingestbench

@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -285,13 +285,12 @@ func rssBytes(pid int) float64 {
 	return 0
 }
 
-var heapAllocRE = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
-
-// heapAfterGC is the collector's live heap: the pprof extension's heap profile with gc=1
-// runs a GC first, and its debug=1 text ends with runtime.MemStats.
+// heapAfterGC is the collector's live heap: the in-use bytes of the pprof extension's heap
+// profile with gc=1, which runs a GC first (inuseBytes; not MemStats.HeapAlloc, which
+// counts what was allocated while the profile was written).
 func (c *collector) heapAfterGC(t *testing.T) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, "1777") + "/debug/pprof/heap?gc=1&debug=1")
+	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, "1777") + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,12 +299,27 @@ func (c *collector) heapAfterGC(t *testing.T) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := heapAllocRE.FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("%s: no HeapAlloc in the heap profile", c.name)
+	v, err := inuseBytes(body)
+	if err != nil {
+		t.Fatalf("%s: the heap profile: %v", c.name, err)
 	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
 	return v
+}
+
+// steadyHeap is the median of n heapAfterGC readings spaced by gap: one reading is the
+// retained state plus whatever requests happen to be in flight at that GC, which varies
+// by tens of KB per agent from one reading to the next; the median is the typical heap.
+func (c *collector) steadyHeap(t *testing.T, n int, gap time.Duration) float64 {
+	t.Helper()
+	v := make([]float64, n)
+	for i := range v {
+		if i > 0 {
+			time.Sleep(gap)
+		}
+		v[i] = c.heapAfterGC(t)
+	}
+	slices.Sort(v)
+	return v[n/2]
 }
 
 // saveProfile writes the pprof extension's answer at path (a profile) to file.

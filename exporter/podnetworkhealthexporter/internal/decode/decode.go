@@ -162,6 +162,8 @@ type Decoder struct {
 	streams map[string]*stream
 	// sources: the streams remembered per source pod.
 	sources map[string]*sourceStreams
+	// scratch: a stream's baseline counts while they are unpacked (stream.baseline).
+	scratch []uint64
 }
 
 // sourceStreams counts one source's remembered streams.
@@ -175,10 +177,32 @@ type stream struct {
 	isHist    bool
 	start, ts pcommon.Timestamp
 	value     float64
-	hist      observation.Histogram
-	seen      time.Time
+	// hist and histCounts: the duration histogram's previous cumulative value, its bucket
+	// counts packed (observation.PackCounts: a few bytes a bucket instead of eight; one
+	// such baseline per stable pair is kept for as long as the pair lives).
+	hist       observation.Histogram // Counts nil
+	histCounts []byte
+	seen       time.Time
 	// credit: rounds this stream may still report (MaxPerRound), as of ts.
 	credit float64
+}
+
+// setHist makes h the stream's baseline.
+func (s *stream) setHist(h *observation.Histogram) {
+	s.hist, s.histCounts = withoutCounts(*h), observation.PackCounts(h.Counts)
+}
+
+func withoutCounts(h observation.Histogram) observation.Histogram {
+	h.Counts = nil
+	return h
+}
+
+// baseline is the stream's previous histogram, its counts unpacked into scratch.
+func (s *stream) baseline(scratch *[]uint64) *observation.Histogram {
+	*scratch = observation.UnpackCounts(s.histCounts, (*scratch)[:0])
+	h := s.hist
+	h.Counts = *scratch
+	return &h
 }
 
 // NewDecoder returns a Decoder.
@@ -416,7 +440,7 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 			baselineOnly := p.start != 0 && p.ts > p.start &&
 				((d.cfg.FirstSightMaxAge > 0 && p.ts.AsTime().Sub(p.start.AsTime()) > d.cfg.FirstSightMaxAge) ||
 					(d.cfg.MaxPerRound > 0 && d.roundsIn(p.start, p.ts) >= float64(d.cfg.MaxBurstRounds)))
-			s.start, s.ts, s.value, s.hist, s.seen = p.start, p.ts, p.value, p.hist, now
+			s.start, s.ts, s.value, s.seen, s.hist, s.histCounts = p.start, p.ts, p.value, now, withoutCounts(p.hist), observation.PackCounts(p.hist.Counts)
 			s.credit = d.firstCredit(p)
 			switch {
 			case baselineOnly:
@@ -449,9 +473,9 @@ func (d *Decoder) diff(pts []point, now time.Time, res *DecodeResult) {
 			var delta observation.Histogram
 			reset := restarted
 			if !reset {
-				delta, reset = observation.SubtractCumulative(&p.hist, &s.hist)
+				delta, reset = observation.SubtractCumulative(&p.hist, s.baseline(&d.scratch))
 			}
-			s.hist = p.hist
+			s.setHist(&p.hist)
 			switch {
 			case reset && !restarted && p.start != 0:
 				implausible = true // counts went down within one series

@@ -97,10 +97,12 @@ func (f *familyRounds) add(at time.Time, ok bool) {
 
 // observerState is what is known of a source.
 type observerState struct {
-	namespace, name, node string
-	lastSeen              time.Time // newest round
-	firstSeen             time.Time // oldest round (the gray warm-up)
-	lastArrival           time.Time // when its newest observation arrived
+	// uid, namespace, name, node: its identity, the strings every state of the engine
+	// keeps of it (canonical).
+	uid, namespace, name, node string
+	lastSeen                   time.Time // newest round
+	firstSeen                  time.Time // oldest round (the gray warm-up)
+	lastArrival                time.Time // when its newest observation arrived
 	// lastStable: its newest stable observation of any pair. A stable pair it has not
 	// observed for RingMovedRounds of its rounds before that is no longer its stable peer.
 	lastStable time.Time
@@ -161,14 +163,41 @@ func (e *Engine) countCandidate(k observation.PairKey, d int) {
 func (e *Engine) observerOf(src observation.Source) *observerState {
 	ob := e.observers[src.UID]
 	if ob == nil {
-		ob = &observerState{}
+		ob = &observerState{uid: src.UID}
 		e.observers[src.UID] = ob
 	}
-	ob.namespace, ob.name = src.Namespace, src.Name
-	if src.Node != "" {
+	// Assigned only when changed: the strings kept stay the first ones (canonical).
+	if ob.namespace != src.Namespace {
+		ob.namespace = src.Namespace
+	}
+	if ob.name != src.Name {
+		ob.name = src.Name
+	}
+	if src.Node != "" && ob.node != src.Node {
 		ob.node = src.Node
 	}
 	return ob
+}
+
+// canonical makes src's strings the known observer's where they are equal (caller holds
+// mu). Each request decodes new copies of them, and the window slots, the votes and the
+// pair state of one observer would otherwise each keep another request's copies: a few
+// KB per agent.
+func (e *Engine) canonical(src *observation.Source) {
+	ob := e.observers[src.UID]
+	if ob == nil {
+		return
+	}
+	src.UID = ob.uid
+	if src.Namespace == ob.namespace {
+		src.Namespace = ob.namespace
+	}
+	if src.Name == ob.name {
+		src.Name = ob.name
+	}
+	if src.Node == ob.node {
+		src.Node = ob.node
+	}
 }
 
 // seen notes a round of the observer dated at that arrived now.
@@ -214,7 +243,8 @@ func (e *Engine) Heard(hbs []observation.Heartbeat, now time.Time) (ignored int)
 // judgement as its observer node's vote; only stable pairs, and rotating pairs that failed
 // while their target is otherwise reachable (up to FailingPairsPerSource per source), are
 // summarised per pair. It returns how many observations were unusable: invalid, or dated
-// more than MaxFutureSkew after now.
+// more than MaxFutureSkew after now. It may replace strings of obs' sources by equal ones
+// (canonical).
 func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -222,6 +252,7 @@ func (e *Engine) Observe(obs []observation.Observation, now time.Time) (ignored 
 	future := now.Add(e.cfg.MaxFutureSkew)
 	for i := range obs {
 		o := &obs[i]
+		e.canonical(&o.Source)
 		key := observation.KeyOf(o)
 		if !usable(o, future) {
 			ignored++

@@ -102,6 +102,8 @@ type Summarizer struct {
 	// failures are more than its random loss (Engine.partialRunOf): a rotating pair visited
 	// a few times has too few echoes of its own to tell.
 	runFloor func(observation.PairKey) int
+	// scratch: a slot histogram's counts while they are unpacked (slotHist; caller holds mu).
+	scratch []uint64
 }
 
 // NewSummarizer returns a Summarizer.
@@ -129,19 +131,99 @@ type probeAgg struct {
 	probes, failures, sent, lost uint64
 	// okSent, okLost: echoes of the answered rounds (partialRun).
 	okSent, okLost uint64
-	hist           observation.Histogram
+	hist           slotHist
+}
+
+// slotProbe is one probe type's aggregate in a slot.
+type slotProbe struct {
+	typ int8 // observation.ProbeIndex
+	probeAgg
 }
 
 type observer struct{ uid, node string }
 
+// slot is one time slot of a pair's window. Memory per pair is what bounds the gateway at
+// scale (docs/figures.md, Gateway ingest), so a slot holds only the probe types it saw
+// (most pairs see one), and its RTT histograms packed (slotHist).
 type slot struct {
 	id          int64
 	used        bool
 	first, last time.Time
-	rounds      int
-	failed      int
-	probes      [observation.NumProbeTypes]probeAgg
+	rounds      int32
+	failed      int32
+	probes      []slotProbe
 	observers   []observer
+}
+
+// probe returns the slot's aggregate of probe type i (ProbeIndex), or nil.
+func (sl *slot) probe(i int) *probeAgg {
+	for j := range sl.probes {
+		if int(sl.probes[j].typ) == i {
+			return &sl.probes[j].probeAgg
+		}
+	}
+	return nil
+}
+
+// probeFor returns the slot's aggregate of probe type i, adding it when new.
+func (sl *slot) probeFor(i int) *probeAgg {
+	if a := sl.probe(i); a != nil {
+		return a
+	}
+	if sl.probes == nil {
+		sl.probes = make([]slotProbe, 0, 1)
+	}
+	sl.probes = append(sl.probes, slotProbe{typ: int8(i)})
+	return &sl.probes[len(sl.probes)-1].probeAgg
+}
+
+// slotHist is a slot's RTT histogram with its bucket counts packed as uvarints
+// (observation.PackCounts: one byte for a count below 128; a 30 s slot of 1 s rounds holds
+// ~100 echoes over as many buckets), ~8x smaller than []uint64 with its append slack. Each
+// round unpacks it into the Summarizer's scratch, merges and packs it again: a
+// microsecond for the ~100 buckets, against ~1 KB a pair kept otherwise.
+type slotHist struct {
+	h      observation.Histogram // Counts is nil while sealed
+	packed []byte
+}
+
+func (w *slotHist) sealed() bool { return w.packed != nil }
+
+// merge adds o's values; scratch (reused across calls) holds the unpacked counts meanwhile.
+func (w *slotHist) merge(o *observation.Histogram, scratch *[]uint64) {
+	if w.sealed() {
+		*scratch = observation.UnpackCounts(w.packed, (*scratch)[:0])
+		w.h.Counts, w.packed = *scratch, nil
+	}
+	w.h.Merge(o)
+	if cap(w.h.Counts) > cap(*scratch) {
+		*scratch = w.h.Counts[:0] // grown: reuse the larger array (seal drops w's reference)
+	}
+	w.seal()
+}
+
+// seal packs the bucket counts; a histogram without buckets stays as it is.
+func (w *slotHist) seal() {
+	if w.sealed() {
+		return
+	}
+	w.h.Trim()
+	if len(w.h.Counts) == 0 {
+		return
+	}
+	w.h.Counts, w.packed = nil, observation.PackCounts(w.h.Counts)
+}
+
+// mergeInto adds the values to dst; scratch (reused across calls) holds unpacked counts.
+func (w *slotHist) mergeInto(dst *observation.Histogram, scratch *[]uint64) {
+	if !w.sealed() {
+		dst.Merge(&w.h)
+		return
+	}
+	*scratch = observation.UnpackCounts(w.packed, (*scratch)[:0])
+	h := w.h
+	h.Counts = *scratch
+	dst.Merge(&h) // copies what it keeps
 }
 
 type probeLast struct {
@@ -213,8 +295,10 @@ func (s *Summarizer) mtuHolesNeeded(p *pairState) int {
 		if !sl.used || sl.id <= p.newest-n {
 			continue
 		}
-		sent += sl.probes[i].okSent
-		lost += sl.probes[i].okLost
+		if a := sl.probe(i); a != nil {
+			sent += a.okSent
+			lost += a.okLost
+		}
 	}
 	return max(mtuHolesToReport, gray.RunLength(gray.RunLossUpper(lost, sent, icmpRoundEchoes), mtuLargeEchoes))
 }
@@ -342,7 +426,7 @@ func (s *Summarizer) applyRound(p *pairState, round []*observation.Observation) 
 	sl := s.slotFor(p, ts)
 	if sl != nil {
 		for _, o := range round {
-			a := &sl.probes[observation.ProbeIndex(o.ProbeType)]
+			a := sl.probeFor(observation.ProbeIndex(o.ProbeType))
 			a.probes++
 			if !o.Success {
 				a.failures++
@@ -354,7 +438,7 @@ func (s *Summarizer) applyRound(p *pairState, round []*observation.Observation) 
 				a.okLost += min(o.Lost, o.Sent)
 			}
 			if o.RTT.Count() > 0 {
-				a.hist.Merge(&o.RTT)
+				a.hist.merge(&o.RTT, &s.scratch)
 			}
 			ob := observer{o.Source.UID, o.Source.Node}
 			if len(sl.observers) < maxObserversPerSlot && !slices.Contains(sl.observers, ob) {
@@ -526,8 +610,10 @@ func (s *Summarizer) partialRun(p *pairState) int {
 		if !sl.used || sl.id <= p.newest-n {
 			continue
 		}
-		sent += sl.probes[i].okSent
-		lost += sl.probes[i].okLost
+		if a := sl.probe(i); a != nil {
+			sent += a.okSent
+			lost += a.okLost
+		}
 	}
 	floor := 0
 	if s.runFloor != nil {

@@ -393,13 +393,77 @@ func TestMemoryBounded(t *testing.T) {
 	p := s.pairs[simKey]
 	assert.Len(t, p.ring, DefaultSlots)
 	for _, sl := range p.ring {
-		assert.LessOrEqual(t, len(sl.probes[0].hist.Counts), observation.MaxBuckets)
+		a := sl.probe(observation.ProbeIndex(contract.ProbeTypeICMP))
+		require.NotNil(t, a)
+		assert.LessOrEqual(t, len(a.hist.h.Counts)+len(observation.UnpackCounts(a.hist.packed, nil)), observation.MaxBuckets)
 		assert.LessOrEqual(t, len(sl.observers), maxObserversPerSlot)
 	}
 	assert.LessOrEqual(t, len(p.outages), DefaultMaxOutages)
 	s.mu.Unlock()
 	sum, _ := s.Summary(simKey)
 	assert.Equal(t, 300, sum.Rounds, "5 minutes of 1 s rounds (10 slots of 30 s)")
+}
+
+// Packing the slots' histograms (slotHist) changes nothing a summary reports: the window's
+// RTT is the merge of the rounds it holds, late rounds into older slots included, and no
+// slot keeps its histogram unpacked.
+func TestSealedSlotsKeepTheWindow(t *testing.T) {
+	s := NewSummarizer(SummaryConfig{})
+	rng := rand.New(rand.NewPCG(2, 2))
+	rtt := func() observation.Histogram {
+		h := observation.NewHistogram(observation.DefaultScale)
+		for range 3 {
+			h.Record(1e-6 * float64(50+rng.IntN(5000)))
+		}
+		return h
+	}
+	var want [2]observation.Histogram // ICMP and TCP of the last 5 minutes (10 slots of 30 s)
+	const rounds = 900
+	slotW := int64(DefaultWindow / DefaultSlots)
+	start := time.Unix(0, (floorDiv(t0.Add((rounds-1)*time.Second).UnixNano(), slotW)-DefaultSlots+1)*slotW) // the oldest slot's start
+	add := func(i int, late bool) {
+		ts := t0.Add(time.Duration(i) * time.Second)
+		for j, pt := range []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP} {
+			if pt == contract.ProbeTypeTCP && i%3 != 0 {
+				continue
+			}
+			o := observation.Observation{Source: simSource(), Target: simTarget(), ProbeType: pt, Timestamp: ts, Success: true, Sent: 3, RTT: rtt()}
+			if late {
+				o.Timestamp = ts.Add(-90*time.Second + time.Millisecond) // into an older slot, a round of its own
+			}
+			if !o.Timestamp.Before(start) {
+				want[j].Merge(&o.RTT)
+			}
+			s.Add(o)
+		}
+	}
+	for i := range rounds {
+		add(i, false)
+		if i%100 == 99 && i >= 600 {
+			add(i, true)
+		}
+	}
+	s.mu.Lock()
+	p := s.pairs[simKey]
+	for i := range p.ring {
+		for _, sp := range p.ring[i].probes {
+			assert.Empty(t, sp.hist.h.Counts, "packed")
+			assert.NotEmpty(t, sp.hist.packed)
+		}
+	}
+	s.mu.Unlock()
+	sum, ok := s.Summary(simKey)
+	require.True(t, ok)
+	for j, pt := range []string{contract.ProbeTypeICMP, contract.ProbeTypeTCP} {
+		var got observation.ProbeResult
+		for _, r := range sum.Probes {
+			if r.Type == pt {
+				got = r
+			}
+		}
+		assert.Equal(t, LatencyOf(&want[j]), got.RTT, "%s: the window's RTT", pt)
+	}
+	assert.Equal(t, LatencyOf(&want[0]), sum.RTT)
 }
 
 func TestSummarizerConcurrentUse(t *testing.T) {

@@ -62,7 +62,7 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 	if p.mtuHoles >= mtuHolesToReport && p.mtuHoles >= s.mtuHolesNeeded(p) {
 		out.MTUBlackHole, out.MTUPasses, out.MTUSince = true, p.mtuPasses, p.mtuSince
 	}
-	var agg [observation.NumProbeTypes]probeAgg
+	agg, hist := [observation.NumProbeTypes]probeAgg{}, [observation.NumProbeTypes]observation.Histogram{} // hist: the window's RTT
 	var observers []observer
 	n := int64(s.cfg.Slots)
 	for i := range p.ring {
@@ -70,23 +70,23 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 		if !sl.used || sl.id <= p.newest-n {
 			continue
 		}
-		out.Rounds += sl.rounds
-		out.FailedRounds += sl.failed
+		out.Rounds += int(sl.rounds)
+		out.FailedRounds += int(sl.failed)
 		if out.WindowStart.IsZero() || sl.first.Before(out.WindowStart) {
 			out.WindowStart = sl.first
 		}
 		if sl.last.After(out.WindowEnd) {
 			out.WindowEnd = sl.last
 		}
-		for j := range agg {
-			a, b := &agg[j], &sl.probes[j]
+		for j := range sl.probes {
+			a, b := &agg[sl.probes[j].typ], &sl.probes[j].probeAgg
 			a.probes += b.probes
 			a.failures += b.failures
 			a.sent += b.sent
 			a.lost += b.lost
 			a.okSent += b.okSent
 			a.okLost += b.okLost
-			a.hist.Merge(&b.hist)
+			b.hist.mergeInto(&hist[sl.probes[j].typ], &s.scratch)
 		}
 		for _, ob := range sl.observers {
 			if !slices.Contains(observers, ob) {
@@ -109,7 +109,7 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 			continue
 		}
 		r := observation.ProbeResult{Type: observation.ProbeTypes[j], Probes: a.probes, Failures: a.failures, Sent: a.probes, Lost: a.failures,
-			RTT: LatencyOf(&a.hist), LastSuccess: l.success}
+			RTT: LatencyOf(&hist[j]), LastSuccess: l.success}
 		if a.sent > 0 {
 			r.Sent, r.Lost = a.sent, a.lost
 		}
@@ -122,15 +122,15 @@ func (s *Summarizer) summary(p *pairState) observation.Summary {
 		totalFailures += a.failures
 	}
 
-	icmp := &agg[observation.ProbeIndex(contract.ProbeTypeICMP)]
-	if icmp.hist.Count() > 0 {
-		out.RTT, out.RTTFrom = LatencyOf(&icmp.hist), contract.ProbeTypeICMP
+	icmp, icmpHist := &agg[observation.ProbeIndex(contract.ProbeTypeICMP)], &hist[observation.ProbeIndex(contract.ProbeTypeICMP)]
+	if icmpHist.Count() > 0 {
+		out.RTT, out.RTTFrom = LatencyOf(icmpHist), contract.ProbeTypeICMP
 	} else {
 		var h observation.Histogram
 		var from []string
 		for j := 1; j < observation.NumProbeTypes; j++ {
-			if agg[j].hist.Count() > 0 {
-				h.Merge(&agg[j].hist)
+			if hist[j].Count() > 0 {
+				h.Merge(&hist[j])
 				from = append(from, observation.ProbeTypes[j])
 			}
 		}

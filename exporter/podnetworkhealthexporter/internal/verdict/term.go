@@ -58,7 +58,7 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 		// within silentAfter, its objects read ObserverSilent (and stay until its pod is
 		// deleted) instead of vanishing at TargetTTL as if nobody had looked.
 		if _, ok := e.observers[k.SourceUID]; !ok && k.SourceUID != "" {
-			ob := &observerState{namespace: k.SourceNamespace, name: k.SourcePod, node: o.Source.Node,
+			ob := &observerState{uid: k.SourceUID, namespace: k.SourceNamespace, name: k.SourcePod, node: o.Source.Node,
 				lastSeen: o.LastObserved, lastArrival: now, silent: o.SilentObserver}
 			src := o.Source
 			src.Namespace, src.Name, src.UID = k.SourceNamespace, k.SourcePod, k.SourceUID
