@@ -32,14 +32,6 @@ type LossConfig struct {
 	MinEchoes uint64
 }
 
-// OneSideEvidenceFactor: one side of a node alone (a target's observers, or an observer's
-// targets, without the node's other side) asks for 1.2 times the evidence (14.4 nats at the
-// defaults). A node's own loss shows on both sides, and the test of both together
-// (JudgeNode) sees it sooner; one side alone is a pod's or an agent's own problem, and with
-// two tests a side at 12 nats, the one-sided test made 5 false verdicts in 20,000
-// node-hours of 0.1 % background (plan's TestGrayFalseVerdictsAtBackground), at 14 none.
-const OneSideEvidenceFactor = 1.2
-
 // Defaults of LossConfig.
 const (
 	DefaultBackground = 0.001
@@ -111,97 +103,45 @@ type Loss struct {
 // makes a verdict alone; nor does a single slot (a burst). It reports whether Lossy
 // changed.
 func (c LossConfig) Judge(l *Loss, w *Window, except Counts, now time.Time) bool {
-	return c.JudgeNode(l, w, except, nil, Counts{}, now)
-}
-
-// JudgeNode is Judge with the other side of the same node: others are its windows (the
-// node's observer's, for a target on it; its targets', for its observer), whose echoes
-// cross the same node (a node that loses its input loses its peers' requests and its own
-// echoes' replies), so that the test counts both sides' echoes, as the statistical bound
-// does. A scale passes on w's own evidence (Judge's test, at OneSideEvidenceFactor times
-// the evidence when others are given), or on the sum of both sides when the sum passes the
-// test with exceptAll (the leave-one-out counts over both sides, one node counted once: no
-// node's losses on either side make a verdict alone) and each side's own losses carry a
-// third of the evidence: a node's loss shows on both, so one side's (a compromised agent's
-// reports, an observer's own problem) never makes the other lossy. Clearing looks at w's
-// own scales.
-func (c LossConfig) JudgeNode(l *Loss, w *Window, except Counts, others []*Window, exceptAll Counts, now time.Time) bool {
 	c = c.WithDefaults()
-	var buf, nbuf [16]Scale
+	var buf [16]Scale
 	notBefore := l.Cleared
 	if l.Lossy {
 		notBefore = l.EvidenceStart
 	}
 	scales := w.Scales(now, notBefore, buf[:0])
-	// Both sides are summed only when some scale of this side carries the third of the
-	// evidence its share must (the test below): a healthy window costs one pass.
-	var node []Scale
-	share := false
-	for _, o := range scales {
-		share = share || LLR(o.Lost, o.Sent, c.Background) >= c.Evidence/3
-	}
-	if len(others) > 0 && share {
-		var wbuf [8]*Window
-		ws := append(append(wbuf[:0], w), others...)
-		node = ScalesOf(now, notBefore, nbuf[:0], ws...)
-	}
 	// The shortest scale that passes: the most recent evidence strong enough (a longer one
 	// dilutes the level with the time before, which would tighten the clearing bound the
-	// longer an episode lasts). Own scales first, then both sides'.
-	//
-	// One side alone must have losses in two slots (a third of the evidence without its
-	// worst slot's): a burst fills one. Both sides together need them in two ticks (a
-	// round at the shipped budget), from two nodes (exceptAll), on both sides: a starved
-	// agent or a restarting peer loses in one burst, random loss at a node spreads over its
-	// peers and rounds. Two slots cost up to a slot (30 s) of waiting at high loss rates.
-	best, decided := -1, scales
-	one := c
-	if len(others) > 0 {
-		one.Evidence *= OneSideEvidenceFactor
-	}
+	// longer an episode lasts).
+	best := -1
 	for i, s := range scales {
-		if one.passes(s, except, s.Worst) {
-			best = i
-			break
-		}
-	}
-	// Both sides need half the sample one side does (30 echoes at the defaults, 12.5 s of
-	// a node's echoes at the shipped budget): the minimum is there for bursts, and the
-	// bursts it was set for are one side's (a starved agent loses its own echoes' replies
-	// while its kernel answers its peers; a restarting peer is a new target, left out 30
-	// s), while here each side must carry a third of the evidence. The full 60 cost 10 s
-	// at 10 % loss: the newest slot holds fewer echoes of a node after the hold.
-	both := c
-	both.MinEchoes = max(c.MinEchoes/2, 1)
-	for i, s := range node {
-		if best >= 0 && s.Span >= scales[best].Span {
-			break
-		}
-		if !both.passes(s, exceptAll, s.WorstTick) {
+		if s.Sent < c.MinEchoes || s.Ratio() < c.Threshold || LLR(s.Lost, s.Sent, c.Background) < c.Evidence {
 			continue
 		}
-		// Each side's share: the own scale of the same span (the longest not longer: a
-		// scale is left out only while it has no new samples), and the rest.
-		var own Scale
-		for _, o := range scales {
-			if o.Span <= s.Span {
-				own = o
-			}
-		}
-		if LLR(own.Lost, own.Sent, c.Background) < c.Evidence/3 || LLR(s.Lost-own.Lost, s.Sent-own.Sent, c.Background) < c.Evidence/3 {
+		// The others' losses alone (the leave-one-out counts are conservative: except's
+		// losses may be older than the scale, and its echoes stay in the denominator).
+		if LLR(s.Lost-min(except.Lost, s.Lost), s.Sent, c.Background) < c.Evidence/3 {
 			continue
 		}
-		best, decided = i, node
+		// The same in time: without its worst slot's losses. Echoes are not independent
+		// when an agent is starved or a peer restarts - they go in a burst, and a burst
+		// fills one slot (in CI, 4 echoes of one pair lost within a second, on a loaded
+		// machine, passed the test as 4 of 60). So a verdict needs losses in at least two
+		// slots; at 50 % loss that costs a few seconds of the second slot.
+		if LLR(s.Lost-s.Worst, s.Sent, c.Background) < c.Evidence/3 {
+			continue
+		}
+		best = i
 		break
 	}
 	if !l.Lossy {
-		if best < 0 || c.healthy(decided[:best+1], c.Threshold) {
+		if best < 0 || c.healthy(scales[:best+1], c.Threshold) {
 			if len(scales) > 0 {
 				l.Figures = scales[len(scales)-1]
 			}
 			return false
 		}
-		l.Lossy, l.Since, l.EvidenceStart, l.Level, l.Figures = true, now, decided[best].Start, decided[best].Ratio(), decided[best]
+		l.Lossy, l.Since, l.EvidenceStart, l.Level, l.Figures = true, now, scales[best].Start, scales[best].Ratio(), scales[best]
 		return true
 	}
 	if best >= 0 {
@@ -212,8 +152,8 @@ func (c LossConfig) JudgeNode(l *Loss, w *Window, except Counts, others []*Windo
 		// echoes: after a heal it stays what the episode's loss was, instead of diluting
 		// with the clean echoes and tightening the bound as they come in - a moving target
 		// that kept a healed 20 % verdict on real nodes (1.2 echoes/s) for over 5 minutes.
-		l.Figures = decided[best]
-		if len(scales) > 0 && scales[0].Lost > 0 {
+		l.Figures = scales[best]
+		if scales[0].Lost > 0 {
 			l.Level = scales[len(scales)-1].Ratio()
 		}
 	} else if len(scales) > 0 {
@@ -224,24 +164,6 @@ func (c LossConfig) JudgeNode(l *Loss, w *Window, except Counts, others []*Windo
 	}
 	l.Lossy, l.Since, l.Cleared, l.Level = false, time.Time{}, now, 0
 	return true
-}
-
-// passes is the test of one scale: enough echoes, a rate above the threshold, the evidence
-// against the background, and a third of it without except's losses and without burst's
-// (the worst slot's or tick's).
-func (c LossConfig) passes(s Scale, except Counts, burst uint64) bool {
-	if s.Sent < c.MinEchoes || s.Ratio() < c.Threshold || LLR(s.Lost, s.Sent, c.Background) < c.Evidence {
-		return false
-	}
-	// The others' losses alone (the leave-one-out counts are conservative: except's
-	// losses may be older than the scale, and its echoes stay in the denominator).
-	if LLR(s.Lost-min(except.Lost, s.Lost), s.Sent, c.Background) < c.Evidence/3 {
-		return false
-	}
-	// The same in time: without the burst's losses. Echoes are not independent when an
-	// agent is starved or a peer restarts - they go in a burst (in CI, 4 echoes of one pair
-	// lost within a second, on a loaded machine, passed the test as 4 of 60).
-	return LLR(s.Lost-min(burst, s.Lost), s.Sent, c.Background) >= c.Evidence/3
 }
 
 // healthy reports whether some scale's upper bound is below bound: the recent rate is,
@@ -372,58 +294,4 @@ func (c *Contributors) Distinct() int {
 		}
 	}
 	return n
-}
-
-// ExcludingAcross is Excluding over the lists of both sides of a node, whose keys name the
-// senders' nodes through node: one node's losses on either list count as one sender's, so
-// that leaving out the largest leaves out all of that node's (at most 4 entries a list).
-// lossyAt is Excluding's, by node: a node judged lossy is left out up to its last verdict.
-func ExcludingAcross(node func(key string) string, lossyAt func(node string) (time.Time, bool), cs ...*Contributors) Counts {
-	var buf [16]struct {
-		node string
-		Counts
-	}
-	agg := buf[:0]
-	var out Counts
-	for _, c := range cs {
-		if c == nil {
-			continue
-		}
-		for _, x := range c.e { // copies: judging does not move the marks
-			if x.key == "" {
-				continue
-			}
-			n := node(x.key)
-			rest := Counts{Sent: x.sent, Lost: x.lost}
-			if lossyAt != nil {
-				if at, ok := lossyAt(n); ok {
-					x.markAt(at)
-					rest = x.fresh
-					out.Sent += x.sent - x.fresh.Sent
-					out.Lost += x.lost - x.fresh.Lost
-				}
-			}
-			i := 0
-			for i < len(agg) && agg[i].node != n {
-				i++
-			}
-			if i == len(agg) {
-				agg = append(agg, struct {
-					node string
-					Counts
-				}{node: n})
-			}
-			agg[i].Sent += rest.Sent
-			agg[i].Lost += rest.Lost
-		}
-	}
-	var top Counts
-	for _, x := range agg {
-		if x.Lost > top.Lost {
-			top = x.Counts
-		}
-	}
-	out.Sent += top.Sent
-	out.Lost += top.Lost
-	return out
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -186,46 +185,6 @@ func (e *Engine) flushPending(ts *targetState, upTo time.Time) {
 	}
 	clear(tg.pending[n:])
 	tg.pending = tg.pending[:n]
-}
-
-// heldUntil is the date before which held rounds are counted (caller holds mu): two rounds
-// before the newest, or, sooner, a round before the second newest answered vote of two
-// distinct trusted observer nodes while the target is not Unreachable. An outage that
-// begins within a round after a held round fails every round dated from its start on, so
-// two rounds answered a round or more after it, from two nodes, say none began there
-// (whatever the failed rounds among them: at 50 % loss one round in eight fails by chance,
-// and a real outage's failures answer nothing after it). The second round of the hold is
-// for the quorum of an outage to form (its observers vote over a round); it is needed only
-// while no such answers exist. One node cannot settle a round alone.
-func (tg *targetGray) heldUntil(ts *targetState, distrusted func(node string) bool) time.Time {
-	upTo := tg.newest.Add(-2 * tg.win)
-	if ts.verdict == observation.VerdictUnreachable {
-		return upTo
-	}
-	var first, second time.Time
-	firstNode := ""
-	for _, v := range ts.votes[:ts.n] {
-		if !v.ok || distrusted(v.node) {
-			continue
-		}
-		switch {
-		case v.at.After(first):
-			if v.node != firstNode {
-				second = first
-			}
-			first, firstNode = v.at, v.node
-		case v.node != firstNode && v.at.After(second):
-			second = v.at
-		}
-	}
-	if second.IsZero() {
-		return upTo
-	}
-	// Rounds dated at or before second - win: +1 ns, flushPending counts those before.
-	if settled := second.Add(-tg.win + 1); settled.After(upTo) {
-		return settled
-	}
-	return upTo
 }
 
 // outageBoundary drops the held rounds of ts dated within a round before its outage began
@@ -457,7 +416,7 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 	if o.Timestamp.After(tg.newest) {
 		tg.newest = o.Timestamp
 	}
-	e.flushPending(ts, tg.heldUntil(ts, e.distrusted))
+	e.flushPending(ts, tg.newest.Add(-2*tg.win))
 	if o.Timestamp.After(og.newest) {
 		og.newest = o.Timestamp
 	}
@@ -523,14 +482,7 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 	// their last lossy verdict (their losses are theirs, also those counted before they
 	// were judged), and the largest other one.
 	except := tg.contrib.Excluding(e.lossyWithin(e.lossyObservers, now))
-	// With its node's observer side: the same node's echoes the other way (gray.JudgeNode).
-	var others []*gray.Window
-	exceptAll := except
-	if og := e.grayObservers[ts.target.Node]; ts.target.Node != "" && og != nil && !e.nodeHeldByZone(ts.target.Zone) {
-		others = []*gray.Window{og.window}
-		exceptAll = gray.ExcludingAcross(contributorNode, e.lossyNode(now), &tg.contrib, &og.contrib)
-	}
-	changed := e.gray.Loss.JudgeNode(&tg.loss, tg.window, except, others, exceptAll, now)
+	changed := e.gray.Loss.Judge(&tg.loss, tg.window, except, now)
 	if tg.loss.Lossy && ts.target.Node != "" {
 		e.lossyTargets["node:"+ts.target.Node] = now
 	}
@@ -571,22 +523,6 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 	return changed
 }
 
-// contributorNode is the node a contributor's key names: an observer's voter key (its
-// node), or a target's node key ("node:" and its node).
-func contributorNode(key string) string { return strings.TrimPrefix(key, "node:") }
-
-// lossyNode reports when a node was last judged lossy on either side within the window
-// (caller holds mu): what it sent up to then is its own loss on both sides of its peers.
-func (e *Engine) lossyNode(now time.Time) func(node string) (time.Time, bool) {
-	return func(node string) (time.Time, bool) {
-		at := e.lossyAt(e.lossyObservers, node, now)
-		if t := e.lossyAt(e.lossyTargets, "node:"+node, now); t.After(at) {
-			at = t
-		}
-		return at, !at.IsZero()
-	}
-}
-
 // judgeGrayObservers re-judges the observer nodes that reported since the last call and
 // forgets those gone for TargetTTL (caller holds mu).
 func (e *Engine) judgeGrayObservers(now time.Time) {
@@ -603,8 +539,6 @@ func (e *Engine) judgeGrayObservers(now time.Time) {
 			delete(e.baselines, k)
 		}
 	}
-	// The target side of each observer's node (its pods, per family), built once a call.
-	var onNode map[string][]*targetGray
 	for k, og := range e.grayObservers {
 		if now.Sub(og.lastSeen) > e.cfg.TargetTTL {
 			delete(e.grayObservers, k)
@@ -614,29 +548,10 @@ func (e *Engine) judgeGrayObservers(now time.Time) {
 			continue
 		}
 		og.dirty = false
-		if onNode == nil {
-			onNode = map[string][]*targetGray{}
-			for _, ts := range e.targets {
-				if ts.g != nil && ts.target.Node != "" {
-					onNode[ts.target.Node] = append(onNode[ts.target.Node], ts.g)
-				}
-			}
-		}
 		// Left out: the targets judged lossy within the window (a node that lost echoes
 		// towards two lossy targets in turn is not lossy itself), and the largest other one.
 		except := og.contrib.Excluding(e.lossyWithin(e.lossyTargets, now))
-		// With its node's target side (gray.JudgeNode); k is its node's name.
-		var others []*gray.Window
-		exceptAll := except
-		if tgs := onNode[k]; len(tgs) > 0 && !e.nodeHeldByZone(e.grayZones.nodeZone[k].zone) {
-			cs := []*gray.Contributors{&og.contrib}
-			for _, tg := range tgs {
-				others = append(others, tg.window)
-				cs = append(cs, &tg.contrib)
-			}
-			exceptAll = gray.ExcludingAcross(contributorNode, e.lossyNode(now), cs...)
-		}
-		e.gray.Loss.JudgeNode(&og.loss, og.window, except, others, exceptAll, now)
+		e.gray.Loss.Judge(&og.loss, og.window, except, now)
 		if og.loss.Lossy {
 			e.lossyObservers[k] = now
 		}

@@ -79,9 +79,6 @@ type nodeZoneSeen struct {
 type grayZoneState struct {
 	pairs    map[zonePairKey]*zoneGray
 	nodeZone map[string]nodeZoneSeen
-	// explaining: the zones of a zone pair (between two zones) that explains its echoes:
-	// their nodes are judged on each side alone meanwhile (nodeHeldByZone).
-	explaining map[string]bool
 }
 
 // commitZoneEcho counts a committed answered round in its zone pair's window and reports
@@ -158,7 +155,6 @@ func (e *Engine) judgeGrayZones(now time.Time) {
 		// each gap would let the link's losses through to the nodes.
 		zg.building = !zg.lastBuilding.IsZero() && now.Sub(zg.lastBuilding) < 2*e.gray.SlotWidth
 	}
-	clear(z.explaining)
 	for k, zg := range z.pairs {
 		if k.from == k.to {
 			zg.lossy, zg.explains = false, false // a zone's own traffic: the gate, never a verdict
@@ -182,23 +178,7 @@ func (e *Engine) judgeGrayZones(now time.Time) {
 		// traffic builds no evidence, however few echoes it has yet (a fault beginning soon
 		// after the zones' windows did must not reach the nodes meanwhile).
 		zg.explains = zg.lossy || zg.building && quiet
-		if zg.explains {
-			if z.explaining == nil {
-				z.explaining = map[string]bool{}
-			}
-			z.explaining[k.from], z.explaining[k.to] = true, true
-		}
 	}
-}
-
-// nodeHeldByZone reports whether a zone pair between zone and another explains its echoes
-// now (caller holds mu): then a node of zone is judged on each side alone, at the stronger
-// one-side evidence (gray.JudgeNode without the other side), not on both sides together.
-// The link's first echoes reach the node windows before its zone pair explains them:
-// judged together they blamed a node of the link in 2 of 3 seeds of
-// TestLossyZoneLinkBlamesTheZonePairNoNode (2 of 400 shape-seeds still do: docs/gray.md).
-func (e *Engine) nodeHeldByZone(zone string) bool {
-	return zone != "" && e.grayZones.explaining[zone]
 }
 
 // clean reports whether zone's own traffic holds minEchoes echoes at least and is neither
