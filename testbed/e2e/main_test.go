@@ -355,6 +355,23 @@ func requireEnv(t *testing.T) *env {
 	return shared
 }
 
+// grayEnv runs the longer gray scenarios (TestHalfLoss, TestCongestedNode, TestSmallLoss,
+// TestSlowNode): make test-gray sets it, on a mesh of their own. In make test's mesh they
+// would follow TestLossyObserver, whose node's target-side verdict, set at a diluted level
+// (~2 %), took 114 s and more than 3 minutes to clear after its heal (its clearing bound,
+// level/3, needs ~1,000 clean echoes): a scenario that starts from a clean picture waits
+// on it (#37).
+const grayEnv = "NETPULSE_E2E_GRAY"
+
+// requireGrayMesh is requireMesh for the scenarios make test-gray runs.
+func requireGrayMesh(t *testing.T) *env {
+	t.Helper()
+	if os.Getenv(grayEnv) != "1" {
+		t.Skipf("a gray scenario of make test-gray (%s=1)", grayEnv)
+	}
+	return requireMesh(t)
+}
+
 // requireMesh is requireEnv for the scenarios that expect every agent to probe every other
 // one each round (k=3 + 1 stable peer cover N-1 peers only up to 5 nodes).
 func requireMesh(t *testing.T) *env {

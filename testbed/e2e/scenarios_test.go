@@ -496,7 +496,7 @@ func TestLossyObserver(t *testing.T) {
 // Unreachable or AddressFamilyUnreachable at any poll, no other pair is Degraded; healed,
 // every pair is healthy again.
 func TestHalfLoss(t *testing.T) {
-	e := requireMesh(t)
+	e := requireGrayMesh(t)
 	const node = "node-3"
 	e.requireHealthy(t)
 	e.awaitNoGray(t, 3*time.Minute) // TestLossyObserver's node-2 clears first
@@ -527,7 +527,7 @@ func TestHalfLoss(t *testing.T) {
 // HighLatency or PacketLoss blaming node-1, none reads Unreachable, no other pair is
 // Degraded; healed, every pair is healthy again.
 func TestCongestedNode(t *testing.T) {
-	e := requireMesh(t)
+	e := requireGrayMesh(t)
 	const node, peer = "node-1", "node-4"
 	e.requireHealthy(t)
 	e.awaitNoGray(t, 3*time.Minute) // TestHalfLoss's node-3 clears first
@@ -554,7 +554,7 @@ func TestCongestedNode(t *testing.T) {
 // the 0.1 % background at 12 nats is ~290 echoes, ~33 s; smallLossTimeout allows for the
 // held rounds, the two slots and the leave-one-out.
 func TestSmallLoss(t *testing.T) {
-	e := requireMesh(t)
+	e := requireGrayMesh(t)
 	const node = "node-2"
 	e.requireHealthy(t)
 	e.awaitNoGray(t, 3*time.Minute)
@@ -578,7 +578,7 @@ func TestSmallLoss(t *testing.T) {
 // towards node-4 reads Degraded/HighLatency blaming node-4 within a few rounds, nothing else
 // is Degraded, nothing reads Unreachable; healed, every pair is healthy again.
 func TestSlowNode(t *testing.T) {
-	e := requireMesh(t)
+	e := requireGrayMesh(t)
 	const node = "node-4"
 	e.requireHealthy(t)
 	e.awaitNoGray(t, 3*time.Minute)
