@@ -434,7 +434,8 @@ func TestTransientsAreNotGray(t *testing.T) {
 // The end-to-end mesh's order (TestLoss, TestLossyObserver, TestHalfLoss on 4 nodes): a
 // node lossy and healed, another lossy and healed, then a third loses half of its input.
 // Two of its three observers were judged lossy earlier in the window; what they send after
-// their heal is evidence like any other observer's, so the third node is blamed. Before,
+// their heal is evidence like any other observer's, so the third node is blamed at its
+// target side (its observer side still leaves out all its lossy targets sent). Before,
 // every loss those two had ever sent was left out for 30 minutes, with the largest other
 // observer: nothing remained, and the node was never judged.
 func TestHealedObserversStillJudgeANewLoss(t *testing.T) {
@@ -448,13 +449,14 @@ func TestHealedObserversStillJudgeANewLoss(t *testing.T) {
 		require.Equal(t, "PacketLoss/node", g.grayNodes()["node-1"], "seed %d: the second loss is judged", seed)
 		g.healed(t, seed)
 		start := g.round
-		for g.grayNodes()["node-2"] != "PacketLoss/node" && g.round-start < 20 {
+		targetSide := func() bool { v := g.grayNodes()["node-2"]; return v == "PacketLoss/node" || v == "PacketLoss/target" }
+		for !targetSide() && g.round-start < 20 {
 			g.run(1, nodeLoss(2, 0.5))
 			for node := range g.grayNodes() {
 				require.Equal(t, "node-2", node, "seed %d round %d: only the lossy node is blamed", seed, g.round)
 			}
 		}
-		require.Equal(t, "PacketLoss/node", g.grayNodes()["node-2"], "seed %d: the third loss is judged within 20 rounds", seed)
+		require.True(t, targetSide(), "seed %d: the third loss is judged at its target side within 20 rounds: %v", seed, g.grayNodes())
 		t.Logf("seed %d: the third loss judged in %d rounds", seed, g.round-start)
 	}
 }

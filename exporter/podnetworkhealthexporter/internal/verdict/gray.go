@@ -454,6 +454,17 @@ func (e *Engine) lossyAt(m map[string]time.Time, key string, now time.Time) time
 	return m[key]
 }
 
+// lossyWholeWithin is lossyWithin leaving out all a key judged lossy within the window
+// ever sent: its last verdict taken as now.
+func (e *Engine) lossyWholeWithin(m map[string]time.Time, now time.Time) func(string) (time.Time, bool) {
+	return func(key string) (time.Time, bool) {
+		if !e.recentlyLossy(m, key, now) {
+			return time.Time{}, false
+		}
+		return now, true
+	}
+}
+
 // lossyWithin is lossyAt for Contributors.Excluding.
 func (e *Engine) lossyWithin(m map[string]time.Time, now time.Time) func(string) (time.Time, bool) {
 	return func(key string) (time.Time, bool) {
@@ -548,9 +559,14 @@ func (e *Engine) judgeGrayObservers(now time.Time) {
 			continue
 		}
 		og.dirty = false
-		// Left out: the targets judged lossy within the window (a node that lost echoes
-		// towards two lossy targets in turn is not lossy itself), and the largest other one.
-		except := og.contrib.Excluding(e.lossyWithin(e.lossyTargets, now))
+		// Left out: everything the targets judged lossy within the window sent (a node that
+		// lost echoes towards two lossy targets in turn is not lossy itself), and the largest
+		// other one. Unlike a target's observers, a healed target's fresh echoes stay left
+		// out: an observer's own rounds at the boundaries of its own outage (a partition of
+		// its node) are answered part-way and no target's verdict explains them, so counted
+		// as fresh evidence they blamed the observer (the CI mesh's TestDelay, after
+		// TestPartition).
+		except := og.contrib.Excluding(e.lossyWholeWithin(e.lossyTargets, now))
 		e.gray.Loss.Judge(&og.loss, og.window, except, now)
 		if og.loss.Lossy {
 			e.lossyObservers[k] = now
