@@ -83,17 +83,7 @@ func (s *suite) grayLoss(t *testing.T) {
 
 	require.NoError(t, s.cl.Heal(victim))
 	healed = true
-	d = s.awaitObjects(t, "gray verdicts of "+victim+" cleared", 5*time.Minute, func(agents map[string]corev1.Pod, objs map[string]*v1alpha1.PodNetworkHealth) string {
-		var bad []string
-		for key, o := range objs {
-			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
-			if c != nil && c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency) {
-				bad = append(bad, key+": "+grayText(c))
-			}
-		}
-		sort.Strings(bad)
-		return strings.Join(bad, "; ")
-	})
+	d = s.awaitGrayCleared(t, victim)
 	s.figure("heal of %s → every gray verdict cleared: %.0f s", victim, d.Seconds())
 
 	// One Event per object and episode.
@@ -118,6 +108,22 @@ func (s *suite) grayLoss(t *testing.T) {
 		require.LessOrEqual(t, n, int32(1), "%s had %d ConnectivityDegraded Events in one episode", obj, n)
 	}
 	require.NotEmpty(t, per, "no ConnectivityDegraded Event for the lossy node's pairs")
+}
+
+// awaitGrayCleared waits until no object reads Degraded with PacketLoss or HighLatency
+// after victim's heal, and returns how long it took.
+func (s *suite) awaitGrayCleared(t *testing.T, victim string) time.Duration {
+	return s.awaitObjects(t, "gray verdicts of "+victim+" cleared", 5*time.Minute, func(agents map[string]corev1.Pod, objs map[string]*v1alpha1.PodNetworkHealth) string {
+		var bad []string
+		for key, o := range objs {
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
+			if c != nil && c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency) {
+				bad = append(bad, key+": "+grayText(c))
+			}
+		}
+		sort.Strings(bad)
+		return strings.Join(bad, "; ")
+	})
 }
 
 func grayText(c *metav1.Condition) string {
@@ -193,16 +199,6 @@ func (s *suite) grayCongestion(t *testing.T) {
 
 	require.NoError(t, s.cl.Heal(victim))
 	healed = true
-	d = s.awaitObjects(t, "gray verdicts of "+victim+" cleared", 5*time.Minute, func(agents map[string]corev1.Pod, objs map[string]*v1alpha1.PodNetworkHealth) string {
-		var bad []string
-		for key, o := range objs {
-			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
-			if c != nil && c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency) {
-				bad = append(bad, key+": "+grayText(c))
-			}
-		}
-		sort.Strings(bad)
-		return strings.Join(bad, "; ")
-	})
+	d = s.awaitGrayCleared(t, victim)
 	s.figure("heal of the congestion at %s → every gray verdict cleared: %.0f s", victim, d.Seconds())
 }
