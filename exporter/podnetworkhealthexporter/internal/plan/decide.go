@@ -81,8 +81,9 @@ const (
 //  4. RTT p50 moved by more than max(RTTTolerance x last p50, RTTFloor), or RTT samples
 //     appeared or disappeared -> write ("latency"), and likewise the loss ratio by more
 //     than LossTolerance ("loss") - unless the last write is younger than
-//     MinChangeInterval ("deferred": the change is written once that has passed). Not
-//     while Unreachable: then RTT and loss only restate the verdict;
+//     MinChangeInterval ("deferred": the change is written once that has passed); figures
+//     that appear where the last write had none are written at once. Not while
+//     Unreachable: then RTT and loss only restate the verdict;
 //  5. the last write is at least HeartbeatInterval old -> write ("heartbeat");
 //  6. otherwise no write ("within_budget").
 //
@@ -128,6 +129,14 @@ func Decide(last observation.Written, cur observation.Summary, now time.Time, p 
 		}
 	}
 	if change != "" {
+		if appeared(last, cur) {
+			// Figures where the object shows none: news at once, not a drift to pace. A
+			// write without them is usually the first after a restart or a takeover (a
+			// cumulative histogram's first point only sets the decoder's baseline), and
+			// pacing the figures behind it left Reachable objects without latency for a
+			// minute. At most once per write that dropped them.
+			return true, change
+		}
 		if since >= p.MinChangeInterval {
 			return true, change
 		}
@@ -139,6 +148,12 @@ func Decide(last observation.Written, cur observation.Summary, now time.Time, p 
 		return true, ReasonHeartbeat
 	}
 	return false, ReasonWithin
+}
+
+// appeared: the current window has RTT samples (or loss counts) and the last write had
+// none.
+func appeared(last observation.Written, cur observation.Summary) bool {
+	return cur.RTT.Count > 0 && !last.HasRTT || cur.HasLoss && !last.HasLoss
 }
 
 // lossMovedZ: a written loss ratio is stale when it lies outside the current window's

@@ -59,6 +59,15 @@ func TestDecideRules(t *testing.T) {
 		{"RTT gone", func() (bool, string) {
 			return later(2*time.Minute, func(s *observation.Summary) { s.RTT = observation.Latency{} })
 		}, want{true, ReasonLatency}},
+		{"RTT appears where the last write had none: at once", func() (bool, string) {
+			cold := base
+			cold.RTT = observation.Latency{}
+			w := observation.WrittenFrom(cold, t0)
+			return Decide(w, base, t0.Add(time.Second), p)
+		}, want{true, ReasonLatency}},
+		{"RTT gone within MinChangeInterval is deferred", func() (bool, string) {
+			return later(30*time.Second, func(s *observation.Summary) { s.RTT = observation.Latency{} })
+		}, want{false, ReasonDeferred}},
 		{"loss within 0.02", func() (bool, string) {
 			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio, s.Lost = 0.0222, 2 })
 		}, want{false, ReasonWithin}},
