@@ -216,7 +216,8 @@ type NodeConditionsConfig struct {
 	Quorum int `mapstructure:"quorum"`
 	// MaxFailingShare of observers failing beyond which marking suppresses itself.
 	MaxFailingShare float64 `mapstructure:"max_failing_share"`
-	// Heartbeat rewrites unchanged conditions this often.
+	// Heartbeat rewrites an unchanged True or Unknown condition this often (a False one,
+	// a cleared mark, is written once; a node never marked gets none).
 	Heartbeat time.Duration `mapstructure:"heartbeat"`
 	// MinHold keeps a marked node marked until this long after the last evidence (flap
 	// damping); marking itself is immediate.

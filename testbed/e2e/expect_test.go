@@ -312,8 +312,9 @@ func (a *apiChecker) check(exp *expectation) (bool, string, error) {
 			switch {
 			case listed && want && st != corev1.ConditionTrue:
 				pending = append(pending, fmt.Sprintf("node %s: %s=%q, want True", n.Name, nodeProblemType, st))
-			case listed && !want && st != corev1.ConditionFalse:
-				pending = append(pending, fmt.Sprintf("node %s: %s=%q, want False", n.Name, nodeProblemType, st))
+			case listed && !want && st != corev1.ConditionFalse && st != "":
+				// False once cleared; none on a node never marked (no problem is no news).
+				pending = append(pending, fmt.Sprintf("node %s: %s=%q, want False or none", n.Name, nodeProblemType, st))
 			case !listed && exp.nodeProblemOthers && st == corev1.ConditionTrue:
 				return false, "", fmt.Errorf("node %s: %s is True, but only %v may be", n.Name, nodeProblemType, slices.Collect(maps.Keys(exp.nodeProblem)))
 			}

@@ -257,8 +257,7 @@ func TestNodePartitionMarkedHeldAndCleared(t *testing.T) {
 		step(healthy)
 	}
 	for n, c := range cur {
-		require.NotNil(t, c, n)
-		assert.Equal(t, verdict.StatusFalse, c.Status, n)
+		assert.Nil(t, c, "%s: a node found fine is not written (no problem is no news)", n)
 	}
 	d := step(partition)
 	assert.Equal(t, []string{"node-5"}, d.Marked)
@@ -294,6 +293,13 @@ func TestNodePartitionMarkedHeldAndCleared(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, clearedAt, 2, "held for MinHold after the last evidence")
 	assert.Equal(t, verdict.StatusFalse, cur["node-5"].Status)
+	// Cleared once: an hour of healthy rounds rewrites no condition (no heartbeat of a
+	// False one, none written for the nodes never marked).
+	for range 360 {
+		d := step(healthy)
+		assert.Empty(t, d.Writes)
+	}
+	assert.Nil(t, cur["node-4"])
 }
 
 func TestFlappingNodeConditionIsDamped(t *testing.T) {
@@ -327,9 +333,13 @@ func TestFlappingNodeConditionIsDamped(t *testing.T) {
 func TestSuppressionNeverClaimsReachable(t *testing.T) {
 	r := newRing(20, 3)
 	e := New(verdict.Config{})
+	// Half the nodes carry a condition (a previous writer cleared them), half never had one.
 	cur := map[string]*verdict.NodeCondition{}
 	for i := 0; i < r.n; i++ {
 		cur[fmt.Sprintf("node-%d", i)] = nil
+		if i%2 == 0 {
+			cur[fmt.Sprintf("node-%d", i)] = &verdict.NodeCondition{Status: verdict.StatusFalse, Reason: verdict.NodeReasonReachable, LastHeartbeat: r.at(0)}
+		}
 	}
 	for round := 0; round < 10; round++ {
 		ok := healthy
@@ -349,9 +359,13 @@ func TestSuppressionNeverClaimsReachable(t *testing.T) {
 		}
 	}
 	for n, c := range cur {
+		if c == nil {
+			continue // never marked: nothing claims anything about it
+		}
 		assert.Equal(t, verdict.StatusUnknown, c.Status, n)
 		assert.Equal(t, verdict.NodeReasonSuppressed, c.Reason, n)
 	}
+	assert.Nil(t, cur["node-1"], "a node without a condition gets none for the suppression")
 }
 
 func TestResumeDoesNotRewriteOrLoseObjects(t *testing.T) {

@@ -26,12 +26,6 @@ func NodeWritePriority(w verdict.NodeWrite, gray bool) Priority {
 		// Entering or leaving suppression touches every node at once: behind the
 		// verdicts of objects, within the budget.
 		return PriorityUpdate
-	case base == nil && w.Condition.Status != verdict.StatusTrue:
-		// A node's first condition that finds no problem (every node, when a writer starts
-		// on a cluster without conditions): behind the verdicts, as objects' first writes
-		// are. At Verdict priority the N of them held a real outage's writes back for
-		// N / qps seconds (a shard of 8,125 nodes: 27 minutes; docs/sharding.md).
-		return PriorityUpdate
 	}
 	return PriorityVerdict
 }

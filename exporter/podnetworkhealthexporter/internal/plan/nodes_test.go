@@ -34,13 +34,16 @@ func TestGrayNodeConditionWritesGoBehindVerdicts(t *testing.T) {
 	assert.Equal(t, corev1.ConditionFalse, ws[0].Condition.Status)
 	assert.Equal(t, PriorityUpdate, ws[0].Priority)
 
-	// A cleared condition is heartbeated.
+	// A cleared condition is not heartbeated; a mark is.
 	e = New(verdict.Config{})
-	cur = map[string]*verdict.NodeCondition{"node-0": {Status: verdict.StatusFalse, Reason: verdict.NodeReasonWithinThresholds, LastHeartbeat: t0}}
+	cur = map[string]*verdict.NodeCondition{
+		"node-0": {Status: verdict.StatusFalse, Reason: verdict.NodeReasonWithinThresholds, LastHeartbeat: t0},
+		"node-1": {Status: verdict.StatusTrue, Reason: verdict.NodeReasonHighLatency, LastHeartbeat: t0},
+	}
 	now = t0.Add(11 * time.Minute)
 	ws = gray.Plan(e.ReconcileGrayNodes(now, cur, verdict.GrayNodeConfig{}), nodes, now)
 	require.Len(t, ws, 1)
-	assert.Equal(t, PriorityHeartbeat, ws[0].Priority)
+	assert.Equal(t, "node-1", ws[0].Node.Name)
 }
 
 // The priorities of node condition writes, outage and gray: a gray change is Update where
@@ -66,7 +69,6 @@ func TestNodeWritePriority(t *testing.T) {
 	}{
 		{"a node found failing", write(nil, unreachable), false, PriorityVerdict},
 		{"a marked node clears", write(unreachable, reachable), false, PriorityVerdict},
-		{"a node's first healthy condition", write(nil, reachable), false, PriorityUpdate},
 		{"entering suppression", write(reachable, suppressed), false, PriorityUpdate},
 		{"leaving suppression", write(suppressed, unreachable), false, PriorityUpdate},
 		{"an unchanged condition", write(unreachable, unreachable), false, PriorityHeartbeat},

@@ -151,7 +151,7 @@ func (e *Engine) grayNodeWrite(now time.Time, node string, g GrayNode, isBlamed 
 		return NodeWrite{}, false
 	}
 	changed := base == nil || base.Status != want.Status || base.Reason != want.Reason
-	if !changed && now.Sub(base.LastHeartbeat) < w.heartbeat {
+	if !changed && !heartbeatDue(base, now, w.heartbeat) {
 		return NodeWrite{}, false
 	}
 	want.LastHeartbeat = now

@@ -45,7 +45,8 @@ type NodeConfig struct {
 	// Quorum and MaxFailingShare: see package quorum.
 	Quorum          int
 	MaxFailingShare float64
-	// Heartbeat rewrites an unchanged condition this often (default 10m), stretched with
+	// Heartbeat rewrites an unchanged True or Unknown condition this often (default 10m;
+	// a False one is written once), stretched with
 	// the objects' heartbeats to fit the budget.
 	Heartbeat time.Duration
 	// MinHold keeps a node marked until this long after the last evidence against it
@@ -498,19 +499,33 @@ func (e *Engine) nodeWrite(now time.Time, ns quorum.NodeStatus, cur *NodeConditi
 		// clearing a marked node short of observers reaching it, wait for the full view.
 		return NodeWrite{}, false
 	}
-	if want.Reason == NodeReasonNoObservations && (base == nil || base.Status != StatusTrue || w.warming) {
+	if base == nil && want.Status != StatusTrue {
+		// Never marked: a node found fine (or not yet observed, or with marking
+		// suppressed) is not news. Its missing condition reads "no problem found", and how
+		// fresh that is, the writer's Lease says: at 65,000 nodes a False on every node
+		// was 65,000 writes at a cold start, hours of the write budget.
+		return NodeWrite{}, false
+	}
+	if want.Reason == NodeReasonNoObservations && (base.Status != StatusTrue || w.warming) {
 		// Nothing observed yet (a new node, a new writer in its first EdgeMaxAge):
 		// say nothing rather than overwrite what the API holds or write a state the
 		// first round replaces.
 		return NodeWrite{}, false
 	}
 	changed := base == nil || base.Status != want.Status || base.Reason != want.Reason
-	if !changed && now.Sub(base.LastHeartbeat) < w.heartbeat {
+	if !changed && !heartbeatDue(base, now, w.heartbeat) {
 		return NodeWrite{}, false
 	}
 	want.LastHeartbeat = now
 	st.decided, st.decidedAt = want, now
 	return NodeWrite{Node: ns.Node, Condition: want, Changed: changed, Replaces: clone(base)}, true
+}
+
+// heartbeatDue: an unchanged condition is rewritten only while it claims something (True,
+// or Unknown), once its heartbeat is due. A cleared one (False) is written once: rewriting
+// it to look fresh is a write per node and heartbeat that says nothing new.
+func heartbeatDue(base *NodeCondition, now time.Time, heartbeat time.Duration) bool {
+	return base.Status != StatusFalse && now.Sub(base.LastHeartbeat) >= heartbeat
 }
 
 // clone copies a condition, so that a write does not share the caller's.
