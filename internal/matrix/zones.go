@@ -114,6 +114,9 @@ func (m *Model) WhyZone(name string) (Explanation, bool) {
 	for _, z := range e.ZonePairs {
 		e.Verdict = e.Verdict.Worse(z.Verdict)
 	}
+	if e.GrayZonePairs = m.GrayZonePairs(name); len(e.GrayZonePairs) > 0 {
+		e.Verdict = e.Verdict.Worse(Degraded)
+	}
 	e.Lines = append(e.Lines, fmt.Sprintf("zone %s: %d nodes, %d with a netpulse node condition True%s", name, len(nodes), len(problems), suffixList(problems)))
 	if len(e.ZonePairs) == 0 {
 		e.Lines = append(e.Lines, "no zone pair in or out of it was found cut (the exporter writes a ZoneNetworkHealth only for a cut pair, and keeps it a while after it recovers)")
@@ -126,6 +129,14 @@ func (m *Model) WhyZone(name string) (Explanation, bool) {
 		line += fmt.Sprintf(" (%s): %d of %d node pairs fail, from %d observer nodes%s towards %d target nodes%s",
 			z.Reason, z.FailingPairs, z.NodePairs, z.FailingObserverCount, suffixList(z.FailingObservers), z.FailingTargetCount, suffixList(z.FailingTargets))
 		e.Lines = append(e.Lines, line)
+	}
+	for _, z := range e.GrayZonePairs {
+		line := fmt.Sprintf("%s → %s: %s (a lossy link between the zones, no node blamed) on %d pair%s, from %d observer nodes%s towards %d target nodes%s",
+			z.From, z.To, zonePairWords(z.Reason, z.From, z.To), z.Pairs, plural(z.Pairs), len(z.Observers), suffixList(z.Observers), len(z.Targets), suffixList(z.Targets))
+		if !z.Since.IsZero() {
+			line += ", since " + m.when(z.Since)
+		}
+		e.Lines = append(e.Lines, line+fmt.Sprintf("; worst (%s): %s", z.Quoted, z.Message))
 	}
 	e.Lines = append(e.Lines, "objects from other zones towards it: "+countsText(e.Counts), "objects from it towards other zones: "+countsText(e.AsObserver))
 	inZone := make(map[string]bool, len(nodes))
