@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/matrix"
@@ -168,4 +169,47 @@ func TestCellsNameTheLossyLink(t *testing.T) {
 	details := m.PairsBetween("node-5", "node-2")
 	require.Len(t, details, 1)
 	assert.Equal(t, "PacketLoss between zones zone-a and zone-b", details[0].GrayText())
+}
+
+// A ZoneNetworkHealth the exporter wrote for a lossy link (Reachable, Degraded=True/
+// PacketLoss): the zone pair reads Degraded with the message, in the summary's cell and
+// in why zone/<z>.
+func TestLossyZonePairObject(t *testing.T) {
+	f := matrixtest.Cluster(matrixtest.Options{Nodes: 6, Zones: 2, Stable: 1, Now: now})
+	m := build(f, true)
+	msg := fmt.Sprintf(lossZones, "5.2")
+	o := &v1alpha1.ZoneNetworkHealth{
+		ObjectMeta: metav1.ObjectMeta{Name: "zone-a.zone-b"},
+		Spec:       v1alpha1.ZoneNetworkHealthSpec{SourceZone: "zone-a", TargetZone: "zone-b"},
+		Status: v1alpha1.ZoneNetworkHealthStatus{Reachability: v1alpha1.Reachable, NodePairs: 9,
+			Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonZonePairReachable,
+					Message: "zone zone-a reaches zone zone-b", LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Minute))},
+				{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPacketLoss,
+					Message: msg, LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Minute))},
+			}},
+	}
+	z := matrix.ZonePairFrom(o)
+	assert.Equal(t, matrix.Degraded, z.Verdict)
+	assert.Equal(t, []string{v1alpha1.ReasonPacketLoss, msg}, []string{z.DegradedReason, z.DegradedMessage})
+
+	m = matrix.Build(matrix.Input{Objects: f.Objects, Nodes: m.Nodes, Now: now, ZonePairs: []*v1alpha1.ZoneNetworkHealth{o}})
+	for _, c := range m.Summary().Cells {
+		if c.From == "zone-a" && c.To == "zone-b" {
+			assert.Equal(t, matrix.Degraded, c.Verdict)
+		}
+	}
+	e, ok := m.WhyZone("zone-b")
+	require.True(t, ok)
+	assert.Equal(t, matrix.Degraded, e.Verdict)
+	text := strings.Join(e.Lines, "\n")
+	t.Log("\n" + text)
+	assert.Contains(t, text, "zone-a → zone-b: Degraded since 2026-03-14T15:06:26Z (3m0s ago) (ZonePairReachable): 0 of 9 node pairs fail, from 0 observer nodes towards 0 target nodes; Degraded PacketLoss since 2026-03-14T15:07:26Z (2m0s ago): packet loss between zones zone-a and zone-b: 5.2 %")
+	assert.NotContains(t, text, "no zone pair in or out of it was found")
+
+	// Cleared (Degraded=False): Reachable again.
+	o.Status.Conditions[1].Status, o.Status.Conditions[1].Reason = metav1.ConditionFalse, v1alpha1.ReasonWithinThresholds
+	z = matrix.ZonePairFrom(o)
+	assert.Equal(t, matrix.Reachable, z.Verdict)
+	assert.Empty(t, z.DegradedReason)
 }

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
 )
 
 // ZonePair is one ZoneNetworkHealth: the exporter's verdict on the pod network from one
-// zone to another (written only for a pair it found cut, until a retention after it
-// recovered).
+// zone to another (written only for a pair it found cut or lossy, until a retention after
+// it recovered).
 type ZonePair struct {
 	Name         string  `json:"name"`
 	From         string  `json:"from"`
@@ -35,6 +36,11 @@ type ZonePair struct {
 	FailingTargetCount   int32     `json:"failingTargetCount"`
 	Since                time.Time `json:"since,omitzero"`
 	LastFailure          time.Time `json:"lastFailure,omitzero"`
+	// DegradedReason and DegradedMessage: the Degraded condition's while True (PacketLoss:
+	// the link between the zones loses echoes; the message has the figures).
+	DegradedReason  string    `json:"degradedReason,omitempty"`
+	DegradedMessage string    `json:"degradedMessage,omitempty"`
+	DegradedSince   time.Time `json:"degradedSince,omitzero"`
 }
 
 // ZonePairFrom flattens a ZoneNetworkHealth.
@@ -51,6 +57,10 @@ func ZonePairFrom(o *v1alpha1.ZoneNetworkHealth) ZonePair {
 	}
 	if o.Status.LastFailureTime != nil {
 		z.LastFailure = o.Status.LastFailureTime.Time
+	}
+	if c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		z.DegradedReason, z.DegradedMessage, z.DegradedSince = c.Reason, c.Message, c.LastTransitionTime.Time
+		z.Verdict = z.Verdict.Worse(Degraded)
 	}
 	return z
 }
@@ -119,7 +129,7 @@ func (m *Model) WhyZone(name string) (Explanation, bool) {
 	}
 	e.Lines = append(e.Lines, fmt.Sprintf("zone %s: %d nodes, %d with a netpulse node condition True%s", name, len(nodes), len(problems), suffixList(problems)))
 	if len(e.ZonePairs) == 0 {
-		e.Lines = append(e.Lines, "no zone pair in or out of it was found cut (the exporter writes a ZoneNetworkHealth only for a cut pair, and keeps it a while after it recovers)")
+		e.Lines = append(e.Lines, "no zone pair in or out of it was found cut or lossy (the exporter writes a ZoneNetworkHealth only for a cut or lossy pair, and keeps it a while after it recovers)")
 	}
 	for _, z := range e.ZonePairs {
 		line := fmt.Sprintf("%s → %s: %s", z.From, z.To, z.Verdict)
@@ -128,6 +138,9 @@ func (m *Model) WhyZone(name string) (Explanation, bool) {
 		}
 		line += fmt.Sprintf(" (%s): %d of %d node pairs fail, from %d observer nodes%s towards %d target nodes%s",
 			z.Reason, z.FailingPairs, z.NodePairs, z.FailingObserverCount, suffixList(z.FailingObservers), z.FailingTargetCount, suffixList(z.FailingTargets))
+		if z.DegradedReason != "" {
+			line += fmt.Sprintf("; Degraded %s since %s: %s", z.DegradedReason, m.when(z.DegradedSince), z.DegradedMessage)
+		}
 		e.Lines = append(e.Lines, line)
 	}
 	for _, z := range e.GrayZonePairs {

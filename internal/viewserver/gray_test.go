@@ -87,4 +87,5 @@ func TestZoneLinkLossInTheAPIAndThePage(t *testing.T) {
 	assert.Contains(t, js, `if (g.side === "zone") return g.reason + " between zones " + g.fromZone + " and " + g.toZone;`)
 	assert.Contains(t, js, `degradedText(cell.dr, cell.zl)`)
 	assert.Contains(t, js, `degradedText(c.degraded, c.zoneLoss)`)
+	assert.Contains(t, js, `(zp.degradedMessage ? "\nDegraded " + zp.degradedReason + ": " + zp.degradedMessage : "")`)
 }

@@ -583,6 +583,9 @@ func writeZonePairs(w writer, p painter, m *matrix.Model) {
 		if !z.Since.IsZero() {
 			line += " since " + m.When(z.Since)
 		}
+		if z.DegradedReason != "" {
+			line += "; Degraded " + z.DegradedReason + ": " + z.DegradedMessage
+		}
 		fmt.Fprintln(w, p.verdict(z.Verdict, 0, line))
 	}
 }

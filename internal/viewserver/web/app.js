@@ -266,7 +266,8 @@ function renderZones(z) {
       // The exporter's zone pair verdict (a ZoneNetworkHealth), when it wrote one.
       const zp = c.zonePair;
       if (zp) title += "\nzone pair " + zp.verdict + " (" + (zp.reason || "") + "): " + zp.failingNodePairs + " of " +
-        zp.nodePairs + " node pairs fail" + (zp.message ? "\n" + zp.message : "");
+        zp.nodePairs + " node pairs fail" + (zp.message ? "\n" + zp.message : "") +
+        (zp.degradedMessage ? "\nDegraded " + zp.degradedReason + ": " + zp.degradedMessage : "");
       const route = f.name === t.name ? "matrix=" + f.name : "cross=" + f.name + "," + t.name;
       if (c.degraded) title += "\ndegraded: " + degradedText(c.degraded, c.zoneLoss);
       tr.append(el("td", { class: cellClass(c.verdict, c.loss, c.degraded) + (zp && zp.verdict === "Unreachable" ? " zone-cut" : ""),
