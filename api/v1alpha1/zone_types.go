@@ -12,10 +12,11 @@ import (
 
 // ZoneNetworkHealth is the observed health of the pod network between two zones
 // (topology.kubernetes.io/zone), in one direction: whether the observers in sourceZone
-// reach the pods and nodes in targetZone while both zones work. The pod_network_health
-// exporter writes one only for a zone pair it has found cut, and deletes it a retention
-// time after the pair recovered: on a healthy cluster there are none. The objects are
-// cluster-scoped, like the zones they name; the spec is immutable.
+// reach the pods and nodes in targetZone while both zones work, and whether the link
+// between them loses packets. The pod_network_health exporter writes one only for a zone
+// pair it has found cut or lossy, and deletes it a retention time after the pair
+// recovered: on a healthy cluster there are none. The objects are cluster-scoped, like the
+// zones they name; the spec is immutable.
 //
 // +genclient
 // +genclient:nonNamespaced
@@ -110,7 +111,10 @@ type ZoneNetworkHealthStatus struct {
 	LastObservedTime *metav1.Time `json:"lastObservedTime,omitempty"`
 
 	// conditions: Reachable (False/ZonePairUnreachable while cut, True/ZonePairReachable
-	// after). Types and reasons at most 64 characters, messages at most 256.
+	// after) and, once the link has been judged lossy, Degraded (True/PacketLoss while the
+	// gateway's gray judgement finds echoes between the zones lost, with the figures;
+	// False/WithinThresholds after). Types and reasons at most 64 characters, messages at
+	// most 256.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -16,11 +16,14 @@ import (
 
 // Sides of a gray verdict, as the pod_network_health exporter's Degraded messages name
 // them: the target's node (most of its observers see it), the observer's own node (it sees
-// it towards most of its targets), or this path alone.
+// it towards most of its targets), this path alone, or the link between the observer's
+// zone and the target's (echoes between the zones lost while each zone is clean inside:
+// no node blamed).
 const (
 	SideTarget   = "target"
 	SideObserver = "observer"
 	SidePath     = "path"
+	SideZone     = "zone"
 )
 
 // IsGray reports whether a Degraded reason is a gray verdict (PacketLoss, HighLatency)
@@ -56,11 +59,14 @@ func sortDegraded(rs []string) {
 // side and node the exporter blamed, and the figures of the message.
 type Gray struct {
 	Reason string `json:"reason"`
-	// Side is SideTarget, SideObserver, SidePath, or "" when the message does not say
-	// (another writer's words).
+	// Side is SideTarget, SideObserver, SidePath, SideZone, or "" when the message does
+	// not say (another writer's words).
 	Side string `json:"side,omitempty"`
-	// Node is the node the message blames (empty for a path, or when unknown).
+	// Node is the node the message blames (empty for a path, a zone pair, or when unknown).
 	Node string `json:"node,omitempty"`
+	// FromZone and ToZone are SideZone's zones: the observers' and the targets'.
+	FromZone string `json:"fromZone,omitempty"`
+	ToZone   string `json:"toZone,omitempty"`
 	// Figures is the message after its side: the loss with its interval, echoes and window,
 	// or the RTT against the baseline (the whole message when the side is unknown).
 	Figures string `json:"figures"`
@@ -71,7 +77,8 @@ type Gray struct {
 }
 
 // grayPrefixes are the beginnings of the exporter's gray messages
-// (exporter/podnetworkhealthexporter/internal/plan GrayMessage).
+// (exporter/podnetworkhealthexporter/internal/plan GrayMessage), but for the zone pair's
+// (grayZonePrefix).
 var grayPrefixes = []struct {
 	reason, prefix, side string
 	node                 bool
@@ -84,13 +91,22 @@ var grayPrefixes = []struct {
 	{v1alpha1.ReasonHighLatency, "high latency on this path alone", SidePath, false},
 }
 
+// grayZonePrefix begins the exporter's message for a zone pair's loss: "packet loss
+// between zones A and B: 5.2 % (95 % CI ...) of 1440 echoes over 2m0s, from 4 observer
+// nodes in A towards 4 target nodes in B" (A the observers' zone, B the targets').
+const grayZonePrefix = "packet loss between zones "
+
 // ParseGray reads a gray Degraded condition (reason PacketLoss or HighLatency) back into
-// its side, blamed node and figures. Nil for any other reason.
+// its side, blamed node (or zone pair) and figures. Nil for any other reason.
 func ParseGray(reason, message string) *Gray {
 	if !IsGray(reason) {
 		return nil
 	}
 	g := &Gray{Reason: reason, Figures: message}
+	if parseGrayZone(g, message) {
+		g.score = grayScore(g)
+		return g
+	}
 	for _, p := range grayPrefixes {
 		if p.reason != reason || !strings.HasPrefix(message, p.prefix) {
 			continue
@@ -114,6 +130,25 @@ func ParseGray(reason, message string) *Gray {
 	}
 	g.score = grayScore(g)
 	return g
+}
+
+// parseGrayZone reads a zone pair's loss message into g: false when message is not one.
+// Zone names are label values (no spaces), so "A and B" splits at its only " and ".
+func parseGrayZone(g *Gray, message string) bool {
+	rest, ok := strings.CutPrefix(message, grayZonePrefix)
+	if !ok || g.Reason != v1alpha1.ReasonPacketLoss {
+		return false
+	}
+	zones, figures, ok := strings.Cut(rest, ": ")
+	if !ok {
+		return false
+	}
+	from, to, ok := strings.Cut(zones, " and ")
+	if !ok || from == "" || to == "" || strings.ContainsAny(from+to, " ,") {
+		return false
+	}
+	g.Side, g.FromZone, g.ToZone, g.Figures = SideZone, from, to, figures
+	return true
 }
 
 // grayScore is the leading figure: "5.2 % (95 % CI ...", "RTT p50 20.2ms against ...",
@@ -149,14 +184,17 @@ const MaxFindingPairs = 10
 // node or pod, or on those it observes, with the figures of the worst of them.
 type GrayFinding struct {
 	Reason string `json:"reason"`
-	// Side is the messages' side (SideTarget, SideObserver, SidePath, "").
+	// Side is the messages' side (SideTarget, SideObserver, SidePath, SideZone, "").
 	Side string `json:"side"`
+	// FromZone and ToZone: SideZone's zone pair (a finding per zone pair).
+	FromZone string `json:"fromZone,omitempty"`
+	ToZone   string `json:"toZone,omitempty"`
 	// Direction is Towards (pairs towards it) or Observes (pairs it observes).
 	Direction string `json:"direction"`
 	// Blamed: the exporter blames the explained node (a pod: its node) — as a target for
 	// pairs towards it, as an observer for pairs it observes.
 	Blamed bool `json:"blamed"`
-	// Nodes are the nodes the messages blame (distinct; none for a path).
+	// Nodes are the nodes the messages blame (distinct; none for a path or a zone pair).
 	Nodes []string `json:"nodes"`
 	// Peers are the nodes at the other end of the pairs (their observers, or their
 	// targets), distinct.
@@ -180,7 +218,7 @@ type GrayFinding struct {
 // grayFindings groups the gray pairs among towards and observes (indexes of m.Pairs) by
 // reason, side and direction. node is the explained node (a pod's node; may be empty).
 func (m *Model) grayFindings(node string, towards, observes []int) []GrayFinding {
-	type key struct{ reason, side, dir string }
+	type key struct{ reason, side, dir, fromZone, toZone string }
 	byKey := map[key]*GrayFinding{}
 	add := func(dir string, pis []int) {
 		for _, pi := range pis {
@@ -189,10 +227,10 @@ func (m *Model) grayFindings(node string, towards, observes []int) []GrayFinding
 			if g == nil {
 				continue
 			}
-			k := key{g.Reason, g.Side, dir}
+			k := key{g.Reason, g.Side, dir, g.FromZone, g.ToZone}
 			f := byKey[k]
 			if f == nil {
-				f = &GrayFinding{Reason: g.Reason, Side: g.Side, Direction: dir, score: -1}
+				f = &GrayFinding{Reason: g.Reason, Side: g.Side, FromZone: g.FromZone, ToZone: g.ToZone, Direction: dir, score: -1}
 				byKey[k] = f
 			}
 			f.Pairs++
@@ -241,7 +279,8 @@ func (m *Model) grayFindings(node string, towards, observes []int) []GrayFinding
 	}
 	slices.SortFunc(out, func(a, b GrayFinding) int {
 		return cmp.Or(boolOrder(a.Blamed, b.Blamed), cmp.Compare(degradedOrder(a.Reason), degradedOrder(b.Reason)),
-			sideOrder(a.Side)-sideOrder(b.Side), strings.Compare(a.Direction, b.Direction))
+			sideOrder(a.Side)-sideOrder(b.Side), strings.Compare(a.Direction, b.Direction),
+			strings.Compare(a.FromZone, b.FromZone), strings.Compare(a.ToZone, b.ToZone))
 	})
 	return out
 }
@@ -262,10 +301,18 @@ func sideOrder(s string) int {
 		return 0
 	case SideObserver:
 		return 1
-	case SidePath:
+	case SideZone:
 		return 2
+	case SidePath:
+		return 3
 	}
-	return 3
+	return 4
+}
+
+// zonePairWords names a zone pair's loss as the exporter's message does: "packet loss
+// between zones A and B".
+func zonePairWords(reason, from, to string) string {
+	return grayWords(reason) + " between zones " + from + " and " + to
 }
 
 func grayWords(reason string) string {
@@ -308,10 +355,29 @@ func (m *Model) grayLines(e *Explanation) []string {
 			blames = append(blames, fmt.Sprintf("%s (%s) on its own observer side: it sees it towards most of its targets", reason, grayWords(reason)))
 		}
 	}
-	if len(blames) > 0 {
+	// The links between zones that explain some of its gray pairs: no node is blamed for
+	// them, it included.
+	var links []string
+	onlyLinks := true
+	for _, f := range e.Gray {
+		if f.Side != SideZone {
+			onlyLinks = onlyLinks && f.Blamed
+			continue
+		}
+		if w := zonePairWords(f.Reason, f.FromZone, f.ToZone); !slices.Contains(links, w) {
+			links = append(links, w)
+		}
+	}
+	switch {
+	case len(blames) > 0:
 		l = append(l, "gray verdict: "+it+" is blamed for "+strings.Join(blames, "; "))
-	} else {
-		l = append(l, "gray verdict: "+it+" is not blamed (the gray pairs below are blamed on other nodes or on single paths)")
+	case len(links) > 0 && onlyLinks:
+		l = append(l, "gray verdict: "+it+" is not blamed: "+strings.Join(links, "; ")+" (a lossy link between the zones: no node is blamed for it)")
+	default:
+		l = append(l, "gray verdict: "+it+" is not blamed (the gray pairs below are blamed on other nodes, on single paths or on links between zones)")
+	}
+	if len(blames) > 0 && len(links) > 0 {
+		l = append(l, "also "+strings.Join(links, "; ")+" (a lossy link between the zones: no node is blamed for it)")
 	}
 	for _, f := range e.Gray {
 		var s string
@@ -323,6 +389,10 @@ func (m *Model) grayLines(e *Explanation) []string {
 		switch {
 		case f.Side == "":
 			s = fmt.Sprintf("%s on %s %s (the message names no side)", grayWords(f.Reason), n, peers)
+		case f.Side == SideZone && f.Direction == Towards:
+			s = fmt.Sprintf("%s on %s towards %s %s (the link between the zones, neither node blamed)", zonePairWords(f.Reason, f.FromZone, f.ToZone), n, it, peers)
+		case f.Side == SideZone:
+			s = fmt.Sprintf("%s on %s %s observes, %s (the link between the zones, neither node blamed)", zonePairWords(f.Reason, f.FromZone, f.ToZone), n, it, peers)
 		case f.Blamed && f.Direction == Towards:
 			s = fmt.Sprintf("%s blamed on %s as a target: %s %s", grayWords(f.Reason), it, n, peers)
 		case f.Blamed:
@@ -417,7 +487,8 @@ func (m *Model) GrayNodes() []GrayNode { return m.grayBlamed(nil) }
 
 // GrayText is a pair's Degraded reason with the side a gray verdict blames: "PacketLoss at
 // the target's node node-5", "HighLatency at the observer's own node node-7",
-// "PacketLoss on this path alone", "MTUBlackHole"; empty when not Degraded.
+// "PacketLoss on this path alone", "PacketLoss between zones zone-a and zone-b",
+// "MTUBlackHole"; empty when not Degraded.
 func (p *Pair) GrayText() string {
 	g := p.Gray
 	if g == nil {
@@ -430,6 +501,93 @@ func (p *Pair) GrayText() string {
 		return g.Reason + " at the observer's own node " + g.Node
 	case SidePath:
 		return g.Reason + " on this path alone"
+	case SideZone:
+		return g.Reason + " between zones " + g.FromZone + " and " + g.ToZone
 	}
 	return g.Reason
+}
+
+// ZoneLink is an ordered zone pair a gray verdict is blamed on: the observers' zone and
+// the targets'.
+type ZoneLink struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// DegradedText joins a cell's Degraded reasons, naming the zone pair a PacketLoss is
+// blamed on: "MTUBlackHole, PacketLoss between zones zone-a and zone-b".
+func DegradedText(reasons []string, zoneLoss *ZoneLink) string {
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = r
+		if r == v1alpha1.ReasonPacketLoss && zoneLoss != nil {
+			parts[i] = r + " between zones " + zoneLoss.From + " and " + zoneLoss.To
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// GrayZonePair is a zone pair the exporter blames a gray verdict on (side zone), read
+// from the pairs' objects between the zones: how many carry it and the worst figures.
+type GrayZonePair struct {
+	ZoneLink
+	Reason string `json:"reason"`
+	// Pairs counts the objects; Observers and Targets their distinct nodes.
+	Pairs     int      `json:"pairs"`
+	Observers []string `json:"observers"`
+	Targets   []string `json:"targets"`
+	// Quoted is the pair whose message is quoted: the worst loss, the most recently written
+	// on a tie.
+	Quoted  string `json:"quoted"`
+	Message string `json:"message"`
+	Figures string `json:"figures"`
+	// Since is the earliest Degraded transition among the pairs.
+	Since time.Time `json:"since,omitzero"`
+
+	score  float64
+	quoted time.Time
+}
+
+// GrayZonePairs lists the zone pairs the exporter blames a gray verdict on, among the
+// pairs' objects, ordered by zones (zone: only those in or out of it; "" any).
+func (m *Model) GrayZonePairs(zone string) []GrayZonePair {
+	type key struct{ reason, from, to string }
+	by := map[key]*GrayZonePair{}
+	for pi := range m.Pairs {
+		p := &m.Pairs[pi]
+		g := p.Gray
+		if g == nil || g.Side != SideZone || zone != "" && g.FromZone != zone && g.ToZone != zone {
+			continue
+		}
+		k := key{g.Reason, g.FromZone, g.ToZone}
+		z := by[k]
+		if z == nil {
+			z = &GrayZonePair{ZoneLink: ZoneLink{From: g.FromZone, To: g.ToZone}, Reason: g.Reason, score: -1}
+			by[k] = z
+		}
+		z.Pairs++
+		if p.ObserverNode != "" && !slices.Contains(z.Observers, p.ObserverNode) {
+			z.Observers = append(z.Observers, p.ObserverNode)
+		}
+		if p.TargetNode != "" && !slices.Contains(z.Targets, p.TargetNode) {
+			z.Targets = append(z.Targets, p.TargetNode)
+		}
+		if !p.DegradedSince.IsZero() && (z.Since.IsZero() || p.DegradedSince.Before(z.Since)) {
+			z.Since = p.DegradedSince
+		}
+		if g.score > z.score || g.score == z.score && p.LastObserved.After(z.quoted) {
+			z.score, z.quoted = g.score, p.LastObserved
+			z.Quoted, z.Message, z.Figures = p.Namespace+"/"+p.Name, p.DegradedMessage, g.Figures
+		}
+	}
+	out := make([]GrayZonePair, 0, len(by))
+	for _, z := range by {
+		slices.SortFunc(z.Observers, naturalCompare)
+		slices.SortFunc(z.Targets, naturalCompare)
+		out = append(out, *z)
+	}
+	slices.SortFunc(out, func(a, b GrayZonePair) int {
+		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To), cmp.Compare(degradedOrder(a.Reason), degradedOrder(b.Reason)))
+	})
+	return out
 }

@@ -198,10 +198,33 @@ type Cell struct {
 	// Degraded lists the distinct Degraded reasons of its pairs, hard failures first
 	// (AddressFamilyUnreachable, MTUBlackHole, PacketLoss, HighLatency, others).
 	Degraded []string
+	// ZoneLoss is the zone pair a PacketLoss of its pairs is blamed on (side zone: the link
+	// between the zones, no node), nil when none is.
+	ZoneLoss *ZoneLink
 	// Pairs indexes Model.Pairs.
 	Pairs []int
 
 	p50 time.Duration
+}
+
+// add puts pair p (Model.Pairs[i]) into the cell: the worst verdict, the largest p50 and
+// loss, the Degraded reasons, the zone pair a PacketLoss is blamed on.
+func (c *Cell) add(i int, p *Pair) {
+	c.Pairs = append(c.Pairs, i)
+	c.Verdict = c.Verdict.Worse(p.Verdict)
+	if p.P50 != "" && (c.P50 == "" || p.p50 > c.p50) {
+		c.P50, c.p50 = p.P50, p.p50
+	}
+	if p.HasLoss && (!c.HasLoss || p.Loss > c.Loss) {
+		c.Loss, c.HasLoss = p.Loss, true
+	}
+	if r := p.DegradedReason; r != "" && !slices.Contains(c.Degraded, r) {
+		c.Degraded = append(c.Degraded, r)
+		sortDegraded(c.Degraded)
+	}
+	if g := p.Gray; g != nil && g.Side == SideZone && c.ZoneLoss == nil {
+		c.ZoneLoss = &ZoneLink{From: g.FromZone, To: g.ToZone}
+	}
 }
 
 // Zone is a contiguous range of Model.Nodes.
@@ -347,19 +370,7 @@ func Build(in Input) *Model {
 			m.cellIndex[k] = ci
 			m.Cells = append(m.Cells, Cell{Row: r, Col: c})
 		}
-		cell := &m.Cells[ci]
-		cell.Pairs = append(cell.Pairs, i)
-		cell.Verdict = cell.Verdict.Worse(p.Verdict)
-		if p.P50 != "" && (cell.P50 == "" || p.p50 > cell.p50) {
-			cell.P50, cell.p50 = p.P50, p.p50
-		}
-		if p.HasLoss && (!cell.HasLoss || p.Loss > cell.Loss) {
-			cell.Loss, cell.HasLoss = p.Loss, true
-		}
-		if r := p.DegradedReason; r != "" && !slices.Contains(cell.Degraded, r) {
-			cell.Degraded = append(cell.Degraded, r)
-			sortDegraded(cell.Degraded)
-		}
+		m.Cells[ci].add(i, p)
 	}
 	slices.SortFunc(m.Cells, func(a, b Cell) int { return cmp.Or(cmp.Compare(a.Row, b.Row), cmp.Compare(a.Col, b.Col)) })
 	for i, c := range m.Cells {

@@ -54,6 +54,9 @@ type ZoneCell struct {
 	// Degraded lists the distinct Degraded reasons of its objects, hard failures first (as
 	// a node cell's).
 	Degraded []string `json:"degraded,omitempty"`
+	// ZoneLoss is the zone pair a PacketLoss of its objects is blamed on (a lossy link
+	// between the zones, no node), when it is.
+	ZoneLoss *ZoneLink `json:"zoneLoss,omitempty"`
 	// ZonePair is the exporter's verdict on the zone pair, when it wrote one (a cut pair,
 	// or one that recovered recently): the cell's verdict is the worse of it and the
 	// objects'.
@@ -106,6 +109,9 @@ func (m *Model) Summary() Summary {
 			if !slices.Contains(zc.Degraded, r) {
 				zc.Degraded = append(zc.Degraded, r)
 			}
+		}
+		if zc.ZoneLoss == nil {
+			zc.ZoneLoss = c.ZoneLoss
 		}
 	}
 	zoneIndex := make(map[string]int, nz)
@@ -182,6 +188,9 @@ type MatrixCell struct {
 	// first (AddressFamilyUnreachable, MTUBlackHole, PacketLoss, HighLatency): the view
 	// colours a Degraded cell by the first.
 	Degraded []string `json:"dr,omitempty"`
+	// ZoneLoss is the zone pair the cell's PacketLoss is blamed on (a lossy link between
+	// the zones, no node), when it is.
+	ZoneLoss *ZoneLink `json:"zl,omitempty"`
 	// Pairs is the number of objects in the cell (0 in a cell only a live result fills:
 	// Verdict is then None).
 	Pairs int `json:"n"`
@@ -250,7 +259,7 @@ func (m *Model) cells(out Matrix, rowIndex, colIndex []int) Matrix {
 			continue
 		}
 		out.Cells = append(out.Cells, MatrixCell{O: r, T: t, Verdict: c.Verdict, P50: c.P50, Loss: c.Loss,
-			HasLoss: c.HasLoss, Degraded: c.Degraded, Pairs: len(c.Pairs)})
+			HasLoss: c.HasLoss, Degraded: c.Degraded, ZoneLoss: c.ZoneLoss, Pairs: len(c.Pairs)})
 	}
 	return out
 }

@@ -56,6 +56,9 @@ type Explanation struct {
 	GrayNodes []GrayNode `json:"grayNodes,omitempty"`
 	// ZonePairs, for a zone, are the exporter's verdicts on the zone pairs in and out of it.
 	ZonePairs []ZonePair `json:"zonePairs,omitempty"`
+	// GrayZonePairs, for a zone: the zone pairs in and out of it its pairs' objects blame a
+	// gray verdict on (a lossy link between the zones), with the worst figures.
+	GrayZonePairs []GrayZonePair `json:"grayZonePairs,omitempty"`
 	// Lines is the explanation in a few lines of text.
 	Lines []string `json:"lines"`
 }

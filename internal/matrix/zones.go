@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
 )
 
 // ZonePair is one ZoneNetworkHealth: the exporter's verdict on the pod network from one
-// zone to another (written only for a pair it found cut, until a retention after it
-// recovered).
+// zone to another (written only for a pair it found cut or lossy, until a retention after
+// it recovered).
 type ZonePair struct {
 	Name         string  `json:"name"`
 	From         string  `json:"from"`
@@ -35,6 +36,11 @@ type ZonePair struct {
 	FailingTargetCount   int32     `json:"failingTargetCount"`
 	Since                time.Time `json:"since,omitzero"`
 	LastFailure          time.Time `json:"lastFailure,omitzero"`
+	// DegradedReason and DegradedMessage: the Degraded condition's while True (PacketLoss:
+	// the link between the zones loses echoes; the message has the figures).
+	DegradedReason  string    `json:"degradedReason,omitempty"`
+	DegradedMessage string    `json:"degradedMessage,omitempty"`
+	DegradedSince   time.Time `json:"degradedSince,omitzero"`
 }
 
 // ZonePairFrom flattens a ZoneNetworkHealth.
@@ -51,6 +57,10 @@ func ZonePairFrom(o *v1alpha1.ZoneNetworkHealth) ZonePair {
 	}
 	if o.Status.LastFailureTime != nil {
 		z.LastFailure = o.Status.LastFailureTime.Time
+	}
+	if c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		z.DegradedReason, z.DegradedMessage, z.DegradedSince = c.Reason, c.Message, c.LastTransitionTime.Time
+		z.Verdict = z.Verdict.Worse(Degraded)
 	}
 	return z
 }
@@ -114,9 +124,12 @@ func (m *Model) WhyZone(name string) (Explanation, bool) {
 	for _, z := range e.ZonePairs {
 		e.Verdict = e.Verdict.Worse(z.Verdict)
 	}
+	if e.GrayZonePairs = m.GrayZonePairs(name); len(e.GrayZonePairs) > 0 {
+		e.Verdict = e.Verdict.Worse(Degraded)
+	}
 	e.Lines = append(e.Lines, fmt.Sprintf("zone %s: %d nodes, %d with a netpulse node condition True%s", name, len(nodes), len(problems), suffixList(problems)))
 	if len(e.ZonePairs) == 0 {
-		e.Lines = append(e.Lines, "no zone pair in or out of it was found cut (the exporter writes a ZoneNetworkHealth only for a cut pair, and keeps it a while after it recovers)")
+		e.Lines = append(e.Lines, "no zone pair in or out of it was found cut or lossy (the exporter writes a ZoneNetworkHealth only for a cut or lossy pair, and keeps it a while after it recovers)")
 	}
 	for _, z := range e.ZonePairs {
 		line := fmt.Sprintf("%s → %s: %s", z.From, z.To, z.Verdict)
@@ -125,7 +138,18 @@ func (m *Model) WhyZone(name string) (Explanation, bool) {
 		}
 		line += fmt.Sprintf(" (%s): %d of %d node pairs fail, from %d observer nodes%s towards %d target nodes%s",
 			z.Reason, z.FailingPairs, z.NodePairs, z.FailingObserverCount, suffixList(z.FailingObservers), z.FailingTargetCount, suffixList(z.FailingTargets))
+		if z.DegradedReason != "" {
+			line += fmt.Sprintf("; Degraded %s since %s: %s", z.DegradedReason, m.when(z.DegradedSince), z.DegradedMessage)
+		}
 		e.Lines = append(e.Lines, line)
+	}
+	for _, z := range e.GrayZonePairs {
+		line := fmt.Sprintf("%s → %s: %s (a lossy link between the zones, no node blamed) on %d pair%s, from %d observer nodes%s towards %d target nodes%s",
+			z.From, z.To, zonePairWords(z.Reason, z.From, z.To), z.Pairs, plural(z.Pairs), len(z.Observers), suffixList(z.Observers), len(z.Targets), suffixList(z.Targets))
+		if !z.Since.IsZero() {
+			line += ", since " + m.when(z.Since)
+		}
+		e.Lines = append(e.Lines, line+fmt.Sprintf("; worst (%s): %s", z.Quoted, z.Message))
 	}
 	e.Lines = append(e.Lines, "objects from other zones towards it: "+countsText(e.Counts), "objects from it towards other zones: "+countsText(e.AsObserver))
 	inZone := make(map[string]bool, len(nodes))

@@ -57,3 +57,35 @@ func TestGrayCellsInTheAPIAndThePage(t *testing.T) {
 	_, js := get(t, s.URL+"/app.js")
 	assert.Contains(t, js, `if (v === "Degraded" && GRAY[r]) c += " g-" + r;`)
 }
+
+// A lossy link between zones: the cells across it carry the zone pair (zl, zoneLoss) the
+// page names on hover, the pairs their side, and the zone's explanation the figures.
+func TestZoneLinkLossInTheAPIAndThePage(t *testing.T) {
+	f := matrixtest.Cluster(matrixtest.Options{Nodes: 4, Zones: 2, Stable: 3, Now: now})
+	msg := "packet loss between zones zone-a and zone-b: 5.2 % (95 % CI 3.1-8.0 %) of 1440 echoes over 2m0s, from 2 observer nodes in zone-a towards 2 target nodes in zone-b"
+	for _, i := range []int{1, 3} {
+		for _, j := range []int{2, 4} {
+			matrixtest.Degrade(f.Find(i, j), v1alpha1.ReasonPacketLoss, msg, now.Add(-time.Minute))
+		}
+	}
+	in := matrix.Input{Objects: f.Objects, Now: now}
+	for _, n := range f.Nodes {
+		in.Nodes = append(in.Nodes, matrix.NodeFrom(n, ""))
+	}
+	s := serve(t, &fixed{m: matrix.Build(in), synced: true}, HandlerOptions{})
+
+	resp, body := get(t, s.URL+"/api/v1/matrix")
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Contains(t, body, `"dr":["PacketLoss"],"zl":{"from":"zone-a","to":"zone-b"}`)
+	_, body = get(t, s.URL+"/api/v1/zones")
+	assert.Contains(t, body, `"degraded":["PacketLoss"],"zoneLoss":{"from":"zone-a","to":"zone-b"}`)
+	_, body = get(t, s.URL+"/api/v1/pair?observer=node-1&target=node-2")
+	assert.Contains(t, body, `"gray":{"reason":"PacketLoss","side":"zone","fromZone":"zone-a","toZone":"zone-b","figures":"5.2 %`)
+	_, body = get(t, s.URL+"/api/v1/node/node-2")
+	assert.Contains(t, body, "gray verdict: it is not blamed: packet loss between zones zone-a and zone-b")
+	_, js := get(t, s.URL+"/app.js")
+	assert.Contains(t, js, `if (g.side === "zone") return g.reason + " between zones " + g.fromZone + " and " + g.toZone;`)
+	assert.Contains(t, js, `degradedText(cell.dr, cell.zl)`)
+	assert.Contains(t, js, `degradedText(c.degraded, c.zoneLoss)`)
+	assert.Contains(t, js, `(zp.degradedMessage ? "\nDegraded " + zp.degradedReason + ": " + zp.degradedMessage : "")`)
+}

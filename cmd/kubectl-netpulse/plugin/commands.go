@@ -401,6 +401,7 @@ func writeMatrix(w writer, p painter, m *matrix.Model, mx matrix.Matrix) {
 	fmt.Fprintf(w, "\n%s\n", legend)
 	writeDegradedCells(w, p, mx)
 	writeGrayNodes(w, p, m)
+	writeGrayZonePairs(w, p, m)
 	writeProblems(w, p, m)
 }
 
@@ -421,7 +422,7 @@ func writeDegradedCells(w writer, p painter, mx matrix.Matrix) {
 		}
 		n++
 		if len(lines) < maxDegradedCells {
-			lines = append(lines, fmt.Sprintf("  %s -> %s: %s", mx.Nodes[c.O].Name, cols[c.T].Name, strings.Join(c.Degraded, ", ")))
+			lines = append(lines, fmt.Sprintf("  %s -> %s: %s", mx.Nodes[c.O].Name, cols[c.T].Name, matrix.DegradedText(c.Degraded, c.ZoneLoss)))
 		}
 	}
 	if n == 0 {
@@ -452,6 +453,27 @@ func writeGrayNodes(w writer, p painter, m *matrix.Model) {
 	}
 }
 
+// writeGrayZonePairs lists the zone pairs the pairs' objects blame packet loss on: a lossy
+// link between the zones, for which no node is blamed.
+func writeGrayZonePairs(w writer, p painter, m *matrix.Model) {
+	zps := m.GrayZonePairs("")
+	if len(zps) == 0 {
+		return
+	}
+	s := "s"
+	if len(zps) == 1 {
+		s = ""
+	}
+	fmt.Fprintf(w, "gray verdicts between zones (%d zone pair%s: a lossy link between the zones, no node blamed; kubectl netpulse why zone/NAME gives the figures):\n", len(zps), s)
+	for i, z := range zps {
+		if i == maxDegradedCells {
+			fmt.Fprintf(w, "  ... and %d more\n", len(zps)-i)
+			break
+		}
+		fmt.Fprintln(w, p.paint(ansiOrange, fmt.Sprintf("  %s -> %s: %s (%d pairs, worst %s)", z.From, z.To, z.Reason, z.Pairs, z.Figures)))
+	}
+}
+
 // writeCell is the drill-down of one matrix cell: its objects with their verdicts,
 // reasons, Degraded reasons and messages, and figures.
 func writeCell(w writer, p painter, m *matrix.Model, observer, target string) error {
@@ -469,7 +491,7 @@ func writeCell(w writer, p painter, m *matrix.Model, observer, target string) er
 	}
 	head += fmt.Sprintf("%s, %d object(s)", c.Verdict, len(pairs))
 	if len(c.Degraded) > 0 {
-		head += " (degraded: " + strings.Join(c.Degraded, ", ") + ")"
+		head += " (degraded: " + matrix.DegradedText(c.Degraded, c.ZoneLoss) + ")"
 	}
 	fmt.Fprintln(w, p.verdict(c.Verdict, c.Loss, head))
 	for _, pr := range pairs {
@@ -545,6 +567,7 @@ func writeZones(w writer, p painter, m *matrix.Model, maxNodes int) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%s\n", legend)
 	writeZonePairs(w, p, m)
+	writeGrayZonePairs(w, p, m)
 	writeProblems(w, p, m)
 }
 
@@ -559,6 +582,9 @@ func writeZonePairs(w writer, p painter, m *matrix.Model) {
 		line := fmt.Sprintf("  %s -> %s: %s (%s), %d of %d node pairs fail", z.From, z.To, z.Verdict, z.Reason, z.FailingPairs, z.NodePairs)
 		if !z.Since.IsZero() {
 			line += " since " + m.When(z.Since)
+		}
+		if z.DegradedReason != "" {
+			line += "; Degraded " + z.DegradedReason + ": " + z.DegradedMessage
 		}
 		fmt.Fprintln(w, p.verdict(z.Verdict, 0, line))
 	}

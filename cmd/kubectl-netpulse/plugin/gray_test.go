@@ -108,3 +108,67 @@ func TestWhyGrayNodeAndCell(t *testing.T) {
 	// The command routes OBSERVER,TARGET (and pair/OBSERVER,TARGET) to the cell.
 	assert.True(t, strings.Contains(o.whyCommand().Use, "observer,target"))
 }
+
+// zoneLinkModel: four nodes, full mesh, zone-a (node-1, node-3) and zone-b (node-2,
+// node-4); the link from zone-a to zone-b loses packets: the pairs across it read
+// PacketLoss on the zone side.
+func zoneLinkModel(t *testing.T) *matrix.Model {
+	t.Helper()
+	now := time.Date(2026, time.March, 14, 15, 9, 26, 0, time.UTC)
+	f := matrixtest.Cluster(matrixtest.Options{Nodes: 4, Zones: 2, Stable: 3, Now: now})
+	since := now.Add(-2 * time.Minute)
+	for _, i := range []int{1, 3} {
+		for _, j := range []int{2, 4} {
+			matrixtest.Degrade(f.Find(i, j), v1alpha1.ReasonPacketLoss,
+				fmt.Sprintf("packet loss between zones zone-a and zone-b: %d.0 %% (95 %% CI 3.1-8.0 %%) of 1440 echoes over 2m0s, from 2 observer nodes in zone-a towards 2 target nodes in zone-b", i+j), since)
+		}
+	}
+	in := matrix.Input{Now: now, Objects: f.Objects}
+	for _, n := range f.Nodes {
+		in.Nodes = append(in.Nodes, matrix.NodeFrom(n, ""))
+	}
+	return matrix.Build(in)
+}
+
+func TestMatrixAndWhyNameTheLossyLink(t *testing.T) {
+	m := zoneLinkModel(t)
+	mx, err := m.Matrix(nil, 0)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	writeMatrix(&out, painter{}, m, mx)
+	text := out.String()
+	t.Log("\n" + text)
+	for _, want := range []string{
+		"degraded cells (~, 4; kubectl netpulse why OBSERVER,TARGET gives the figures):\n  node-1 -> node-2: PacketLoss between zones zone-a and zone-b\n",
+		"gray verdicts between zones (1 zone pair: a lossy link between the zones, no node blamed; kubectl netpulse why zone/NAME gives the figures):\n  zone-a -> zone-b: PacketLoss (4 pairs, worst 7.0 % (95 % CI 3.1-8.0 %) of 1440 echoes over 2m0s, from 2 observer nodes in zone-a towards 2 target nodes in zone-b)\n",
+	} {
+		assert.Contains(t, text, want)
+	}
+	assert.NotContains(t, text, "nodes blamed for packet loss", "the link blames no node")
+
+	out.Reset()
+	writeZones(&out, painter{}, m, DefaultMaxNodes)
+	assert.Contains(t, out.String(), "gray verdicts between zones (1 zone pair")
+
+	o := &options{}
+	for _, arg := range []string{"zone/zone-b", "node-4"} {
+		e, err := o.resolve(m, arg)
+		require.NoError(t, err, arg)
+		out.Reset()
+		writeWhy(&out, painter{}, e)
+		text = out.String()
+		t.Log("\n" + text)
+		assert.Contains(t, text, "packet loss between zones zone-a and zone-b", arg)
+		assert.Contains(t, text, "of 1440 echoes over 2m0s", arg)
+		assert.NotContains(t, text, "blamed on it", arg)
+	}
+	assert.Contains(t, text, "gray verdict: it is not blamed: packet loss between zones zone-a and zone-b (a lossy link between the zones: no node is blamed for it)")
+	assert.Contains(t, text, "PacketLoss between zones zone-a and zone-b\n", "the pair rows' reason")
+
+	out.Reset()
+	require.NoError(t, writeCell(&out, painter{}, m, "node-3", "node-2"))
+	text = out.String()
+	t.Log("\n" + text)
+	assert.Contains(t, text, "cell node-3 -> node-2: Degraded, 1 object(s) (degraded: PacketLoss between zones zone-a and zone-b)")
+	assert.Contains(t, text, "degraded: PacketLoss between zones zone-a and zone-b since ")
+}

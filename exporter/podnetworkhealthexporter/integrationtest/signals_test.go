@@ -38,8 +38,11 @@ type mesh struct {
 	// lossTo[i]: each echo towards agent i's pod is lost with this probability (a round
 	// that loses all 3 fails; one that loses some is a partial answer).
 	lossTo map[int]float64
-	stop   chan struct{}
-	done   chan struct{}
+	// linkLoss, when set, adds a loss probability for the echoes from agent i to agent j's
+	// pod (a lossy link between zones).
+	linkLoss func(i, j int) float64
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 func newMesh(t *testing.T, ns string, n int) *mesh {
@@ -68,6 +71,13 @@ func (m *mesh) setLoss(i int, p float64) {
 	m.mu.Unlock()
 }
 
+// setLinkLoss sets the loss of the echoes from agent i to agent j's pod (nil: none).
+func (m *mesh) setLinkLoss(f func(i, j int) float64) {
+	m.mu.Lock()
+	m.linkLoss = f
+	m.mu.Unlock()
+}
+
 func (m *mesh) run(exp exporter.Metrics) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	go func() {
@@ -89,7 +99,11 @@ func (m *mesh) run(exp exporter.Metrics) {
 					}
 					tgts = append(tgts, tg)
 					o := probetest.Outcome{OK: !m.down[i] && !m.down[j], RTT: 300 * time.Microsecond}
-					if p := m.lossTo[j]; p > 0 && o.OK {
+					p := m.lossTo[j]
+					if m.linkLoss != nil {
+						p += m.linkLoss(i, j)
+					}
+					if p > 0 && o.OK {
 						for range 3 {
 							if rng.Float64() < p {
 								o.Lost++

@@ -94,7 +94,14 @@ function grayText(p) {
   if (g.side === "target") return g.reason + " at the target's node " + g.node;
   if (g.side === "observer") return g.reason + " at the observer's own node " + g.node;
   if (g.side === "path") return g.reason + " on this path alone";
+  if (g.side === "zone") return g.reason + " between zones " + g.fromZone + " and " + g.toZone;
   return g.reason;
+}
+
+// degradedText: a cell's Degraded reasons, naming the zone pair its PacketLoss is blamed
+// on (zl: a lossy link between the zones, no node).
+function degradedText(reasons, zl) {
+  return reasons.map((r) => r === "PacketLoss" && zl ? r + " between zones " + zl.from + " and " + zl.to : r).join(", ");
 }
 
 // ---- live cells: the leader gateway's newest probe result, an observation, not a verdict --
@@ -259,9 +266,10 @@ function renderZones(z) {
       // The exporter's zone pair verdict (a ZoneNetworkHealth), when it wrote one.
       const zp = c.zonePair;
       if (zp) title += "\nzone pair " + zp.verdict + " (" + (zp.reason || "") + "): " + zp.failingNodePairs + " of " +
-        zp.nodePairs + " node pairs fail" + (zp.message ? "\n" + zp.message : "");
+        zp.nodePairs + " node pairs fail" + (zp.message ? "\n" + zp.message : "") +
+        (zp.degradedMessage ? "\nDegraded " + zp.degradedReason + ": " + zp.degradedMessage : "");
       const route = f.name === t.name ? "matrix=" + f.name : "cross=" + f.name + "," + t.name;
-      if (c.degraded) title += "\ndegraded: " + c.degraded.join(", ");
+      if (c.degraded) title += "\ndegraded: " + degradedText(c.degraded, c.zoneLoss);
       tr.append(el("td", { class: cellClass(c.verdict, c.loss, c.degraded) + (zp && zp.verdict === "Unreachable" ? " zone-cut" : ""),
         "data-from": f.name, "data-to": t.name, "data-v": c.verdict, "data-zone-pair": zp ? zp.verdict : "",
         title, onclick: () => go(route) }, el("span", { class: "n", text: total }), bad ? " ✕" + bad : "",
@@ -348,7 +356,7 @@ async function renderMatrix(arg, cross) {
       tr.append(el("td", {
         class: cellClass(cell.v, cell.loss, cell.dr) + zs, "data-o": node.name, "data-t": target, "data-v": cell.v,
         "data-degraded": cell.dr ? cell.dr.join(",") : null,
-        title: node.name + " → " + target + "\n" + cell.v + (cell.dr ? ": " + cell.dr.join(", ") + " (click for the figures)" : "") +
+        title: node.name + " → " + target + "\n" + cell.v + (cell.dr ? ": " + degradedText(cell.dr, cell.zl) + " (click for the figures)" : "") +
           "\nRTT p50 " + (cell.p50 || "–") + " · loss " +
           (cell.hasLoss ? pct(cell.loss) : "–") + "\n" + cell.n + (cell.n === 1 ? " object" : " objects") +
           (cell.live ? "\n" + liveText(cell.live) : ""),

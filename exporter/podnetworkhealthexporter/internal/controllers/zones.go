@@ -75,7 +75,7 @@ func (c *Zones) Reconcile(_ context.Context, now time.Time) {
 	if !synced {
 		return
 	}
-	writes := c.objects.Plan(r, existing, now)
+	writes := c.objects.Plan(r, c.d.Engine.GrayZones(), existing, now)
 	c.d.Writer().ZoneObjects(writes)
 	for _, w := range writes {
 		if w.Event == nil {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 )
@@ -41,9 +42,14 @@ type ZoneEvent struct {
 
 // ZoneObjects is the ZoneNetworkHealth controller: an object for each zone pair the zone
 // judgement finds cut, written on a change and at the heartbeat, Reachable once the pair is
-// no longer cut for MinHold, deleted Retention later. At most one object per ordered zone
-// pair, and none on a healthy cluster. Pure, with the state of the decisions it made (the
-// API's objects seed it after a change of writer).
+// no longer cut for MinHold, deleted Retention later. A zone pair the gray judgement finds
+// lossy (verdict.GrayZonePair: a lossy link between the zones) gets, or keeps, its object
+// with Degraded=True/PacketLoss and the figures, written on the transition and at the
+// heartbeat (the figures change every judgement; the pairs' objects carry the newest),
+// Degraded=False once the verdict clears (the gray judgement's own hysteresis: no hold
+// here), deleted Retention after the later of the two transitions. At most one object per
+// ordered zone pair, and none on a healthy cluster. Pure, with the state of the decisions
+// it made (the API's objects seed it after a change of writer).
 type ZoneObjects struct {
 	// MinHold keeps a pair Unreachable this long after the last judgement that found it
 	// cut (default 1m, the node conditions' hold).
@@ -70,6 +76,11 @@ type zoneState struct {
 	written     time.Time // last write decided
 	// cutSince: the start of the current unbroken run of cut judgements (zero: not cut).
 	cutSince time.Time
+	// degraded: Degraded=True decided (a gray verdict on the zone pair); degradedSince the
+	// Degraded condition's transition (zero: never Degraded); degradedMsg its message.
+	degraded      bool
+	degradedSince time.Time
+	degradedMsg   string
 }
 
 // Defaults of ZoneObjects.
@@ -89,9 +100,10 @@ func NewZoneObjects(minHold, retention, heartbeat time.Duration) *ZoneObjects {
 		Heartbeat: cmp.Or(heartbeat, DefaultZoneHeartbeat), ConfirmFor: DefaultZoneConfirm, state: map[zonePairKey]*zoneState{}}
 }
 
-// Plan returns the writes of one zone judgement. existing is what the API holds (the
-// cache); it seeds the state of pairs this controller has not decided yet.
-func (c *ZoneObjects) Plan(r zones.Result, existing []*v1alpha1.ZoneNetworkHealth, now time.Time) []ZoneWrite {
+// Plan returns the writes of one zone judgement and of the gray zone pairs (those judged
+// lossy now). existing is what the API holds (the cache); it seeds the state of pairs this
+// controller has not decided yet.
+func (c *ZoneObjects) Plan(r zones.Result, gray []verdict.GrayZonePair, existing []*v1alpha1.ZoneNetworkHealth, now time.Time) []ZoneWrite {
 	cached := map[zonePairKey]*v1alpha1.ZoneNetworkHealth{}
 	for _, o := range existing {
 		k := zonePairKey{o.Spec.SourceZone, o.Spec.TargetZone}
@@ -100,6 +112,10 @@ func (c *ZoneObjects) Plan(r zones.Result, existing []*v1alpha1.ZoneNetworkHealt
 			st := &zoneState{reach: o.Status.Reachability, written: now}
 			if cond := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReachable); cond != nil {
 				st.since = cond.LastTransitionTime.Time
+			}
+			if cond := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded); cond != nil {
+				st.degraded = cond.Status == metav1.ConditionTrue
+				st.degradedSince, st.degradedMsg = cond.LastTransitionTime.Time, cond.Message
 			}
 			if o.Status.LastFailureTime != nil {
 				st.lastFailure = o.Status.LastFailureTime.Time
@@ -114,7 +130,11 @@ func (c *ZoneObjects) Plan(r zones.Result, existing []*v1alpha1.ZoneNetworkHealt
 	for _, p := range r.Pairs {
 		judged[zonePairKey{p.From, p.To}] = p
 	}
-	keys := make([]zonePairKey, 0, len(c.state)+len(judged))
+	lossy := map[zonePairKey]verdict.GrayZonePair{}
+	for _, g := range gray {
+		lossy[zonePairKey{g.FromZone, g.ToZone}] = g
+	}
+	keys := make([]zonePairKey, 0, len(c.state)+len(judged)+len(lossy))
 	for k := range c.state {
 		keys = append(keys, k)
 	}
@@ -123,65 +143,105 @@ func (c *ZoneObjects) Plan(r zones.Result, existing []*v1alpha1.ZoneNetworkHealt
 			keys = append(keys, k)
 		}
 	}
+	for k := range lossy {
+		if c.state[k] == nil && !judged[k].Cut {
+			keys = append(keys, k)
+		}
+	}
 	slices.SortFunc(keys, func(a, b zonePairKey) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to)) })
 
 	var out []ZoneWrite
 	for _, k := range keys {
-		p, seen := judged[k]
 		st := c.state[k]
-		obj := cached[k]
-		if p.Cut {
-			if st == nil {
-				st = &zoneState{}
-				c.state[k] = st
-			}
-			if st.cutSince.IsZero() {
-				st.cutSince = now
-			}
-			if st.reach != v1alpha1.Unreachable && now.Sub(st.cutSince) < c.ConfirmFor {
-				continue // not confirmed yet
-			}
+		if st == nil {
+			st = &zoneState{}
+			c.state[k] = st
+		}
+		var g *verdict.GrayZonePair
+		if z, ok := lossy[k]; ok {
+			g = &z
+		}
+		p, seen := judged[k]
+		if w, ok := c.planPair(k, p, seen, g, st, cached[k], now); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// planPair decides one zone pair's write (false: none): its reachability from the zone
+// judgement p (seen: judged at all), its Degraded condition from the gray verdict g (nil:
+// not lossy now), a heartbeat, or the delete once both have been quiet for Retention.
+func (c *ZoneObjects) planPair(k zonePairKey, p zones.Pair, seen bool, g *verdict.GrayZonePair, st *zoneState,
+	obj *v1alpha1.ZoneNetworkHealth, now time.Time) (ZoneWrite, bool) {
+	w := ZoneWrite{Priority: writequeue.Heartbeat}
+	write := false
+	if p.Cut {
+		if st.cutSince.IsZero() {
+			st.cutSince = now
+		}
+		if st.reach == v1alpha1.Unreachable || now.Sub(st.cutSince) >= c.ConfirmFor {
 			st.lastFailure = now
-			if st.reach == v1alpha1.Unreachable && (obj != nil || now.Sub(st.written) < zoneWriteInFlight) && now.Sub(st.written) < c.Heartbeat {
-				continue
-			}
-			w := ZoneWrite{Priority: writequeue.Heartbeat}
 			if st.reach != v1alpha1.Unreachable {
 				st.reach, st.since = v1alpha1.Unreachable, now
-				w.Priority = writequeue.Verdict
+				w.Priority, write = writequeue.Verdict, true
 				w.Event = &ZoneEvent{Type: corev1.EventTypeWarning, Reason: EventZonePairUnreachable, Message: p.Message}
 			}
-			st.written = now
-			w.Object = zoneObject(k, p, st, now)
-			out = append(out, w)
-			continue
 		}
-		if st == nil {
-			continue
-		}
+	} else {
 		st.cutSince = time.Time{}
-		switch {
-		case st.reach == "":
-			delete(c.state, k) // a cut that was never confirmed
-		case st.reach == v1alpha1.Unreachable && now.Sub(st.lastFailure) < c.MinHold:
-			// Held: conditions others act on do not follow a flapping uplink round by round.
-		case st.reach == v1alpha1.Unreachable:
-			st.reach, st.since, st.written = v1alpha1.Reachable, now, now
+		// Held MinHold: conditions others act on do not follow a flapping uplink round by round.
+		if st.reach == v1alpha1.Unreachable && now.Sub(st.lastFailure) >= c.MinHold {
+			st.reach, st.since = v1alpha1.Reachable, now
 			if !seen {
 				st.reach = v1alpha1.ReachabilityUnknown
 				p = zones.Pair{From: k.from, To: k.to, Message: "no recent observation between the zones"}
 			}
-			out = append(out, ZoneWrite{Priority: writequeue.Verdict, Object: zoneObject(k, p, st, now),
-				Event: &ZoneEvent{Type: corev1.EventTypeNormal, Reason: EventZonePairRestored,
-					Message: fmt.Sprintf("zone %s reaches zone %s again (%s)", k.from, k.to, p.Message)}})
-		case now.Sub(st.since) >= c.Retention:
-			delete(c.state, k)
-			if obj != nil {
-				out = append(out, ZoneWrite{Priority: writequeue.Cleanup, Delete: true, Object: zoneObject(k, p, st, now)})
-			}
+			w.Priority, write = writequeue.Verdict, true
+			w.Event = &ZoneEvent{Type: corev1.EventTypeNormal, Reason: EventZonePairRestored,
+				Message: fmt.Sprintf("zone %s reaches zone %s again (%s)", k.from, k.to, p.Message)}
 		}
 	}
-	return out
+	switch {
+	case g != nil:
+		st.degradedMsg = GrayMessage(verdict.PairGray{Reason: g.Reason, Side: verdict.SideZone, FromZone: g.FromZone, ToZone: g.ToZone,
+			TargetNodes: g.TargetNodes, Status: g.Status})
+		if !st.degraded {
+			st.degraded, st.degradedSince = true, now
+			w.Priority, write = writequeue.Verdict, true
+			if st.reach == "" {
+				// An object for the loss alone: the zones answer each other's echoes.
+				st.reach, st.since = v1alpha1.Reachable, now
+			}
+		}
+	case st.degraded:
+		st.degraded, st.degradedSince = false, now
+		st.degradedMsg = fmt.Sprintf("no packet loss judged between zones %s and %s any more", k.from, k.to)
+		w.Priority, write = writequeue.Verdict, true
+	}
+	if st.reach == "" {
+		if !p.Cut {
+			delete(c.state, k) // a cut that was never confirmed
+		}
+		return ZoneWrite{}, false
+	}
+	live := st.reach == v1alpha1.Unreachable || st.degraded
+	// A heartbeat, or an object gone from the API (not merely written and not yet cached).
+	if !write && live && (obj == nil && now.Sub(st.written) >= zoneWriteInFlight || now.Sub(st.written) >= c.Heartbeat) {
+		write = true
+	}
+	if write {
+		st.written = now
+		w.Object = zoneObject(k, p, st, now)
+		return w, true
+	}
+	if !live && now.Sub(st.since) >= c.Retention && now.Sub(st.degradedSince) >= c.Retention {
+		delete(c.state, k)
+		if obj != nil {
+			return ZoneWrite{Priority: writequeue.Cleanup, Delete: true, Object: zoneObject(k, p, st, now)}, true
+		}
+	}
+	return ZoneWrite{}, false
 }
 
 // Forget drops the controller's state (a lost leadership: the next term seeds from the API).
@@ -201,8 +261,14 @@ func zoneObject(k zonePairKey, p zones.Pair, st *zoneState, now time.Time) *v1al
 	if !st.lastFailure.IsZero() {
 		o.Status.LastFailureTime = ptrTime(st.lastFailure)
 	}
+	msg := p.Message
+	if msg == "" {
+		// Not in the zone judgement (an object for a loss alone, with too few nodes or
+		// rounds for the zone quorum): the zones answer each other's echoes.
+		msg = fmt.Sprintf("zone %s reaches zone %s (echoes between them are answered)", k.from, k.to)
+	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionReachable, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonZonePairReachable,
-		Message: v1alpha1.TruncateMessage(p.Message, 256), LastTransitionTime: metav1.NewTime(st.since)}
+		Message: v1alpha1.TruncateMessage(msg, 256), LastTransitionTime: metav1.NewTime(st.since)}
 	switch st.reach {
 	case v1alpha1.Unreachable:
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonZonePairUnreachable
@@ -210,6 +276,14 @@ func zoneObject(k zonePairKey, p zones.Pair, st *zoneState, now time.Time) *v1al
 		cond.Status, cond.Reason = metav1.ConditionUnknown, v1alpha1.ReasonNoRecentObservations
 	}
 	o.Status.Conditions = []metav1.Condition{cond}
+	if st.degraded || !st.degradedSince.IsZero() {
+		d := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWithinThresholds,
+			Message: v1alpha1.TruncateMessage(st.degradedMsg, 256), LastTransitionTime: metav1.NewTime(st.degradedSince)}
+		if st.degraded {
+			d.Status, d.Reason = metav1.ConditionTrue, v1alpha1.ReasonPacketLoss
+		}
+		o.Status.Conditions = append(o.Status.Conditions, d)
+	}
 	return o
 }
 

@@ -67,7 +67,7 @@ func TestZoneCutMarksNoNode(t *testing.T) {
 					c := w.Condition
 					cur[w.Node] = &c
 				}
-				for _, w := range objs.Plan(d.Zones, existing, now) {
+				for _, w := range objs.Plan(d.Zones, nil, existing, now) {
 					existing = applyZoneWrite(existing, w)
 					if w.Event != nil {
 						events = append(events, w.Object.Name+" "+w.Event.Reason)
@@ -161,24 +161,24 @@ func TestZoneObjectsResumeFromTheAPI(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	a := NewZoneObjects(time.Minute, 30*time.Minute, 10*time.Minute)
 	cutRes := zones.Result{Pairs: []zones.Pair{{From: "a", To: "b", Cut: true, Reason: zones.ReasonCut, Message: "cut", NodePairs: 4, FailingNodePairs: 4}}}
-	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(-10*time.Second)), "not confirmed yet")
-	assert.Empty(t, a.Plan(zones.Result{}, nil, t0.Add(-9*time.Second)), "a blip: the run breaks")
-	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(-5*time.Second)))
-	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(-time.Second)), "4 s of 10")
-	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(2*time.Second)), "7 s of 10")
-	ws := a.Plan(cutRes, nil, t0.Add(5*time.Second))
+	assert.Empty(t, a.Plan(cutRes, nil, nil, t0.Add(-10*time.Second)), "not confirmed yet")
+	assert.Empty(t, a.Plan(zones.Result{}, nil, nil, t0.Add(-9*time.Second)), "a blip: the run breaks")
+	assert.Empty(t, a.Plan(cutRes, nil, nil, t0.Add(-5*time.Second)))
+	assert.Empty(t, a.Plan(cutRes, nil, nil, t0.Add(-time.Second)), "4 s of 10")
+	assert.Empty(t, a.Plan(cutRes, nil, nil, t0.Add(2*time.Second)), "7 s of 10")
+	ws := a.Plan(cutRes, nil, nil, t0.Add(5*time.Second))
 	require.Len(t, ws, 1)
 	t0 = t0.Add(5 * time.Second)
 	require.NotNil(t, ws[0].Event)
 	assert.Equal(t, "a.b", ws[0].Object.Name)
 	existing := []*v1alpha1.ZoneNetworkHealth{ws[0].Object}
-	assert.Empty(t, a.Plan(cutRes, existing, t0.Add(time.Second)), "unchanged: no write before the heartbeat")
-	assert.Empty(t, a.Plan(cutRes, nil, t0.Add(2*time.Second)), "written, not yet in the cache: not created twice")
+	assert.Empty(t, a.Plan(cutRes, nil, existing, t0.Add(time.Second)), "unchanged: no write before the heartbeat")
+	assert.Empty(t, a.Plan(cutRes, nil, nil, t0.Add(2*time.Second)), "written, not yet in the cache: not created twice")
 
 	b := NewZoneObjects(time.Minute, 30*time.Minute, 10*time.Minute)
 	healthyRes := zones.Result{Pairs: []zones.Pair{{From: "a", To: "b", Reason: zones.ReasonReachable, NodePairs: 4}}}
-	assert.Empty(t, b.Plan(healthyRes, existing, t0.Add(30*time.Second)), "held from lastFailureTime across the takeover")
-	ws = b.Plan(healthyRes, existing, t0.Add(61*time.Second))
+	assert.Empty(t, b.Plan(healthyRes, nil, existing, t0.Add(30*time.Second)), "held from lastFailureTime across the takeover")
+	ws = b.Plan(healthyRes, nil, existing, t0.Add(61*time.Second))
 	require.Len(t, ws, 1)
 	assert.Equal(t, v1alpha1.Reachable, ws[0].Object.Status.Reachability)
 	require.NotNil(t, ws[0].Event)

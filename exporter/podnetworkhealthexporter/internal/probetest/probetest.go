@@ -30,6 +30,9 @@ type Agent struct {
 type Target struct {
 	NS, Pod, UID, Node, IP string
 	Rotating               bool
+	// Zone: the target node's zone, as k8s_net_attributes sets it from the Node's label
+	// (none when empty).
+	Zone string
 }
 
 type Outcome struct {
@@ -142,6 +145,9 @@ func putTargetAttrs(m pcommon.Map, t Target) {
 		m.PutStr(contract.DestinationPrefix+contract.K8sPodUID, t.UID)
 		m.PutStr(contract.DestinationPrefix+contract.K8sNamespaceName, t.NS)
 		m.PutStr(contract.DestinationPrefix+contract.K8sNodeName, t.Node)
+	}
+	if t.Zone != "" {
+		m.PutStr(contract.DestinationPrefix+contract.CloudZone, t.Zone)
 	}
 }
 
