@@ -207,8 +207,10 @@ func (c *ZoneObjects) planPair(k zonePairKey, p zones.Pair, seen bool, g *verdic
 		st.degradedMsg = GrayMessage(verdict.PairGray{Reason: g.Reason, Side: verdict.SideZone, FromZone: g.FromZone, ToZone: g.ToZone,
 			TargetNodes: g.TargetNodes, Status: g.Status})
 		if !st.degraded {
+			// Loss judged: news, but no outage begins or ends, so behind those that do
+			// (as the pairs' gray writes: plan.PairObjects).
 			st.degraded, st.degradedSince = true, now
-			w.Priority, write = writequeue.Verdict, true
+			w.Priority, write = min(w.Priority, writequeue.Update), true
 			if st.reach == "" {
 				// An object for the loss alone: the zones answer each other's echoes.
 				st.reach, st.since = v1alpha1.Reachable, now
@@ -217,7 +219,7 @@ func (c *ZoneObjects) planPair(k zonePairKey, p zones.Pair, seen bool, g *verdic
 	case st.degraded:
 		st.degraded, st.degradedSince = false, now
 		st.degradedMsg = fmt.Sprintf("no packet loss judged between zones %s and %s any more", k.from, k.to)
-		w.Priority, write = writequeue.Verdict, true
+		w.Priority, write = min(w.Priority, writequeue.Update), true
 	}
 	if st.reach == "" {
 		if !p.Cut {

@@ -55,7 +55,7 @@ func TestZoneObjectsGrayLoss(t *testing.T) {
 	ws := plan(10*time.Second, lossyLink("a", "b", 75))
 	require.Len(t, ws, 1)
 	w := ws[0]
-	assert.Equal(t, writequeue.Verdict, w.Priority)
+	assert.Equal(t, writequeue.Update, w.Priority, "loss judged: behind the outages' writes")
 	assert.Nil(t, w.Event, "the pairs' objects carry the Events")
 	assert.Equal(t, "a.b", w.Object.Name)
 	assert.Equal(t, v1alpha1.Reachable, w.Object.Status.Reachability)
@@ -77,7 +77,7 @@ func TestZoneObjectsGrayLoss(t *testing.T) {
 
 	ws = plan(11 * time.Minute)
 	require.Len(t, ws, 1, "cleared")
-	assert.Equal(t, writequeue.Verdict, ws[0].Priority)
+	assert.Equal(t, writequeue.Update, ws[0].Priority)
 	d = zoneCondition(t, ws[0].Object, v1alpha1.ConditionDegraded)
 	assert.Equal(t, []string{"False", v1alpha1.ReasonWithinThresholds}, []string{string(d.Status), d.Reason})
 	assert.Equal(t, "no packet loss judged between zones a and b any more", d.Message)
