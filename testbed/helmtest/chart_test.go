@@ -116,6 +116,8 @@ func TestBadValuesRefusedWithTheirKey(t *testing.T) {
 		{[]string{"--set", "probe.pathMTU.enabled=yes"}, "/probe/pathMTU/enabled"},
 		{[]string{"--set", "probe.pathMTU.every=3"}, "additional properties 'every' not allowed"}, // agent.config sets the rest
 		{[]string{"--set", "gateway.flapWindow=60"}, "/gateway/flapWindow"},
+		{[]string{"--set", "gateway.leaderElection.retryPeriod=10"}, "/gateway/leaderElection/retryPeriod"},
+		{[]string{"--set", "gateway.leaderElection.leaseTime=1m"}, "additional properties 'leaseTime' not allowed"},
 		{[]string{"--set", "gateway.goMemLimit=400Mi"}, "/gateway/goMemLimit"}, // Go's unit is MiB
 	} {
 		out, err := runHelm(t, append([]string{"template", "netpulse", chart}, c.args...)...)
@@ -161,6 +163,10 @@ func TestTemplateAllFeatures(t *testing.T) {
 	require.Equal(t, true, nested(pnh, "node_conditions", "enabled"))
 	require.EqualValues(t, 10, pnh["qps"])
 	require.EqualValues(t, 20, pnh["burst"])
+	// The Lease timings (fewer renewals: an API write each), the rest of leader_election kept.
+	require.Equal(t, map[string]any{"enabled": true, "lease_name": "netpulse-gateway", "lease_namespace": "${env:POD_NAMESPACE}",
+		"identity": "${env:POD_NAME}", "leader_label": "netpulse.io/gateway-leader",
+		"lease_duration": "60s", "renew_deadline": "40s", "retry_period": "10s"}, pnh["leader_election"])
 	require.Equal(t, "netpulse-gateway-test", nested(gcfg, "extensions", "k8s_token_auth", "audience"))
 	// The user's exporter is merged in; the shipped configuration around it stays.
 	require.Equal(t, "otel-collector.observability.svc:4317", nested(gcfg, "exporters", "otlp_grpc/backend", "endpoint"))

@@ -119,7 +119,7 @@ pipeline of a shard's own name in agent.config is merged over the generated one.
 {{/*
 The gateway's collector configuration: files/config/gateway.yaml (a copy of
 deploy/agent-gateway/config/gateway.yaml) with the switches, the token audience, the flap
-window, the write budget and the release namespace applied, then .Values.gateway.config deep-merged over it;
+window, the write budget, the Lease timings and the release namespace applied, then .Values.gateway.config deep-merged over it;
 with gateway.shards > 1, pod_network_health's shard (count, and the index from the
 Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 */}}
@@ -137,6 +137,11 @@ Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 {{- with .Values.gateway.writeBudget -}}
 {{- if not (kindIs "invalid" .qps) }}{{ $_ = set $pnh "qps" .qps }}{{ end -}}
 {{- if not (kindIs "invalid" .burst) }}{{ $_ = set $pnh "burst" .burst }}{{ end -}}
+{{- end -}}
+{{- with .Values.gateway.leaderElection -}}
+{{- if not (kindIs "invalid" .leaseDuration) }}{{ $_ = set $pnh.leader_election "lease_duration" .leaseDuration }}{{ end -}}
+{{- if not (kindIs "invalid" .renewDeadline) }}{{ $_ = set $pnh.leader_election "renew_deadline" .renewDeadline }}{{ end -}}
+{{- if not (kindIs "invalid" .retryPeriod) }}{{ $_ = set $pnh.leader_election "retry_period" .retryPeriod }}{{ end -}}
 {{- end -}}
 {{- $cfg = mustMergeOverwrite $cfg (deepCopy .Values.gateway.config) -}}
 {{- $shards := int .Values.gateway.shards -}}
