@@ -279,7 +279,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.PodNetworkHealthObjects, err = builder.meter.Int64Gauge(
 		"otelcol_pod_network_health_objects",
-		metric.WithDescription("PodNetworkHealth objects in the object set (stable pairs, failing pairs); bounded by (M+1)·N. [Alpha]"),
+		metric.WithDescription("PodNetworkHealth objects in the object set (stable pairs, failing pairs); at most (M+1)·N in steady state, up to 2·(M+1)·N through a DaemonSet roll (docs/engine.md). [Alpha]"),
 		metric.WithUnit("{object}"),
 	)
 	errs = errors.Join(errs, err)

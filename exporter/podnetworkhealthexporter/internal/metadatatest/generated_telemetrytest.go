@@ -126,7 +126,7 @@ func AssertEqualPodNetworkHealthNodeProblem(t *testing.T, tt *componenttest.Tele
 func AssertEqualPodNetworkHealthObjects(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_pod_network_health_objects",
-		Description: "PodNetworkHealth objects in the object set (stable pairs, failing pairs); bounded by (M+1)·N. [Alpha]",
+		Description: "PodNetworkHealth objects in the object set (stable pairs, failing pairs); at most (M+1)·N in steady state, up to 2·(M+1)·N through a DaemonSet roll (docs/engine.md). [Alpha]",
 		Unit:        "{object}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,
