@@ -104,15 +104,10 @@ func Decide(last observation.Written, cur observation.Summary, now time.Time, p 
 	since := now.Sub(last.At)
 	change := ""
 	hasRTT := cur.RTT.Count > 0
-	cold := cur.Sent == 0 && !hasRTT
 	switch {
 	case cur.Verdict == observation.VerdictUnreachable:
 		// Nothing answers: the falling RTT count and the rising loss only restate the
 		// verdict, which was written when it changed.
-	case cold:
-		// Nothing measured in the window yet (a writer's first rounds after a restart or a
-		// takeover: a cumulative point only sets the decoder's baseline): the written
-		// figures stand. Erasing them cost every pair two writes at each failover.
 	case hasRTT != last.HasRTT:
 		change = ReasonLatency
 	case hasRTT:
@@ -125,7 +120,7 @@ func Decide(last observation.Written, cur observation.Summary, now time.Time, p 
 			change = ReasonLatency
 		}
 	}
-	if change == "" && cur.Verdict != observation.VerdictUnreachable && !cold {
+	if change == "" && cur.Verdict != observation.VerdictUnreachable {
 		switch {
 		case cur.HasLoss != last.HasLoss:
 			change = ReasonLoss

@@ -65,11 +65,6 @@ func TestDecideRules(t *testing.T) {
 			w := observation.WrittenFrom(cold, t0)
 			return Decide(w, base, t0.Add(time.Second), p)
 		}, want{true, ReasonLatency}},
-		{"a cold window (nothing measured yet) keeps the written figures", func() (bool, string) {
-			return later(2*time.Minute, func(s *observation.Summary) {
-				s.RTT, s.HasLoss, s.LossRatio, s.Sent, s.Lost = observation.Latency{}, false, 0, 0, 0
-			})
-		}, want{false, ReasonWithin}},
 		{"RTT gone within MinChangeInterval is deferred", func() (bool, string) {
 			return later(30*time.Second, func(s *observation.Summary) { s.RTT = observation.Latency{} })
 		}, want{false, ReasonDeferred}},
