@@ -953,3 +953,30 @@ func TestTakeoverGraceBeforeSilence(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, silentAt, verdict.TakeoverGrace, "agent-2 reads silent only after the grace")
 }
+
+// A writer that takes over minutes after the objects' last write rewrites none of them in
+// its first rounds: the first round after a restart carries no echo counts and no RTT
+// (each agent's cumulative point only sets the decoder's baseline), and the missing
+// figures wait MinChangeInterval from the takeover (Resume counts every object as written
+// then), by which time ordinary rounds match what is written.
+func TestTakeoverRewritesNoHealthyObject(t *testing.T) {
+	r := newRing(8, 3)
+	last := r.firstWriter(3)
+	b := New(verdict.Config{})
+	const takeover = 33 // 5 minutes after the last write: past MinChangeInterval, short of the heartbeat
+	b.Resume(persistedOf(last), r.at(takeover))
+	baseline := r.round(takeover, healthy)
+	for i := range baseline {
+		baseline[i].Sent, baseline[i].Lost, baseline[i].RTT = 0, 0, observation.Histogram{}
+	}
+	b.Observe(baseline, r.at(takeover))
+	for _, w := range b.Reconcile(r.at(takeover).Add(time.Second)).Objects {
+		t.Errorf("first round after the takeover: %s written (%s)", w.Key, w.Reason)
+	}
+	for round := takeover + 1; round < takeover+12; round++ {
+		b.Observe(r.round(round, healthy), r.at(round))
+		for _, w := range b.Reconcile(r.at(round).Add(time.Second)).Objects {
+			t.Errorf("round %d after the takeover: %s written (%s)", round-takeover, w.Key, w.Reason)
+		}
+	}
+}
