@@ -269,7 +269,7 @@ func (m *Model) lines(e *Explanation) []string {
 		}
 		l = append(l, s)
 	} else if e.Node != "" {
-		l = append(l, "node condition: none written (the exporter's node_conditions are off, or it has not judged this node yet)")
+		l = append(l, "node condition: none (no problem found on it: a node is written one only when marked; or the exporter's node_conditions are off)")
 	}
 	if len(e.Pairs) == 0 {
 		l = append(l, "no PodNetworkHealth object targets it: it is probed only in rotation (its verdict is in the exporter's pod_network_health_target_reachable metric) or not at all")
