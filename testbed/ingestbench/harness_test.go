@@ -269,21 +269,7 @@ func cpuSeconds(pid int) (float64, error) {
 }
 
 // rssBytes is the process's resident set (VmRSS).
-func rssBytes(pid int) float64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
+func rssBytes(pid int) float64 { return procStatus(pid, "VmRSS") }
 
 // heapAfterGC is the collector's live heap: the in-use bytes of the pprof extension's heap
 // profile with gc=1, which runs a GC first (inuseBytes; not MemStats.HeapAlloc, which
