@@ -69,8 +69,8 @@ func TestIngestFanIn(t *testing.T) {
 			t.Fatalf("the gateway exited %s: %v\n%s", what, gw.proc.Err(), gw.proc.LogTail(40))
 		}
 		if avail := memAvailable(); avail < minAvailable {
-			t.Fatalf("stopped %s: the machine has %.0f MB available (floor %.0f MB); gateway RSS %.0f MB, %d of %d agents accepted",
-				what, avail/1e6, minAvailable/1e6, procStatus(gwPid, "VmRSS")/1e6, f.firstOK.Load(), n)
+			t.Fatalf("stopped %s: the machine has %.0f MB available (floor %.0f MB); gateway RSS %.0f MB, %d of %d agents accepted, %d requests failed: %v\n%s",
+				what, avail/1e6, minAvailable/1e6, procStatus(gwPid, "VmRSS")/1e6, f.firstOK.Load(), n, f.failed.Load(), f.errors(), gw.proc.LogTail(10))
 		}
 	}
 	lastLog := time.Now()
@@ -82,8 +82,8 @@ func TestIngestFanIn(t *testing.T) {
 		}
 		if time.Since(lastLog) >= 30*time.Second {
 			lastLog = time.Now()
-			t.Logf("admission: %d of %d agents accepted after %v, %d requests failed, gateway RSS %.0f MB, %d fds",
-				f.firstOK.Load(), n, time.Since(began).Round(time.Second), f.failed.Load(), procStatus(gwPid, "VmRSS")/1e6, fdCount(gwPid))
+			t.Logf("admission: %d of %d agents accepted after %v, %d requests failed (%v), gateway RSS %.0f MB, %d fds",
+				f.firstOK.Load(), n, time.Since(began).Round(time.Second), f.failed.Load(), f.errors(), procStatus(gwPid, "VmRSS")/1e6, fdCount(gwPid))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
