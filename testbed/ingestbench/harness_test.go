@@ -335,9 +335,18 @@ func (c *collector) telemetry(t *testing.T) map[string]float64 {
 // the gateway's prometheus exporter) as name{labels} -> value, one entry per series.
 func (c *collector) scrape(t *testing.T, port string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, port) + "/metrics")
+	out, err := c.tryScrape(port)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// tryScrape is scrape, returning its error.
+func (c *collector) tryScrape(port string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, port) + "/metrics")
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	out := map[string]float64{}
@@ -358,7 +367,7 @@ func (c *collector) scrape(t *testing.T, port string) map[string]float64 {
 		}
 		out[l[:i]] = v
 	}
-	return out
+	return out, sc.Err()
 }
 
 // sum adds the series of telemetry whose name is name and whose labels contain every one
