@@ -33,7 +33,8 @@ import (
 // process and the gateway (one descriptor per connection on each side).
 //
 // NETPULSE_INGEST_AGENTS (default 2000), NETPULSE_INGEST_INTERVAL (default 10s),
-// NETPULSE_INGEST_WINDOW (default 5m), NETPULSE_INGEST_ADMIT_TIMEOUT (default 10m) tune it.
+// NETPULSE_INGEST_WINDOW (default 5m), NETPULSE_INGEST_ADMIT_TIMEOUT (default 10m) and
+// NETPULSE_INGEST_GOMEMLIMIT (default the Deployment's 400MiB) tune it.
 // The run stops (fails) when the machine's MemAvailable falls below
 // NETPULSE_INGEST_MIN_AVAILABLE_MB (default 6144), so that a too-large N does not swap or
 // OOM a shared machine.
@@ -51,7 +52,13 @@ func TestIngestFanIn(t *testing.T) {
 	pid := os.Getpid()
 	gwIP := net.IPv4(127, 77, byte(pid>>8), byte(pid)|1).String()
 	cl := setupCluster(ctx, t, n, gwIP)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GOMEMLIMIT=400MiB", "GODEBUG=gctrace=1"}
+	// The Deployment's GOMEMLIMIT (400MiB, under its 512Mi limit) unless
+	// NETPULSE_INGEST_GOMEMLIMIT says otherwise: what a larger memory limit would buy.
+	memLimit := "400MiB"
+	if v := os.Getenv("NETPULSE_INGEST_GOMEMLIMIT"); v != "" {
+		memLimit = v
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GOMEMLIMIT=" + memLimit, "GODEBUG=gctrace=1"}
 	gw := startGateway(ctx, t, cl, bin, gwIP, env, 1, "", "")
 	gwPid := gw.proc.Pid()
 	t.Logf("gateway idle: RSS %.1f MB", procStatus(gwPid, "VmRSS")/1e6)
@@ -125,11 +132,11 @@ func TestIngestFanIn(t *testing.T) {
 		}
 		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
 	}
-	t.Logf("fan-in: %d agents (%d gateway fds), %v rounds, %v window: %d requests accepted (%.0f/s of %.0f/s offered), %d failed %v; "+
+	t.Logf("fan-in: GOMEMLIMIT %s, %d agents (%d gateway fds), %v rounds, %v window: %d requests accepted (%.0f/s of %.0f/s offered), %d failed %v; "+
 		"%d data points; gateway CPU %.1f s (%.2f cores), %.0f µs a request; GC %.1f s CPU in %d cycles (%.1f%% of the gateway's CPU); "+
 		"RSS %.0f MB at the end, %.0f MB max in the window, VmHWM %.0f MB; export latency p50 %v p99 %v max %v (%d samples); "+
 		"client CPU %.2f cores; all agents accepted after %v",
-		n, fds, interval, elapsed.Round(time.Second), requests, float64(requests)/elapsed.Seconds(), float64(n)/interval.Seconds(), failed, f.errors(),
+		memLimit, n, fds, interval, elapsed.Round(time.Second), requests, float64(requests)/elapsed.Seconds(), float64(n)/interval.Seconds(), failed, f.errors(),
 		points, cpu, cpu/elapsed.Seconds(), cpu/float64(requests)*1e6, gcCPU, gcs, 100*gcCPU/cpu,
 		rss/1e6, rssMax/1e6, hwm/1e6, pct(0.5).Round(100*time.Microsecond), pct(0.99).Round(100*time.Microsecond), pct(1).Round(time.Millisecond), len(lat),
 		clientCPU/elapsed.Seconds(), admitted.Round(time.Second))
