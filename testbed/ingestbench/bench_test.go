@@ -281,36 +281,7 @@ func TestIngestBench(t *testing.T) {
 	cl := setupCluster(ctx, t, n, gwIP, refIP)
 	baseEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GOMEMLIMIT=400MiB"} // the Deployment's GOMEMLIMIT
 
-	// Ours: otelcol-netpulse with deploy/agent-gateway/config/gateway.yaml as the
-	// Deployment runs it, plus the pprof extension (idle but for the heap reads).
-	const gwName = "netpulse-gateway-bench-0"
-	cl.createGatewayPod(ctx, t, gwName)
-	extra := filepath.Join(cl.dir, "pprof.yaml")
-	extraYAML := "extensions:\n  pprof:\n    endpoint: ${env:POD_IP}:1777\nservice:\n  extensions: [health_check, k8s_token_auth, pprof]\n"
-	if shards > 1 {
-		extraYAML += fmt.Sprintf("exporters:\n  pod_network_health:\n    shard:\n      count: %d\n      index: 0\n", shards)
-	}
-	if readBuffer != "" || writeBuffer != "" {
-		extraYAML += "receivers:\n  otlp:\n    protocols:\n      grpc:" + readBufferYAML(readBuffer, "        ") +
-			bufferYAML("write_buffer_size", writeBuffer, "        ") + "\n"
-	}
-	if err := os.WriteFile(extra, []byte(extraYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	gw := startCollector(t, "gateway (otelcol-netpulse, gateway.yaml)", "gateway", gwIP,
-		[]string{bin, "--config", kubetest.DeployPath("agent-gateway", "config", "gateway.yaml"), "--config", extra},
-		append(slices.Clone(baseEnv), "POD_NAME="+gwName, "POD_NAMESPACE="+namespace, "POD_IP="+gwIP,
-			"NETPULSE_K8S_AUTH=kubeConfig", "KUBECONFIG="+cl.gwKubeconfig,
-			"NETPULSE_TLS_CERT_FILE="+cl.tls.CertFile, "NETPULSE_TLS_KEY_FILE="+cl.tls.KeyFile),
-		filepath.Join(cl.dir, "gateway.log"))
-	gw.waitReady(t, "http://"+net.JoinHostPort(gwIP, "13133")+"/", 90*time.Second)
-	deadline := time.Now().Add(60 * time.Second)
-	for sum(gw.telemetry(t), "otelcol_pod_network_health_is_leader") != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway did not take the Lease\n%s", gw.proc.LogTail(30))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	gw := startGateway(ctx, t, cl, bin, gwIP, baseEnv, shards, readBuffer, writeBuffer)
 	gwIdle := gw.heapAfterGC(t)
 	before := gw.telemetry(t)
 	// The agents start on the gateway now: each one's first request costs a TokenReview at
@@ -432,4 +403,40 @@ func reportSeries(t *testing.T, gw *collector, n int) {
 	if perPair == 0 || perTarget == 0 {
 		t.Errorf("no series exported (per-pair %d, per-target %d)", perPair, perTarget)
 	}
+}
+
+// startGateway runs otelcol-netpulse with deploy/agent-gateway/config/gateway.yaml as the
+// Deployment runs it, plus the pprof extension (idle but for the heap reads), at gwIP, and
+// waits until it is healthy and holds the Lease.
+func startGateway(ctx context.Context, t *testing.T, cl *benchCluster, bin, gwIP string, baseEnv []string, shards int, readBuffer, writeBuffer string) *collector {
+	t.Helper()
+	const gwName = "netpulse-gateway-bench-0"
+	cl.createGatewayPod(ctx, t, gwName)
+	extra := filepath.Join(cl.dir, "pprof.yaml")
+	extraYAML := "extensions:\n  pprof:\n    endpoint: ${env:POD_IP}:1777\nservice:\n  extensions: [health_check, k8s_token_auth, pprof]\n"
+	if shards > 1 {
+		extraYAML += fmt.Sprintf("exporters:\n  pod_network_health:\n    shard:\n      count: %d\n      index: 0\n", shards)
+	}
+	if readBuffer != "" || writeBuffer != "" {
+		extraYAML += "receivers:\n  otlp:\n    protocols:\n      grpc:" + readBufferYAML(readBuffer, "        ") +
+			bufferYAML("write_buffer_size", writeBuffer, "        ") + "\n"
+	}
+	if err := os.WriteFile(extra, []byte(extraYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := startCollector(t, "gateway (otelcol-netpulse, gateway.yaml)", "gateway", gwIP,
+		[]string{bin, "--config", kubetest.DeployPath("agent-gateway", "config", "gateway.yaml"), "--config", extra},
+		append(slices.Clone(baseEnv), "POD_NAME="+gwName, "POD_NAMESPACE="+namespace, "POD_IP="+gwIP,
+			"NETPULSE_K8S_AUTH=kubeConfig", "KUBECONFIG="+cl.gwKubeconfig,
+			"NETPULSE_TLS_CERT_FILE="+cl.tls.CertFile, "NETPULSE_TLS_KEY_FILE="+cl.tls.KeyFile),
+		filepath.Join(cl.dir, "gateway.log"))
+	gw.waitReady(t, "http://"+net.JoinHostPort(gwIP, "13133")+"/", 90*time.Second)
+	deadline := time.Now().Add(60 * time.Second)
+	for sum(gw.telemetry(t), "otelcol_pod_network_health_is_leader") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not take the Lease\n%s", gw.proc.LogTail(30))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return gw
 }

@@ -55,6 +55,11 @@ type fleet struct {
 	firstOK  atomic.Int64
 	errMu    sync.Mutex
 	lastErrs map[string]int
+	// latencies: the accepted requests' export latency (Export called to answered, as the
+	// agent's exporter sees it), kept only while recordLatency is set (TestIngestFanIn).
+	recordLatency atomic.Bool
+	latMu         sync.Mutex
+	latencies     []time.Duration
 }
 
 func startFleet(endpoint string, caPool *x509.CertPool, ids []agentIdentity, interval time.Duration, shards int) (*fleet, error) {
@@ -128,11 +133,18 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 		points := md.DataPointCount()
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		f.inFlight.Add(1)
+		sent := time.Now()
 		_, err := client.Export(rctx, pmetricotlp.NewExportRequestFromMetrics(md))
+		took := time.Since(sent)
 		f.inFlight.Add(-1)
 		cancel()
 		switch {
 		case err == nil:
+			if f.recordLatency.Load() {
+				f.latMu.Lock()
+				f.latencies = append(f.latencies, took)
+				f.latMu.Unlock()
+			}
 			f.okRequests.Add(1)
 			f.okPoints.Add(int64(points))
 			if !accepted {

@@ -19,4 +19,9 @@
 // with the agents paused (connections kept) and nothing in flight.
 //
 // Run it with `make bench` or NETPULSE_BENCH=1 go test -run TestIngestBench -v ./testbed/ingestbench/.
+//
+// TestIngestFanIn (NETPULSE_BENCH=1, not in `make bench`) is the other question: how many
+// agents' connections one gateway holds at the shipped 10 s rounds, gateway.yaml untouched
+// and no reference, read as an operator sizes a replica (resident set, CPU over minutes,
+// the GC's share, the agents' export latency, time until every agent is admitted).
 package ingestbench

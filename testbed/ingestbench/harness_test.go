@@ -269,21 +269,7 @@ func cpuSeconds(pid int) (float64, error) {
 }
 
 // rssBytes is the process's resident set (VmRSS).
-func rssBytes(pid int) float64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
+func rssBytes(pid int) float64 { return procStatus(pid, "VmRSS") }
 
 // heapAfterGC is the collector's live heap: the in-use bytes of the pprof extension's heap
 // profile with gc=1, which runs a GC first (inuseBytes; not MemStats.HeapAlloc, which
@@ -349,9 +335,18 @@ func (c *collector) telemetry(t *testing.T) map[string]float64 {
 // the gateway's prometheus exporter) as name{labels} -> value, one entry per series.
 func (c *collector) scrape(t *testing.T, port string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, port) + "/metrics")
+	out, err := c.tryScrape(port)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// tryScrape is scrape, returning its error.
+func (c *collector) tryScrape(port string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + net.JoinHostPort(c.ip, port) + "/metrics")
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	out := map[string]float64{}
@@ -372,7 +367,7 @@ func (c *collector) scrape(t *testing.T, port string) map[string]float64 {
 		}
 		out[l[:i]] = v
 	}
-	return out
+	return out, sc.Err()
 }
 
 // sum adds the series of telemetry whose name is name and whose labels contain every one

@@ -1,0 +1,253 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package ingestbench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netpulse/netpulse/testbed/disttest"
+)
+
+// TestIngestFanIn: one gateway at fan-in (issue #39 item 5). Where TestIngestBench compares
+// the gateway with otlp -> nop at a rate, this holds N agents' connections on the one
+// gateway at the shipped agent's 10 s rounds, with gateway.yaml untouched (its keepalive
+// and 60 s max_connection_age, so every connection is re-made, TLS and all, once a minute
+// during the window), and reads what an operator sizes a replica by: the process's
+// resident set (VmRSS, and its peak VmHWM) rather than the Go heap, its CPU time over the
+// whole window, the GC's share of that CPU (from GODEBUG=gctrace=1 lines in the gateway's
+// log), the requests accepted and refused, the agents' export latency (client side,
+// accepted requests) and how long until every agent has had a round accepted. Each agent
+// already dials from a loopback address of its own (agentIP), so N is not bounded by one
+// source address's ephemeral ports; it is bounded by the file descriptor limit of this
+// process and the gateway (one descriptor per connection on each side).
+//
+// NETPULSE_INGEST_AGENTS (default 2000), NETPULSE_INGEST_INTERVAL (default 10s),
+// NETPULSE_INGEST_WINDOW (default 5m), NETPULSE_INGEST_ADMIT_TIMEOUT (default 10m) and
+// NETPULSE_INGEST_GOMEMLIMIT (default the Deployment's 400MiB) tune it.
+// The run stops (fails) when the machine's MemAvailable falls below
+// NETPULSE_INGEST_MIN_AVAILABLE_MB (default 6144), so that a too-large N does not swap or
+// OOM a shared machine.
+func TestIngestFanIn(t *testing.T) {
+	if os.Getenv("NETPULSE_BENCH") != "1" {
+		t.Skip("a benchmark: NETPULSE_BENCH=1 runs it")
+	}
+	n := envInt(t, "NETPULSE_INGEST_AGENTS", 2000)
+	interval := envDuration(t, "NETPULSE_INGEST_INTERVAL", 10*time.Second)
+	window := envDuration(t, "NETPULSE_INGEST_WINDOW", 5*time.Minute)
+	admitTimeout := envDuration(t, "NETPULSE_INGEST_ADMIT_TIMEOUT", 10*time.Minute)
+	minAvailable := float64(envInt(t, "NETPULSE_INGEST_MIN_AVAILABLE_MB", 6144)) * (1 << 20)
+	ctx := context.Background()
+	bin := disttest.Collector(t)
+	pid := os.Getpid()
+	gwIP := net.IPv4(127, 77, byte(pid>>8), byte(pid)|1).String()
+	cl := setupCluster(ctx, t, n, gwIP)
+	// The Deployment's GOMEMLIMIT (400MiB, under its 512Mi limit) unless
+	// NETPULSE_INGEST_GOMEMLIMIT says otherwise: what a larger memory limit would buy.
+	memLimit := "400MiB"
+	if v := os.Getenv("NETPULSE_INGEST_GOMEMLIMIT"); v != "" {
+		memLimit = v
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GOMEMLIMIT=" + memLimit, "GODEBUG=gctrace=1"}
+	gw := startGateway(ctx, t, cl, bin, gwIP, env, 1, "", "")
+	gwPid := gw.proc.Pid()
+	t.Logf("gateway idle: RSS %.1f MB", procStatus(gwPid, "VmRSS")/1e6)
+	before := gw.telemetry(t)
+
+	f, err := startFleet(net.JoinHostPort(gwIP, "4317"), cl.tls.CAPool, cl.agents, interval, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	began := time.Now()
+	guard := func(what string) {
+		t.Helper()
+		if gw.proc.Exited() {
+			t.Fatalf("the gateway exited %s: %v\n%s", what, gw.proc.Err(), gw.proc.LogTail(40))
+		}
+		if avail := memAvailable(); avail < minAvailable {
+			t.Fatalf("stopped %s: the machine has %.0f MB available (floor %.0f MB); gateway RSS %.0f MB, %d of %d agents accepted, %d requests failed: %v\n%s",
+				what, avail/1e6, minAvailable/1e6, procStatus(gwPid, "VmRSS")/1e6, f.firstOK.Load(), n, f.failed.Load(), f.errors(), gw.proc.LogTail(10))
+		}
+	}
+	lastLog := time.Now()
+	for f.firstOK.Load() < int64(n) {
+		guard("while the agents were admitted")
+		if time.Since(began) > admitTimeout {
+			t.Fatalf("only %d of %d agents accepted after %v; %d requests failed: %v\n%s",
+				f.firstOK.Load(), n, admitTimeout, f.failed.Load(), f.errors(), gw.proc.LogTail(20))
+		}
+		if time.Since(lastLog) >= 30*time.Second {
+			lastLog = time.Now()
+			t.Logf("admission: %d of %d agents accepted after %v, %d requests failed (%v), gateway RSS %.0f MB, %d fds",
+				f.firstOK.Load(), n, time.Since(began).Round(time.Second), f.failed.Load(), f.errors(), procStatus(gwPid, "VmRSS")/1e6, fdCount(gwPid))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	admitted := time.Since(began)
+	failedAdmitting := f.failed.Load()
+	t.Logf("all %d agents accepted after %v (%d requests failed meanwhile: %v)", n, admitted.Round(time.Second), failedAdmitting, f.errors())
+	time.Sleep(2 * interval) // every agent past its first round
+
+	logOffset := fileSize(gw.proc.LogPath)
+	cpu0, err := cpuSeconds(gwPid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self0, req0, pts0, fail0, t0 := selfCPU(), f.okRequests.Load(), f.okPoints.Load(), f.failed.Load(), time.Now()
+	f.recordLatency.Store(true)
+	var rssMax float64
+	for time.Since(t0) < window {
+		time.Sleep(min(interval, window-time.Since(t0)))
+		guard("in the measured window")
+		rssMax = max(rssMax, procStatus(gwPid, "VmRSS"))
+	}
+	f.recordLatency.Store(false)
+	cpu1, err := cpuSeconds(gwPid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(t0)
+	cpu, clientCPU := cpu1-cpu0, selfCPU()-self0
+	requests, points, failed := f.okRequests.Load()-req0, f.okPoints.Load()-pts0, f.failed.Load()-fail0
+	rss, hwm, fds := procStatus(gwPid, "VmRSS"), procStatus(gwPid, "VmHWM"), fdCount(gwPid)
+	gcCPU, gcs := gcTraceCPU(t, gw.proc.LogPath, logOffset)
+	f.latMu.Lock()
+	lat := slices.Clone(f.latencies)
+	f.latMu.Unlock()
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	t.Logf("fan-in: GOMEMLIMIT %s, %d agents (%d gateway fds), %v rounds, %v window: %d requests accepted (%.0f/s of %.0f/s offered), %d failed %v; "+
+		"%d data points; gateway CPU %.1f s (%.2f cores), %.0f µs a request; GC %.1f s CPU in %d cycles (%.1f%% of the gateway's CPU); "+
+		"RSS %.0f MB at the end, %.0f MB max in the window, VmHWM %.0f MB; export latency p50 %v p99 %v max %v (%d samples); "+
+		"client CPU %.2f cores; all agents accepted after %v",
+		memLimit, n, fds, interval, elapsed.Round(time.Second), requests, float64(requests)/elapsed.Seconds(), float64(n)/interval.Seconds(), failed, f.errors(),
+		points, cpu, cpu/elapsed.Seconds(), cpu/float64(requests)*1e6, gcCPU, gcs, 100*gcCPU/cpu,
+		rss/1e6, rssMax/1e6, hwm/1e6, pct(0.5).Round(100*time.Microsecond), pct(0.99).Round(100*time.Microsecond), pct(1).Round(time.Millisecond), len(lat),
+		clientCPU/elapsed.Seconds(), admitted.Round(time.Second))
+	fmt.Printf("BENCH ingest_fanin_n%d rss=%.0fMB rss_max=%.0fMB vmhwm=%.0fMB cpu_cores=%.3f cpu_per_request=%.0fus gc_share=%.3f "+
+		"p50=%.1fms p99=%.1fms accepted=%d failed=%d admitted_after=%.0fs\n",
+		n, rss/1e6, rssMax/1e6, hwm/1e6, cpu/elapsed.Seconds(), cpu/float64(requests)*1e6, gcCPU/cpu,
+		float64(pct(0.5))/1e6, float64(pct(0.99))/1e6, requests, failed, admitted.Seconds())
+	// The figures are out; the gateway's own counters are a check on them (a scrape of a
+	// gateway this busy can fail, which is then reported, not fatal).
+	after, err := gw.tryScrape("8888")
+	if err != nil {
+		t.Errorf("the gateway's telemetry after the window: %v", err)
+		return
+	}
+	delta := func(name string) float64 { return sum(after, name) - sum(before, name) }
+	for _, l := range matching(after, "admission_refused", "receiver_refused", "exporter_send_failed") {
+		t.Logf("gateway telemetry (since start): %s", l)
+	}
+	if r := delta("otelcol_k8s_net_attributes_admission_refused"); r > 0 {
+		t.Errorf("the admission refused %v data points of the agents", r)
+	}
+	if r := delta("otelcol_receiver_refused_metric_points"); r > 0 {
+		t.Errorf("the OTLP receiver refused %v data points", r)
+	}
+	// As TestIngestBench: a gateway that loses more than 10% of the rounds does not hold N.
+	if failed*10 > requests+failed {
+		t.Errorf("%d of %d requests failed in the measured window", failed, requests+failed)
+	}
+}
+
+// procStatus is a kB field of /proc/<pid>/status (VmRSS, VmHWM) in bytes, 0 if unreadable.
+func procStatus(pid int, field string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// memAvailable is the machine's MemAvailable (/proc/meminfo) in bytes; +Inf if unreadable.
+func memAvailable() float64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(l, "MemAvailable:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 1e300
+}
+
+// fdCount is the number of open descriptors of pid: about one per agent connection.
+func fdCount(pid int) int {
+	entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(entries)
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// gcTraceCPU sums the CPU the Go GC reports in the gctrace lines written to log after
+// offset ("gc N @Ts P%: ... ms clock, A+B/C/D+E ms cpu, ...": mark-assist, background,
+// idle and the two stop-the-world phases), in seconds, and counts the cycles.
+func gcTraceCPU(t *testing.T, log string, offset int64) (float64, int) {
+	t.Helper()
+	fh, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if _, err := fh.Seek(offset, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	var ms float64
+	cycles := 0
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, "gc ") {
+			continue
+		}
+		_, rest, ok := strings.Cut(l, " ms clock, ")
+		if !ok {
+			continue
+		}
+		field, _, ok := strings.Cut(rest, " ms cpu")
+		if !ok {
+			continue
+		}
+		for _, v := range strings.FieldsFunc(field, func(r rune) bool { return r == '+' || r == '/' }) {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("gctrace line %q: %v", l, err)
+			}
+			ms += x
+		}
+		cycles++
+	}
+	return ms / 1000, cycles
+}
