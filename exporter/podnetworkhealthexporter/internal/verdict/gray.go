@@ -813,17 +813,16 @@ func (e *Engine) GrayTargets() []GrayTarget {
 // partialRun is how many failed rounds (summed over the failing observer nodes) a run
 // needs before a target that was answering part of its echoes is judged Unreachable: a
 // run random loss would make with probability 1e-8 or more is loss, never an outage
-// (gray.RunLength). The loss rate is the larger of two estimates, each taken only when
-// two observer nodes or more saw partial answers (one compromised agent alone cannot
-// delay a real outage's verdict; with an honest lossy observer beside it, its share of the
-// echoes, a quarter at K+M = 4, bounds what it adds: a round or so): the partial answers
-// among the newest votes (at the onset of the loss, before the window holds any), and the
-// target's answered rounds in its window's scales; both are unbiased
-// (gray.UnconditionalLoss). A target that
-// lost nothing in its answered rounds needs no more than the quorum (caller holds mu).
-func (ts *targetState) partialRun(vs, fails []vote, slotWidth time.Duration) int {
-	tg := ts.g
-	if tg == nil || len(fails) == 0 {
+// (gray.RunLength). The loss rate is the largest of the target's estimates (lossUpper)
+// and, on a dual-stack pod, of its other address family's (sib, nil when none): random
+// loss hits both families alike, and at the onset of a loss the other family's answers in
+// the same rounds are often the only evidence there is (a 50 %-lossy node's IPv6 target
+// read Unreachable in its second lossy round while its IPv4 target answered from every
+// observer, 1 seed in 6). A real failure of one family leaves the other's answers clean,
+// so it adds nothing then. A target that lost nothing in its answered rounds needs no more
+// than the quorum (caller holds mu).
+func (ts *targetState) partialRun(vs, fails []vote, slotWidth time.Duration, sib *targetState, distrusted func(string) bool) int {
+	if ts.g == nil || len(fails) == 0 {
 		return 0
 	}
 	echoes := 0.0
@@ -831,15 +830,34 @@ func (ts *targetState) partialRun(vs, fails []vote, slotWidth time.Duration) int
 		echoes += float64(v.sent)
 	}
 	e := max(echoes/float64(len(fails)), 1)
+	q := ts.lossUpper(vs, fails[0].at, e, slotWidth)
+	if sib != nil && sib.g != nil {
+		var buf [targetVotes]vote
+		q = max(q, sib.lossUpper(sib.sortedVotes(&buf, distrusted), fails[0].at, e, slotWidth))
+	}
+	return gray.RunLength(q, e)
+}
 
-	// The partial answers among the newest votes (at the onset of the loss, before the
-	// window holds any): the rate of the rounds that were answered with losses, from two
-	// observer nodes at least. A healthy target's answers lose nothing, so this adds
-	// nothing before a real outage.
+// lossUpper is the loss rate a run of failures up to newestFail must be tested against
+// (rounds of e echoes): the larger of two estimates, each taken only when two observer
+// nodes or more saw partial answers (one compromised agent alone cannot delay a real
+// outage's verdict; with an honest lossy observer beside it, its share of the echoes, a
+// quarter at K+M = 4, bounds what it adds: a round or so): the partial answers among the
+// newest votes vs (at the onset of the loss, before the window holds any), and the
+// target's answered rounds in its window's scales; both are unbiased
+// (gray.UnconditionalLoss) (caller holds mu).
+func (ts *targetState) lossUpper(vs []vote, newestFail time.Time, e float64, slotWidth time.Duration) float64 {
+	tg := ts.g
+	if tg == nil {
+		return 0
+	}
+	// The partial answers among the newest votes: the rate of the rounds that were
+	// answered with losses, from two observer nodes at least. A healthy target's answers
+	// lose nothing, so this adds nothing before a real outage.
 	var partial gray.Counts
 	nodes := 0
 	for _, v := range vs {
-		if !v.ok || v.lost == 0 || fails[0].at.Sub(v.at) > slotWidth {
+		if !v.ok || v.lost == 0 || newestFail.Sub(v.at) > slotWidth {
 			continue
 		}
 		partial.Sent += uint64(v.sent)
@@ -855,13 +873,13 @@ func (ts *targetState) partialRun(vs, fails []vote, slotWidth time.Duration) int
 	// least (the newest slots hold the loss; longer scales dilute it with the time before).
 	if tg.contrib.Distinct() >= 2 {
 		var buf [16]gray.Scale
-		for _, s := range tg.window.Scales(fails[0].at, time.Time{}, buf[:0]) {
+		for _, s := range tg.window.Scales(newestFail, time.Time{}, buf[:0]) {
 			if s.Sent >= 30 {
 				q = max(q, gray.RunLossUpper(s.Lost, s.Sent, e))
 			}
 		}
 	}
-	return gray.RunLength(q, e)
+	return q
 }
 
 // pairRunFloor is the run of failed rounds a pair's failures must exceed before they are
@@ -906,7 +924,21 @@ func (e *Engine) partialRunOf(k TargetKey) int {
 	if len(fails) == 0 {
 		return 0
 	}
-	return ts.partialRun(vs, fails, e.gray.SlotWidth)
+	return ts.partialRun(vs, fails, e.gray.SlotWidth, e.siblingFamily(k), e.distrusted)
+}
+
+// siblingFamily is the target state of k's other address family (nil when the pod is not
+// probed on it) (caller holds mu).
+func (e *Engine) siblingFamily(k TargetKey) *targetState {
+	switch k.Family {
+	case observation.FamilyIPv4:
+		k.Family = observation.FamilyIPv6
+	case observation.FamilyIPv6:
+		k.Family = observation.FamilyIPv4
+	default:
+		return nil
+	}
+	return e.targets[k]
 }
 
 // LossText renders loss figures for messages: "5.2 % (95 % CI 3.1-8.0 %) of 1440 echoes

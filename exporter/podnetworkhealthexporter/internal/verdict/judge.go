@@ -125,7 +125,9 @@ func (e *Engine) judgeTargets(now time.Time) ([]TargetStatus, []GrayTarget) {
 		if t == nil {
 			continue
 		}
-		if t.judge(judge, e.distrusted) {
+		jc := judge
+		jc.sibling = e.siblingFamily(k)
+		if t.judge(jc, e.distrusted) {
 			changes = append(changes, t.status())
 		}
 		if e.judgeGray(t, now) {
@@ -361,7 +363,7 @@ func (e *Engine) duePairs(now time.Time, pairKeys map[observation.PairKey]struct
 			if s.Verdict == observation.VerdictUnreachable && e.badNodes[s.ObservedFromNode] {
 				st.BadObserverNode = s.ObservedFromNode
 			}
-			st.DegradedFamilies, st.DegradedSince = e.degradedFamilies(p, s.Verdict)
+			st.DegradedFamilies, st.DegradedSince = e.degradedFamilies(k, p, s.Verdict)
 			if s.Verdict == observation.VerdictUnreachable {
 				st.Disruption = e.pairDisruption(k)
 			}
@@ -459,13 +461,15 @@ func (e *Engine) ObjectKeys() []observation.PairKey {
 func (e *Engine) Summaries() []observation.Summary { return e.summ.Summaries() }
 
 // degradedFamilies lists the address families of a Reachable pair that fail while another
-// answers: the pair's own rounds in that family failed FailuresToUnreachable times in a row,
-// or the target's observers judge that family of the target Unreachable (caller holds mu).
-func (e *Engine) degradedFamilies(p *pairInfo, v observation.Verdict) (failing []string, since time.Time) {
+// answers: the pair's own rounds in that family failed in a row as often as
+// FamilyRunNeeded asks (FailuresToUnreachable on a clean path, more on a lossy one), or the
+// target's observers judge that family of the target Unreachable (caller holds mu).
+func (e *Engine) degradedFamilies(k observation.PairKey, p *pairInfo, v observation.Verdict) (failing []string, since time.Time) {
 	if v != observation.VerdictReachable {
 		return nil, time.Time{}
 	}
 	answering := false
+	need := 0 // the run a family's failure needs on this path (FamilyRunNeeded), when asked
 	for i, f := range p.families {
 		if f.lastRound.IsZero() {
 			continue
@@ -474,7 +478,10 @@ func (e *Engine) degradedFamilies(p *pairInfo, v observation.Verdict) (failing [
 		tk.Family = familyNames[i]
 		t := e.targets[tk]
 		other := &p.families[1-i]
-		if (f.fails >= e.summ.Config().FailuresToUnreachable && !other.explains(f.fails)) || (t != nil && t.verdict == observation.VerdictUnreachable && !f.lastOK) {
+		if f.fails >= e.summ.Config().FailuresToUnreachable && need == 0 {
+			need = e.summ.FamilyRunNeeded(k)
+		}
+		if (f.fails >= e.summ.Config().FailuresToUnreachable && f.fails >= need && !other.explains(f.fails)) || (t != nil && t.verdict == observation.VerdictUnreachable && !f.lastOK) {
 			failing = append(failing, familyNames[i])
 			if since.IsZero() || f.failSince.Before(since) {
 				since = f.failSince

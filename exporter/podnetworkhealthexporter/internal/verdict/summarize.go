@@ -287,8 +287,15 @@ const (
 // MTUBlackHole on a pair (both large echoes of a probe lost 1 time in 4, the small ones
 // answered). A healthy pair keeps 2 (caller holds mu).
 func (s *Summarizer) mtuHolesNeeded(p *pairState) int {
+	lost, sent, _ := s.answeredICMP(p)
+	return max(mtuHolesToReport, gray.RunLength(gray.RunLossUpper(lost, sent, icmpRoundEchoes), mtuLargeEchoes))
+}
+
+// answeredICMP sums the ICMP echoes of the pair's answered rounds in its window (lost of
+// sent), and the echoes per round of all its ICMP rounds (0 when none) (caller holds mu).
+func (s *Summarizer) answeredICMP(p *pairState) (lost, sent uint64, perRound float64) {
 	i := observation.ProbeIndex(contract.ProbeTypeICMP)
-	var sent, lost uint64
+	var probes, all uint64
 	n := int64(s.cfg.Slots)
 	for j := range p.ring {
 		sl := &p.ring[j]
@@ -298,9 +305,41 @@ func (s *Summarizer) mtuHolesNeeded(p *pairState) int {
 		if a := sl.probe(i); a != nil {
 			sent += a.okSent
 			lost += a.okLost
+			probes += a.probes
+			all += a.sent
 		}
 	}
-	return max(mtuHolesToReport, gray.RunLength(gray.RunLossUpper(lost, sent, icmpRoundEchoes), mtuLargeEchoes))
+	if probes > 0 {
+		perRound = float64(all) / float64(probes)
+	}
+	return lost, sent, perRound
+}
+
+// FamilyRunNeeded is how many failed rounds in a row one address family of pair k needs
+// before it reads failing while another family answers (AddressFamilyUnreachable):
+// FailuresToUnreachable, or more on a lossy path, so that random loss, which hits both
+// families alike, makes such a run with probability below 1e-8 (gray.RunLength) at the
+// larger of the pair's own rate (its answered ICMP rounds, both families, unbiased) and
+// its target's and observer node's (runFloor). Found end to end: a node losing half of
+// its input read AddressFamilyUnreachable (ipv6) on one pair 21 s into the loss, a run of
+// three failed rounds (1 in 500 at that loss) while the other family had by chance
+// answered its recent rounds. The caller holds the Engine's mu when runFloor is set.
+func (s *Summarizer) FamilyRunNeeded(k observation.PairKey) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	need := s.cfg.FailuresToUnreachable
+	p := s.pairs[k]
+	if p == nil {
+		return need
+	}
+	if s.runFloor != nil {
+		need = max(need, s.runFloor(k))
+	}
+	lost, sent, e := s.answeredICMP(p)
+	if e <= 0 {
+		e = icmpRoundEchoes
+	}
+	return max(need, gray.RunLength(gray.RunLossUpper(lost, sent, e), e))
 }
 
 // Add feeds observations. Observations of one pair with the same Timestamp form one round
@@ -602,19 +641,7 @@ func (s *Summarizer) step(p *pairState, ok bool, ts time.Time, round []*observat
 // answered rounds' losses, unbiased (gray.UnconditionalLoss). A pair whose answered rounds
 // lost nothing needs FailuresToUnreachable, as before (caller holds mu).
 func (s *Summarizer) partialRun(p *pairState) int {
-	i := observation.ProbeIndex(contract.ProbeTypeICMP)
-	var sent, lost uint64
-	n := int64(s.cfg.Slots)
-	for j := range p.ring {
-		sl := &p.ring[j]
-		if !sl.used || sl.id <= p.newest-n {
-			continue
-		}
-		if a := sl.probe(i); a != nil {
-			sent += a.okSent
-			lost += a.okLost
-		}
-	}
+	lost, sent, _ := s.answeredICMP(p)
 	floor := 0
 	if s.runFloor != nil {
 		floor = s.runFloor(p.key)

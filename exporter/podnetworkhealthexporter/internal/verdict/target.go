@@ -230,6 +230,8 @@ type judgeConfig struct {
 	voters int
 	// graySlot: the gray window's slot width (partialRun).
 	graySlot time.Duration
+	// sibling: the target's other address family (partialRun; nil when none).
+	sibling *targetState
 }
 
 // quorums are the failing and reaching observer nodes a verdict needs.
@@ -306,7 +308,7 @@ func (t *targetState) judge(cfg judgeConfig, distrusted func(node string) bool) 
 	next := t.verdict
 	excuse := ""
 	switch {
-	case q > 0 && nf >= q && (q == cfg.quorum || failCount >= 2) && failCount >= t.partialRun(vs, fails, cfg.graySlot):
+	case q > 0 && nf >= q && (q == cfg.quorum || failCount >= 2) && failCount >= t.partialRun(vs, fails, cfg.graySlot, cfg.sibling, distrusted):
 		// (A target that was answering part of its echoes needs a run that random loss
 		// would not make: gray loss is PacketLoss, never Unreachable.)
 		next = observation.VerdictUnreachable
