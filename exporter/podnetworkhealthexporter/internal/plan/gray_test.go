@@ -13,9 +13,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+	"github.com/netpulse/netpulse/internal/contract"
 )
 
 // Gray failures on the ring (12 members, each probed by 4 observers a round: the shipped
@@ -79,7 +82,9 @@ type grayRun struct {
 	pairOutages []string // pair objects written Unreachable
 	degraded    []Event  // ConnectivityDegraded Events
 	familyFails []string // writes of an object with a failing address family
-	round       int
+	// decorate, when set, changes each round's observations before they are observed.
+	decorate func([]observation.Observation)
+	round    int
 }
 
 func newGrayRun(n int, seed uint64) *grayRun {
@@ -100,6 +105,9 @@ func (g *grayRun) runDual(rounds int, fate, fate6 echoFate) {
 				o.Target.Address = "fd00::" + o.Target.Address[len("10.0.0."):]
 				obs = append(obs, o)
 			}
+		}
+		if g.decorate != nil {
+			g.decorate(obs)
 		}
 		g.e.Observe(obs, g.r.at(g.round))
 		res := g.e.Reconcile(g.r.at(g.round).Add(time.Second))
@@ -415,6 +423,9 @@ func TestReplacedPodOnASlowNodeIsHighLatency(t *testing.T) {
 				obs[i].Target.Name, obs[i].Target.UID = "agent-7-new", "uid-7-new"
 			}
 		}
+		if g.decorate != nil {
+			g.decorate(obs)
+		}
 		g.e.Observe(obs, g.r.at(g.round))
 		g.e.Reconcile(g.r.at(g.round).Add(time.Second))
 		g.round++
@@ -446,6 +457,9 @@ func TestTransientsAreNotGray(t *testing.T) {
 			if obs[i].Target.Name == "agent-8" {
 				obs[i].TargetLeaving, obs[i].TargetDisruption = true, "PodTerminating"
 			}
+		}
+		if g.decorate != nil {
+			g.decorate(obs)
 		}
 		g.e.Observe(obs, g.r.at(g.round))
 		g.e.Reconcile(g.r.at(g.round).Add(time.Second))
@@ -508,4 +522,65 @@ func TestTwoLossyNodesInTurnBlameNoObserver(t *testing.T) {
 		}
 		assert.Equal(t, "PacketLoss/node", g.grayNodes()["node-3"])
 	}
+}
+
+// A congested node (+200 ms of queueing, 3 % of its small echoes lost) whose byte-limited
+// queue also loses every full-size echo of the path-MTU probes while small ones pass: the
+// probes report a black hole on each of its stable pairs at every probe, yet its pairs
+// read HighLatency or PacketLoss blamed on it, never MTUBlackHole (found end to end:
+// TestCongestedNode read MTUBlackHole on every pair towards the node). A pair elsewhere
+// with the same probe results and no gray verdict still reads MTUBlackHole.
+func TestCongestionIsNotAnMTUBlackHole(t *testing.T) {
+	g := newGrayRun(12, 23)
+	g.run(12, baseFate) // baselines
+	congested := func(src, dst int) (float64, time.Duration) {
+		if src == 7 || dst == 7 {
+			return 0.03, 200 * time.Millisecond
+		}
+		return baseFate(src, dst)
+	}
+	hole := observation.PathMTU{Status: contract.PathMTUBlackHole, Bytes: 1280}
+	g.decorate = func(obs []observation.Observation) {
+		if g.round%6 != 0 {
+			return // the receiver's default: a path-MTU probe every 6 rounds
+		}
+		for i := range obs {
+			o := &obs[i]
+			if o.Stable && o.Success && (o.Source.Node == "node-7" || o.Target.Node == "node-7" || o.Source.Node == "node-1") {
+				o.PathMTU = hole // node-1's own stable pair: a real black hole on a clean path
+			}
+		}
+	}
+	judgedAt := -1
+	for r := range 60 {
+		g.run(1, congested)
+		if judgedAt < 0 && g.grayNodes()["node-7"] != "" {
+			judgedAt = r
+		}
+		for k, w := range g.pairs {
+			if w.Delete || (k.SourcePod != "agent-7" && k.TargetName != "agent-7") {
+				continue
+			}
+			c := meta.FindStatusCondition(DesiredOf(w, g.r.at(g.round)).Obj.Status.Conditions, v1alpha1.ConditionDegraded)
+			require.NotNil(t, c, "round %d: %s", r, k)
+			assert.NotEqual(t, v1alpha1.ReasonMTUBlackHole, c.Reason, "round %d: %s: %s", r, k, c.Message)
+		}
+	}
+	require.GreaterOrEqual(t, judgedAt, 0, "node-7 judged")
+	t.Logf("node-7 judged in congested round %d", judgedAt+1)
+	clean := 0
+	for k, w := range g.pairs {
+		if w.Delete || !w.Summary.MTUBlackHole {
+			continue
+		}
+		c := meta.FindStatusCondition(DesiredOf(w, g.r.at(g.round)).Obj.Status.Conditions, v1alpha1.ConditionDegraded)
+		switch {
+		case k.SourcePod == "agent-1" && k.TargetName != "agent-7":
+			assert.Equal(t, v1alpha1.ReasonMTUBlackHole, c.Reason, "%s: a black hole on a clean path", k)
+			clean++
+		case k.SourcePod == "agent-7" || k.TargetName == "agent-7":
+			assert.Contains(t, []string{v1alpha1.ReasonHighLatency, v1alpha1.ReasonPacketLoss}, c.Reason, "%s", k)
+		}
+	}
+	assert.Equal(t, 1, clean, "node-1's stable pair reads its black hole")
 }

@@ -115,10 +115,10 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 	degradedText := strings.Join(st.DegradedFamilies, ",")
 	switch {
 	case len(st.DegradedFamilies) > 0:
-	case s.MTUBlackHole:
-		degradedText = DegradedMTU // what the object's Degraded condition says changes with it
 	case st.Gray.Reason != "":
 		degradedText = st.Gray.Reason + "/" + st.Gray.Side // a change of blame is news too
+	case s.MTUBlackHole:
+		degradedText = DegradedMTU // what the object's Degraded condition says changes with it
 	case s.Verdict != observation.VerdictReachable && isGray(st.Last.Degraded):
 		// Not judged while not Reachable (the condition reads Unknown): the episode goes on
 		// in the record, so coming back to the same gray verdict is no new episode (no

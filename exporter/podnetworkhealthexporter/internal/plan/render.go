@@ -210,9 +210,9 @@ func statusOf(s observation.Summary) v1alpha1.PodNetworkHealthStatus {
 }
 
 // setDegraded adds the Degraded condition: True when an address family of a reachable pair
-// fails while another answers, on a path-MTU black hole, or on judged packet loss or high
-// latency (verdict.PairGray, with its figures and the side it is blamed on), False when
-// none holds, Unknown while the pair is not Reachable.
+// fails while another answers, on judged packet loss or high latency (verdict.PairGray,
+// with its figures and the side it is blamed on), or on a path-MTU black hole, in that
+// order; False when none holds, Unknown while the pair is not Reachable.
 func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, families []string, since time.Time, g verdict.PairGray) {
 	cond := metav1.Condition{Type: v1alpha1.ConditionDegraded, LastTransitionTime: metav1.NewTime(s.VerdictSince.Truncate(time.Second))}
 	switch {
@@ -225,13 +225,13 @@ func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, fam
 		if !since.IsZero() {
 			cond.LastTransitionTime = metav1.NewTime(since.Truncate(time.Second))
 		}
-	case s.MTUBlackHole:
-		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonMTUBlackHole
-		cond.Message = fmt.Sprintf("%d-byte packets pass; full-size don't-fragment packets vanish without an ICMP error (a path-MTU black hole: a hop with a smaller MTU drops them, and its fragmentation-needed/packet-too-big replies are lost)", s.MTUPasses)
-		if !s.MTUSince.IsZero() {
-			cond.LastTransitionTime = metav1.NewTime(s.MTUSince.Truncate(time.Second))
-		}
 	case g.Reason != "":
+		// Before MTUBlackHole: a congested or lossy path loses large packets more often than
+		// small ones (a byte-limited queue has room for a small echo before a full-size
+		// one), which the path-MTU probes cannot tell from a black hole. Found end to end:
+		// a node whose uplink was shaped and kept full read MTUBlackHole on its pairs
+		// instead of HighLatency. A real black hole loses no small echo and adds no delay,
+		// so it is judged on a path without a gray verdict.
 		cond.Status, cond.Reason = metav1.ConditionTrue, g.Reason
 		cond.Message = GrayMessage(g)
 		since := g.Status.LossSince
@@ -240,6 +240,12 @@ func setDegraded(st *v1alpha1.PodNetworkHealthStatus, s observation.Summary, fam
 		}
 		if !since.IsZero() {
 			cond.LastTransitionTime = metav1.NewTime(since.Truncate(time.Second))
+		}
+	case s.MTUBlackHole:
+		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonMTUBlackHole
+		cond.Message = fmt.Sprintf("%d-byte packets pass; full-size don't-fragment packets vanish without an ICMP error (a path-MTU black hole: a hop with a smaller MTU drops them, and its fragmentation-needed/packet-too-big replies are lost)", s.MTUPasses)
+		if !s.MTUSince.IsZero() {
+			cond.LastTransitionTime = metav1.NewTime(s.MTUSince.Truncate(time.Second))
 		}
 	default:
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonWithinThresholds
