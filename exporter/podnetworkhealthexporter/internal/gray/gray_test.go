@@ -281,3 +281,35 @@ func TestExcludingKeepsAHealedSendersFreshEchoes(t *testing.T) {
 	// Not judged: the largest sender alone.
 	assert.Equal(t, Counts{Sent: 60, Lost: 16}, c.Excluding(nil))
 }
+
+// AddWindow sums two windows slot by slot: the scales of the sum are the sums of the
+// scales, and slots older than the destination's range are dropped.
+func TestAddWindow(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	a, b := NewWindow(4, 10*time.Second), NewWindow(4, 10*time.Second)
+	a.Add(t0, 10, 1)
+	a.Add(t0.Add(10*time.Second), 10, 2)
+	b.Add(t0.Add(10*time.Second), 5, 5)
+	b.Add(t0.Add(20*time.Second), 6, 0)
+	sum := NewWindow(4, 10*time.Second)
+	sum.AddWindow(a)
+	sum.AddWindow(b)
+	now := t0.Add(25 * time.Second)
+	if got, want := sum.Total(now), (Counts{Sent: 31, Lost: 8}); got != want {
+		t.Fatalf("total %+v, want %+v", got, want)
+	}
+	var buf [16]Scale
+	if sc := sum.Scales(now, time.Time{}, buf[:0]); sc[0].Counts != (Counts{Sent: 6}) || sc[1].Counts != (Counts{Sent: 21, Lost: 7}) || sc[1].Worst != 7 {
+		t.Fatalf("scales %+v", sc)
+	}
+	sum.Reset()
+	if sum.Total(now) != (Counts{}) {
+		t.Fatal("reset keeps counts")
+	}
+	// b's oldest slot falls outside a 1-slot window.
+	one := NewWindow(1, 10*time.Second)
+	one.AddWindow(b)
+	if got := one.Total(now); got != (Counts{Sent: 6}) {
+		t.Fatalf("1-slot sum %+v", got)
+	}
+}

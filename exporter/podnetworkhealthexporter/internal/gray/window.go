@@ -140,3 +140,27 @@ func (w *Window) Total(now time.Time) Counts {
 	}
 	return s[len(s)-1].Counts
 }
+
+// Reset empties the window, keeping its slots.
+func (w *Window) Reset() {
+	clear(w.ring)
+	w.newest, w.used = 0, false
+}
+
+// AddWindow adds src's counts slot by slot: windows of one slot width share slot
+// boundaries (a slot is its start time over the width), so the sum is the window of the
+// union of their echoes. Slots of src older than w's range are dropped, as Add drops them.
+func (w *Window) AddWindow(src *Window) {
+	if !src.used {
+		return
+	}
+	n := int64(len(src.ring))
+	for k := int64(0); k < n; k++ {
+		id := src.newest - k
+		s := &src.ring[((id%n)+n)%n]
+		if s.id != id || s.sent == 0 {
+			continue
+		}
+		w.Add(time.Unix(0, id*src.width), uint64(s.sent), uint64(s.lost))
+	}
+}

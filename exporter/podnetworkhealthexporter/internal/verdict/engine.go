@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/gray"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 )
 
@@ -220,6 +221,10 @@ type Engine struct {
 	// last judged lossy, kept for the gray window (O(N)): the other side leaves their
 	// losses out.
 	lossyTargets, lossyObservers map[string]time.Time
+	// grayPooled: the nodes' pooled loss verdicts (graypooled.go; O(N)), by node name;
+	// pooledScratch the window they are summed in.
+	grayPooled    map[string]*pooledGray
+	pooledScratch *gray.Window
 	// grayZones: the zone pairs' loss judgement (grayzones.go; O(zones²)).
 	grayZones grayZoneState
 	// standby: what a replica that does not lead bounds and expires itself (standby.go).
@@ -240,6 +245,7 @@ func New(cfg Config) *Engine {
 		judge:              judgeConfig{quorum: cfg.TargetQuorum, recovery: cfg.TargetRecovery, graySlot: cfg.Gray.SlotWidth},
 		gray:               cfg.Gray,
 		grayObservers:      map[string]*observerGray{},
+		grayPooled:         map[string]*pooledGray{},
 		baselines:          map[string]*nodeBaseline{},
 		lossyTargets:       map[string]time.Time{},
 		lossyObservers:     map[string]time.Time{},

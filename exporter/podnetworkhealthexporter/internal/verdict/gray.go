@@ -530,8 +530,26 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 	}
 	if voters > 0 && e.gray.Latency.Step(&tg.lat, gray.Majority(exceeding, voters), tg.newest, now) {
 		changed = true
+		e.latencyEnded(&tg.lat, &tg.loss, now)
 	}
 	return changed
+}
+
+// latencyEnded starts the loss judgement afresh when a HighLatency episode ends without a
+// loss verdict (caller holds mu): the losses of a congestion belong to the episode that
+// was reported, and a later loss episode rests on evidence after it. Found end to end: a
+// node congested for 9 s read HighLatency and healed; its targets' windows kept the
+// congestion's losses, and when another node began losing 2 % of its input (whose losses
+// reach every window it observes until it is judged) they made a PacketLoss verdict on
+// the healed node 67 s after its heal; in TestAHealedCongestionIsNoLaterLoss, 3 of 12
+// seeds. From the next slot: the slot the episode ended in holds its losses.
+func (e *Engine) latencyEnded(lat *gray.Latency, loss *gray.Loss, now time.Time) {
+	if lat.High || loss.Lossy {
+		return
+	}
+	if next := now.Truncate(e.gray.SlotWidth).Add(e.gray.SlotWidth); next.After(loss.Cleared) {
+		loss.Cleared = next
+	}
 }
 
 // judgeGrayObservers re-judges the observer nodes that reported since the last call and
@@ -581,7 +599,9 @@ func (e *Engine) judgeGrayObservers(now time.Time) {
 		case og.highShare <= 0.3:
 			high = false
 		}
-		e.gray.Latency.Step(&og.lat, high, og.newest, now)
+		if e.gray.Latency.Step(&og.lat, high, og.newest, now) {
+			e.latencyEnded(&og.lat, &og.loss, now)
+		}
 	}
 }
 
@@ -662,6 +682,17 @@ func (e *Engine) pairGray(k observation.PairKey, p *pairInfo, s observation.Summ
 		return PairGray{}, false
 	}
 	if g, ok := pick(tgt.Lossy, obs.Lossy, reasonPacketLoss, tgt, obs); ok {
+		return g
+	}
+	// A node judged on both sides' echoes together (graypooled.go): the target's first.
+	pt, po := e.pooledGrayStatus(targetNode), e.pooledGrayStatus(s.ObservedFromNode)
+	if pt.Lossy {
+		pt.Contributors = tgt.Contributors
+	}
+	if po.Lossy {
+		po.Contributors = obs.Contributors
+	}
+	if g, ok := pick(pt.Lossy, po.Lossy, reasonPacketLoss, pt, po); ok {
 		return g
 	}
 	if g, ok := e.zonePairGray(ts, voter); ok { // grayzones.go
@@ -780,6 +811,11 @@ func (e *Engine) GrayNodes() (nodes []GrayNode, systemic bool) {
 	}
 	for voter := range e.grayObservers {
 		add(nodeOf[voter], SideObserver, e.observerGrayStatus(voter))
+	}
+	for node := range e.grayPooled {
+		if byNode[node] == nil { // a side's own verdict says more: which side
+			add(node, SideBoth, e.pooledGrayStatus(node))
+		}
 	}
 	for _, n := range byNode {
 		nodes = append(nodes, *n)

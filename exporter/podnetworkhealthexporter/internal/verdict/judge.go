@@ -86,6 +86,7 @@ func (e *Engine) Judge(now time.Time) Judgement {
 	var j Judgement
 	e.judgeGrayObservers(now)
 	j.TargetChanges, j.GrayChanges = e.judgeTargets(now)
+	e.judgeGrayPooled(now)
 	pairKeys := e.pairKeys()
 	e.escalatePairs(pairKeys)
 	for k, t := range e.targets {
