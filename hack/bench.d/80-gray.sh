@@ -2,7 +2,7 @@
 # The gray judgement against the statistical bound (exporter/podnetworkhealthexporter/
 # internal/plan, TestGrayDetectionAgainstTheBound): at the shipped budget (10 s rounds, K+M =
 # 4, 3 echoes), the seconds until a node losing 1-50 % of its input is blamed (p50 and p99
-# over 200 seeds) against h/KL(p‖p0) echoes; the budget 1 % in 5 minutes needs; and the false
+# over 200 seeds) against h/KL(p‖p0) echoes and against the ideal CUSUM (p known) on the same budget; the budget 1 % in 5 minutes needs; and the false
 # verdicts per 1,000 nodes per day at 0.1 % background (20,000 target-hours); latency shifts
 # of +5 to +200 ms against 2hσ²/δ² samples and false HighLatency verdicts in 1,200 node-hours
 # of a noisy mesh. ~1 min.
