@@ -78,7 +78,7 @@ type Gray struct {
 
 // grayPrefixes are the beginnings of the exporter's gray messages
 // (exporter/podnetworkhealthexporter/internal/plan GrayMessage), but for the zone pair's
-// (grayZonePrefix).
+// (grayZonePrefixes).
 var grayPrefixes = []struct {
 	reason, prefix, side string
 	node                 bool
@@ -91,10 +91,14 @@ var grayPrefixes = []struct {
 	{v1alpha1.ReasonHighLatency, "high latency on this path alone", SidePath, false},
 }
 
-// grayZonePrefix begins the exporter's message for a zone pair's loss: "packet loss
-// between zones A and B: 5.2 % (95 % CI ...) of 1440 echoes over 2m0s, from 4 observer
-// nodes in A towards 4 target nodes in B" (A the observers' zone, B the targets').
-const grayZonePrefix = "packet loss between zones "
+// grayZonePrefixes begin the exporter's messages for a zone pair's loss and latency:
+// "packet loss between zones A and B: 5.2 % (95 % CI ...) of 1440 echoes over 2m0s, from 4
+// observer nodes in A towards 4 target nodes in B", "high latency between zones A and B:
+// 85 % of the recent rounds slow ..." (A the observers' zone, B the targets').
+var grayZonePrefixes = map[string]string{
+	v1alpha1.ReasonPacketLoss:  "packet loss between zones ",
+	v1alpha1.ReasonHighLatency: "high latency between zones ",
+}
 
 // ParseGray reads a gray Degraded condition (reason PacketLoss or HighLatency) back into
 // its side, blamed node (or zone pair) and figures. Nil for any other reason.
@@ -135,8 +139,8 @@ func ParseGray(reason, message string) *Gray {
 // parseGrayZone reads a zone pair's loss message into g: false when message is not one.
 // Zone names are label values (no spaces), so "A and B" splits at its only " and ".
 func parseGrayZone(g *Gray, message string) bool {
-	rest, ok := strings.CutPrefix(message, grayZonePrefix)
-	if !ok || g.Reason != v1alpha1.ReasonPacketLoss {
+	rest, ok := strings.CutPrefix(message, grayZonePrefixes[g.Reason])
+	if !ok || grayZonePrefixes[g.Reason] == "" {
 		return false
 	}
 	zones, figures, ok := strings.Cut(rest, ": ")
@@ -315,6 +319,25 @@ func zonePairWords(reason, from, to string) string {
 	return grayWords(reason) + " between zones " + from + " and " + to
 }
 
+// linkWords is what a zone pair's gray reason says of the link: lossy or slow.
+func linkWords(reason string) string {
+	if reason == v1alpha1.ReasonHighLatency {
+		return "slow"
+	}
+	return "lossy"
+}
+
+// mergeLinkKind joins the links' kinds: "lossy", "slow", or "lossy or slow".
+func mergeLinkKind(a, b string) string {
+	switch {
+	case a == "" || a == b:
+		return b
+	case strings.Contains(a, b):
+		return a
+	}
+	return "lossy or slow"
+}
+
 func grayWords(reason string) string {
 	switch reason {
 	case v1alpha1.ReasonPacketLoss:
@@ -358,7 +381,7 @@ func (m *Model) grayLines(e *Explanation) []string {
 	// The links between zones that explain some of its gray pairs: no node is blamed for
 	// them, it included.
 	var links []string
-	onlyLinks := true
+	onlyLinks, linkKind := true, ""
 	for _, f := range e.Gray {
 		if f.Side != SideZone {
 			onlyLinks = onlyLinks && f.Blamed
@@ -366,18 +389,19 @@ func (m *Model) grayLines(e *Explanation) []string {
 		}
 		if w := zonePairWords(f.Reason, f.FromZone, f.ToZone); !slices.Contains(links, w) {
 			links = append(links, w)
+			linkKind = mergeLinkKind(linkKind, linkWords(f.Reason))
 		}
 	}
 	switch {
 	case len(blames) > 0:
 		l = append(l, "gray verdict: "+it+" is blamed for "+strings.Join(blames, "; "))
 	case len(links) > 0 && onlyLinks:
-		l = append(l, "gray verdict: "+it+" is not blamed: "+strings.Join(links, "; ")+" (a lossy link between the zones: no node is blamed for it)")
+		l = append(l, "gray verdict: "+it+" is not blamed: "+strings.Join(links, "; ")+" (a "+linkKind+" link between the zones: no node is blamed for it)")
 	default:
 		l = append(l, "gray verdict: "+it+" is not blamed (the gray pairs below are blamed on other nodes, on single paths or on links between zones)")
 	}
 	if len(blames) > 0 && len(links) > 0 {
-		l = append(l, "also "+strings.Join(links, "; ")+" (a lossy link between the zones: no node is blamed for it)")
+		l = append(l, "also "+strings.Join(links, "; ")+" (a "+linkKind+" link between the zones: no node is blamed for it)")
 	}
 	for _, f := range e.Gray {
 		var s string

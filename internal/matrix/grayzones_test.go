@@ -51,6 +51,12 @@ func TestParseGrayZonePair(t *testing.T) {
 		"5.2 % (95 % CI 3.1-8.0 %) of 1440 echoes over 2m0s, from 3 observer nodes in zone-a towards 3 target nodes in zone-b"},
 		[]string{g.Reason, g.Side, g.Node, g.FromZone, g.ToZone, g.Figures})
 
+	// A zone pair's latency.
+	lat := "high latency between zones zone-a and zone-b: 92 % of the recent rounds slow against their targets' baselines, from 3 observer nodes in zone-a towards 3 target nodes in zone-b"
+	g = matrix.ParseGray(v1alpha1.ReasonHighLatency, lat)
+	require.NotNil(t, g)
+	assert.Equal(t, []string{"HighLatency", "zone", "", "zone-a", "zone-b"}, []string{g.Reason, g.Side, g.Node, g.FromZone, g.ToZone})
+
 	// Not the exporter's zone message: no side, the whole message as figures.
 	for _, tc := range []struct{ reason, msg string }{
 		{v1alpha1.ReasonHighLatency, fmt.Sprintf(lossZones, "5.2")},

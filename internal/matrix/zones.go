@@ -144,8 +144,8 @@ func (m *Model) WhyZone(name string) (Explanation, bool) {
 		e.Lines = append(e.Lines, line)
 	}
 	for _, z := range e.GrayZonePairs {
-		line := fmt.Sprintf("%s → %s: %s (a lossy link between the zones, no node blamed) on %d pair%s, from %d observer nodes%s towards %d target nodes%s",
-			z.From, z.To, zonePairWords(z.Reason, z.From, z.To), z.Pairs, plural(z.Pairs), len(z.Observers), suffixList(z.Observers), len(z.Targets), suffixList(z.Targets))
+		line := fmt.Sprintf("%s → %s: %s (a %s link between the zones, no node blamed) on %d pair%s, from %d observer nodes%s towards %d target nodes%s",
+			z.From, z.To, zonePairWords(z.Reason, z.From, z.To), linkWords(z.Reason), z.Pairs, plural(z.Pairs), len(z.Observers), suffixList(z.Observers), len(z.Targets), suffixList(z.Targets))
 		if !z.Since.IsZero() {
 			line += ", since " + m.when(z.Since)
 		}

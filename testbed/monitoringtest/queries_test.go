@@ -317,7 +317,7 @@ func TestDashboardAndRulesNameExportedSeries(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 14, n)
+	require.Equal(t, 15, n)
 
 	// The check can fail: a made-up label or metric is refused.
 	_, err = checkExpr(cat, `sum by (no_such_label) (netpulse_probe_status_ratio)`)

@@ -21,7 +21,7 @@ func TestAlertRulesPromtool(t *testing.T) {
 	check.Dir = dir
 	out, err := check.CombinedOutput()
 	require.NoError(t, err, "promtool check rules:\n%s", out)
-	require.Contains(t, string(out), "SUCCESS: 14 rules found")
+	require.Contains(t, string(out), "SUCCESS: 15 rules found")
 	cmd := exec.Command(promtool, "test", "rules", "rules_test.yaml")
 	cmd.Dir = dir
 	out, err = cmd.CombinedOutput()

@@ -89,6 +89,9 @@ func GrayMessage(g verdict.PairGray) string {
 		}
 	case DegradedHighLatency:
 		switch g.Side {
+		case verdict.SideZone:
+			msg = fmt.Sprintf("high latency between zones %s and %s: %d %% of the recent rounds slow against their targets' baselines, from %d observer nodes in %s towards %d target nodes in %s",
+				g.FromZone, g.ToZone, st.Exceeding, st.Contributors, g.FromZone, g.TargetNodes, g.ToZone)
 		case verdict.SideObserver:
 			msg = fmt.Sprintf("high latency at the observer's own node %s: %d %% of its recent rounds are slow against their targets' baselines", g.Node, st.Exceeding)
 		default:

@@ -278,3 +278,94 @@ func TestBackgroundLossMakesNoZoneVerdict(t *testing.T) {
 		assert.Empty(t, g.degraded, "seed %d", seed)
 	}
 }
+
+// zoneSlow: rounds between zones a and b (either way) take d longer.
+func zoneSlow(zones int, a, b string, d time.Duration) echoFate {
+	return func(src, dst int) (float64, time.Duration) {
+		zs, zd := zoneOfRing(src, zones), zoneOfRing(dst, zones)
+		if zs == a && zd == b || zs == b && zd == a {
+			return 0, 200*time.Microsecond + d
+		}
+		return baseFate(src, dst)
+	}
+}
+
+// +30 ms on the link between zone-a and zone-b, in rings of 2 or 3 zones: both zone pairs
+// read HighLatency, no node is blamed at any round, the objects across the link read
+// HighLatency on the zone side and the others nothing; healed, it clears. Without the
+// zone pairs' latency the two-zone ring blamed every node of one zone (4 of 8) and the
+// three-zone rings judged nothing at all.
+func TestSlowZoneLinkIsTheZonePairs(t *testing.T) {
+	for _, tc := range []struct{ nodes, zones int }{{12, 3}, {8, 2}, {18, 3}} {
+		for seed := range graySeeds() {
+			t.Run(fmt.Sprintf("%dx%d/%d", tc.zones, tc.nodes/tc.zones, seed), func(t *testing.T) {
+				g := newGrayRun(tc.nodes, 500+seed)
+				g.runZoned(12, tc.zones, baseFate) // baselines
+				slow := zoneSlow(tc.zones, "zone-a", "zone-b", 30*time.Millisecond)
+				judged := -1
+				for r := range 30 {
+					g.runZoned(1, tc.zones, slow)
+					require.Empty(t, g.grayNodes(), "round %d: no node is blamed for the link", r)
+					if judged < 0 && len(g.grayZones()) == 2 {
+						judged = r + 1
+					}
+				}
+				require.Positive(t, judged, "the zone pairs are judged")
+				t.Logf("judged in %d rounds", judged)
+				assert.Equal(t, []string{"zone-a>zone-b", "zone-b>zone-a"}, g.grayZones())
+				for _, z := range g.e.GrayZones() {
+					assert.Equal(t, DegradedHighLatency, z.Reason)
+				}
+				across := 0
+				for k, w := range g.pairs {
+					if w.Delete {
+						continue
+					}
+					var s, d int
+					_, _ = fmt.Sscanf(k.SourcePod, "agent-%d", &s)
+					_, _ = fmt.Sscanf(k.TargetName, "agent-%d", &d)
+					zs, zd := zoneOfRing(s, tc.zones), zoneOfRing(d, tc.zones)
+					if zs != zd && (zs == "zone-a" || zs == "zone-b") && (zd == "zone-a" || zd == "zone-b") {
+						across++
+						assert.Equal(t, DegradedHighLatency, w.Gray.Reason, "%s", k)
+						assert.Equal(t, verdict.SideZone, w.Gray.Side, "%s", k)
+						msg := GrayMessage(w.Gray)
+						assert.True(t, strings.HasPrefix(msg, "high latency between zones "+zs+" and "+zd+": "), msg)
+						assert.Equal(t, DegradedHighLatency+"/"+verdict.SideZone, GrayRecord(DegradedHighLatency, msg), "a takeover resumes the side")
+						continue
+					}
+					assert.Empty(t, w.Gray.Reason, "%s: a pair inside a zone, or towards the third", k)
+				}
+				require.Positive(t, across, "pairs across the link have objects")
+				start := g.round
+				for len(g.grayZones()) > 0 && g.round-start < 30 {
+					g.runZoned(1, tc.zones, baseFate)
+					require.Empty(t, g.grayNodes(), "round %d after the heal", g.round-start)
+				}
+				require.Empty(t, g.grayZones(), "cleared within 5 minutes of the heal")
+				t.Logf("cleared %d rounds after the heal", g.round-start)
+			})
+		}
+	}
+}
+
+// A slow node in zone-b (+30 ms on everything it answers or sends): it is blamed, no zone
+// pair is, though every zone's rounds towards it are slow.
+func TestSlowNodeInAZoneIsNoZonePair(t *testing.T) {
+	for seed := range graySeeds() {
+		g := newGrayRun(12, 600+seed)
+		g.runZoned(12, 3, baseFate)
+		slow := func(src, dst int) (float64, time.Duration) {
+			if src == 4 || dst == 4 { // node-4: zone-b
+				return 0, 30*time.Millisecond + 200*time.Microsecond
+			}
+			return baseFate(src, dst)
+		}
+		for r := range 30 {
+			g.runZoned(1, 3, slow)
+			require.Empty(t, g.grayZones(), "seed %d round %d", seed, r)
+		}
+		assert.Equal(t, "HighLatency", strings.Split(g.grayNodes()["node-4"], "/")[0], "seed %d: %v", seed, g.grayNodes())
+		assert.Len(t, g.grayNodes(), 1, "seed %d: %v", seed, g.grayNodes())
+	}
+}

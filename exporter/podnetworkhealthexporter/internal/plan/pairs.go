@@ -191,7 +191,7 @@ func GrayRecord(reason, message string) string {
 		side = verdict.SideObserver
 	case strings.Contains(message, "on this path alone"):
 		side = verdict.SidePath
-	case strings.Contains(message, "packet loss between zones"):
+	case strings.Contains(message, "packet loss between zones"), strings.Contains(message, "high latency between zones"):
 		side = verdict.SideZone
 	}
 	return reason + "/" + side

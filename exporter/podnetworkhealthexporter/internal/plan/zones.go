@@ -77,10 +77,12 @@ type zoneState struct {
 	// cutSince: the start of the current unbroken run of cut judgements (zero: not cut).
 	cutSince time.Time
 	// degraded: Degraded=True decided (a gray verdict on the zone pair); degradedSince the
-	// Degraded condition's transition (zero: never Degraded); degradedMsg its message.
-	degraded      bool
-	degradedSince time.Time
-	degradedMsg   string
+	// Degraded condition's transition (zero: never Degraded); degradedMsg its message and
+	// degradedReason its reason (PacketLoss or HighLatency).
+	degraded       bool
+	degradedSince  time.Time
+	degradedMsg    string
+	degradedReason string
 }
 
 // Defaults of ZoneObjects.
@@ -116,6 +118,9 @@ func (c *ZoneObjects) Plan(r zones.Result, gray []verdict.GrayZonePair, existing
 			if cond := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded); cond != nil {
 				st.degraded = cond.Status == metav1.ConditionTrue
 				st.degradedSince, st.degradedMsg = cond.LastTransitionTime.Time, cond.Message
+				if st.degraded {
+					st.degradedReason = cond.Reason
+				}
 			}
 			if o.Status.LastFailureTime != nil {
 				st.lastFailure = o.Status.LastFailureTime.Time
@@ -206,6 +211,10 @@ func (c *ZoneObjects) planPair(k zonePairKey, p zones.Pair, seen bool, g *verdic
 	case g != nil:
 		st.degradedMsg = GrayMessage(verdict.PairGray{Reason: g.Reason, Side: verdict.SideZone, FromZone: g.FromZone, ToZone: g.ToZone,
 			TargetNodes: g.TargetNodes, Status: g.Status})
+		if st.degraded && st.degradedReason != g.Reason {
+			w.Priority, write = min(w.Priority, writequeue.Update), true // loss became latency, or back
+		}
+		st.degradedReason = g.Reason
 		if !st.degraded {
 			// Loss judged: news, but no outage begins or ends, so behind those that do
 			// (as the pairs' gray writes: plan.PairObjects).
@@ -282,7 +291,7 @@ func zoneObject(k zonePairKey, p zones.Pair, st *zoneState, now time.Time) *v1al
 		d := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWithinThresholds,
 			Message: v1alpha1.TruncateMessage(st.degradedMsg, 256), LastTransitionTime: metav1.NewTime(st.degradedSince)}
 		if st.degraded {
-			d.Status, d.Reason = metav1.ConditionTrue, v1alpha1.ReasonPacketLoss
+			d.Status, d.Reason = metav1.ConditionTrue, st.degradedReason
 		}
 		o.Status.Conditions = append(o.Status.Conditions, d)
 	}

@@ -121,3 +121,34 @@ func TestZoneObjectsGrayResumeAndCut(t *testing.T) {
 	assert.Equal(t, v1alpha1.Unreachable, ws[0].Object.Status.Reachability)
 	assert.Equal(t, metav1.ConditionTrue, zoneCondition(t, ws[0].Object, v1alpha1.ConditionDegraded).Status)
 }
+
+// A slow zone pair (HighLatency) gets Degraded=True/HighLatency with its share of slow
+// rounds; its loss judged later takes over the reason (a write), and back.
+func TestZoneObjectsGrayLatency(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	c := NewZoneObjects(time.Minute, 30*time.Minute, 10*time.Minute)
+	res := zones.Result{Pairs: []zones.Pair{{From: "a", To: "b", Reason: zones.ReasonReachable, Message: "zone a reaches zone b", NodePairs: 9}}}
+	var existing []*v1alpha1.ZoneNetworkHealth
+	plan := func(at time.Duration, gray ...verdict.GrayZonePair) []ZoneWrite {
+		ws := c.Plan(res, gray, existing, t0.Add(at))
+		for _, w := range ws {
+			existing = applyZoneWrite(existing, w)
+		}
+		return ws
+	}
+	slow := verdict.GrayZonePair{FromZone: "a", ToZone: "b", Reason: DegradedHighLatency, TargetNodes: 3,
+		Status: verdict.GrayStatus{HighLatency: true, Exceeding: 92, Voters: 40, Contributors: 3}}
+	ws := plan(10*time.Second, slow)
+	require.Len(t, ws, 1)
+	d := zoneCondition(t, ws[0].Object, v1alpha1.ConditionDegraded)
+	assert.Equal(t, []string{"True", v1alpha1.ReasonHighLatency}, []string{string(d.Status), d.Reason})
+	assert.Equal(t, "high latency between zones a and b: 92 % of the recent rounds slow against their targets' baselines, from 3 observer nodes in a towards 3 target nodes in b", d.Message)
+	ws = plan(20*time.Second, lossyLink("a", "b", 75))
+	require.Len(t, ws, 1, "the reason changed")
+	d = zoneCondition(t, ws[0].Object, v1alpha1.ConditionDegraded)
+	assert.Equal(t, v1alpha1.ReasonPacketLoss, d.Reason)
+	// A takeover reads the reason back.
+	c2 := NewZoneObjects(time.Minute, 30*time.Minute, 10*time.Minute)
+	ws = c2.Plan(res, []verdict.GrayZonePair{lossyLink("a", "b", 75)}, existing, t0.Add(30*time.Second))
+	assert.Empty(t, ws, "nothing new after the takeover")
+}

@@ -424,11 +424,15 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 	if rtt <= 0 {
 		return
 	}
-	if !og.lat.High && !observerBad {
+	// A slow link between the observer's zone and the target's explains the round: it is
+	// the zone pair's evidence (grayzones.go), neither the target's baseline nor the
+	// observer's share.
+	zoneSlow := tg.base.Warm(g.Latency) && !observerBad && e.observeZoneRTT(ts, voter, tg.base.high(g.Latency, rtt), o.Timestamp)
+	if !og.lat.High && !observerBad && !zoneSlow {
 		tg.base.Learn(g.Latency, rtt)
 		tg.base.seen = now
 	}
-	if tg.base.Warm(g.Latency) && !tg.lat.High {
+	if tg.base.Warm(g.Latency) && !tg.lat.High && !zoneSlow {
 		x := 0.0
 		if tg.base.high(g.Latency, rtt) {
 			x = 1
@@ -510,7 +514,7 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 		if og := e.grayObservers[v.key()]; og != nil && (og.lat.High || og.loss.Lossy) {
 			continue
 		}
-		if e.distrusted(v.node) {
+		if e.distrusted(v.node) || e.zoneExplainsRTT(v.key(), ts) {
 			continue
 		}
 		voters++

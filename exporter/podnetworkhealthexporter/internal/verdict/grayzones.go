@@ -5,6 +5,7 @@ package verdict
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 
@@ -66,6 +67,16 @@ type zoneGray struct {
 	building, explains bool
 	lastBuilding       time.Time
 	newest             time.Time
+	// The latency side (zoneRTT): a running share of its rounds that were high against
+	// their targets' baselines, over highN rounds; the observer and target nodes whose
+	// rounds were high lately (the spread); the verdict's run (lat), and whether the zone
+	// pair explains its rounds' RTTs (slow, or building: then they count here only).
+	highShare                float64
+	highN                    int
+	highObservers, highNodes gray.Contributors
+	lat                      gray.Latency
+	newestRTT                time.Time
+	slow, explainsRTT        bool
 }
 
 // nodeZoneSeen is a node's zone as the targets on it carry it (the gateway's index, from
@@ -120,6 +131,103 @@ func (e *Engine) commitZoneEcho(ts *targetState, p pendingEcho) bool {
 		zg.newest = p.at
 	}
 	return zg.explains
+}
+
+// Latency between zones: a slow inter-zone link delays the rounds between every node of
+// one zone and every node of the other. The per-target judgement sees a majority of slow
+// observers only when most of a target's observers are across the link: in two zones it
+// blamed every node of one zone (4 of 8 in the ring), in three it judged nothing. So each
+// ordered zone pair keeps a running share of its rounds that are high against their
+// targets' baselines (the same test as a target's), and is HighLatency, localised like
+// its loss:
+//
+//   - the share is 0.6 or more over zoneRTTMinRounds rounds or more, from two observer
+//     nodes and towards two target nodes at least (one slow agent, or one slow node, never
+//     makes a zone pair slow: that node's own verdict does);
+//   - each zone's own rounds are fast: a share of 0.3 or less over zoneRTTMinRounds rounds
+//     (a zone whose own nodes are slow is not a link's problem);
+//   - for gray.latency.rounds evaluations on newer rounds, and cleared as slowly.
+//
+// While a zone pair is slow, or its share reaches 0.5 with that spread (building), its
+// rounds' RTTs are its evidence only: no target's majority, no observer's share and no
+// baseline takes them, so no node is blamed for the link. The shares count only rounds
+// whose target's baseline is warm.
+
+// zoneRTTMinRounds: rounds a zone pair's share (and each zone's own) needs before it is
+// judged.
+const zoneRTTMinRounds = 12
+
+// observeZoneRTT counts one round's RTT (high or not against its target's baseline) in
+// its zone pair and reports whether the zone pair explains it (caller holds mu).
+func (e *Engine) observeZoneRTT(ts *targetState, voter string, high bool, at time.Time) bool {
+	z := &e.grayZones
+	if e.gray.ZonesOff || ts.target.Node == "" || ts.target.Zone == "" || z.pairs == nil {
+		return false
+	}
+	from := z.nodeZone[voter].zone
+	if from == "" {
+		return false
+	}
+	zg := z.pairs[zonePairKey{from: from, to: ts.target.Zone}]
+	if zg == nil {
+		return false // created by the loss side's first answered round
+	}
+	x, lost := 0.0, uint64(0)
+	if high {
+		x, lost = 1, 1
+	}
+	zg.highN++
+	zg.highShare += (x - zg.highShare) / float64(min(zg.highN, 3*zoneRTTMinRounds))
+	span := 2 * e.gray.SlotWidth
+	zg.highObservers.Add(voter, 1, lost, at, span, time.Time{})
+	zg.highNodes.Add(targetNodeKey(ts), 1, lost, at, span, time.Time{})
+	if at.After(zg.newestRTT) {
+		zg.newestRTT = at
+	}
+	return from != ts.target.Zone && zg.explainsRTT
+}
+
+// zoneExplainsRTT reports whether the zone pair of voter's zone and ts's zone explains the
+// RTTs of its rounds (caller holds mu).
+func (e *Engine) zoneExplainsRTT(voter string, ts *targetState) bool {
+	z := &e.grayZones
+	if e.gray.ZonesOff || ts.target.Zone == "" || z.pairs == nil {
+		return false
+	}
+	from := z.nodeZone[voter].zone
+	if from == "" || from == ts.target.Zone {
+		return false
+	}
+	zg := z.pairs[zonePairKey{from, ts.target.Zone}]
+	return zg != nil && zg.explainsRTT
+}
+
+// judgeZoneLatency re-judges the zone pairs' latency at now (caller holds mu).
+func (e *Engine) judgeZoneLatency(now time.Time) {
+	z := &e.grayZones
+	fast := func(zone string) bool {
+		zg := z.pairs[zonePairKey{zone, zone}]
+		return zg != nil && zg.highN >= zoneRTTMinRounds && zg.highShare <= 0.3
+	}
+	for k, zg := range z.pairs {
+		if k.from == k.to {
+			continue
+		}
+		spread := zg.highObservers.Distinct() >= 2 && zg.highNodes.Distinct() >= 2
+		quiet := fast(k.from) && fast(k.to)
+		raw := zg.lat.High
+		switch {
+		case zg.highN < zoneRTTMinRounds || !quiet:
+			raw = false
+		case zg.highShare >= 0.6 && spread:
+			raw = true
+		case zg.highShare <= 0.3:
+			raw = false
+		}
+		e.gray.Latency.Step(&zg.lat, raw, zg.newestRTT, now)
+		zg.slow = zg.lat.High
+		zg.explainsRTT = zg.slow || quiet && spread && zg.highN >= zoneRTTMinRounds && zg.highShare >= 0.5
+	}
 }
 
 // judgeGrayZones re-judges every zone pair at now and forgets those without echoes for
@@ -179,6 +287,7 @@ func (e *Engine) judgeGrayZones(now time.Time) {
 		// after the zones' windows did must not reach the nodes meanwhile).
 		zg.explains = zg.lossy || zg.building && quiet
 	}
+	e.judgeZoneLatency(now)
 }
 
 // clean reports whether zone's own traffic holds minEchoes echoes at least and is neither
@@ -206,12 +315,30 @@ func buildingLoss(c gray.LossConfig, w *gray.Window, except gray.Counts, notBefo
 	return false
 }
 
-// zoneGrayStatus is a zone pair's verdict with its figures (caller holds mu).
+// zoneGrayStatus is a zone pair's verdict with its figures (caller holds mu): its loss,
+// and its latency as the share of slow rounds (Exceeding, in %, of Voters rounds).
 func (zg *zoneGray) status() GrayStatus {
-	return GrayStatus{
+	st := GrayStatus{
 		Lossy: zg.lossy, Sent: zg.loss.Figures.Sent, Lost: zg.loss.Figures.Lost, Span: zg.loss.Figures.Span,
 		LossSince: zg.loss.Since, Contributors: zg.observers.Distinct(), Window: zg.window.Total(zg.newest),
+		HighLatency: zg.slow, LatencySince: zg.lat.Since, Exceeding: int(math.Round(zg.highShare * 100)), Voters: zg.highN,
 	}
+	if !zg.lossy && zg.slow {
+		st.Contributors = zg.highObservers.Distinct()
+	}
+	return st
+}
+
+// reason is the zone pair's gray reason: PacketLoss first, then HighLatency ("" when
+// neither), with the target nodes it was seen towards.
+func (zg *zoneGray) reason() (string, int) {
+	switch {
+	case zg.lossy:
+		return reasonPacketLoss, zg.targets.Distinct()
+	case zg.slow:
+		return reasonHighLatency, zg.highNodes.Distinct()
+	}
+	return "", 0
 }
 
 // zonePairGray is the zone side of a pair's gray verdict: its observer's zone and its
@@ -223,11 +350,15 @@ func (e *Engine) zonePairGray(ts *targetState, voter string) (PairGray, bool) {
 	}
 	from := z.nodeZone[voter].zone
 	zg := z.pairs[zonePairKey{from, ts.target.Zone}]
-	if from == "" || zg == nil || !zg.lossy {
+	if from == "" || zg == nil || from == ts.target.Zone {
 		return PairGray{}, false
 	}
-	return PairGray{Reason: reasonPacketLoss, Side: SideZone, FromZone: from, ToZone: ts.target.Zone,
-		TargetNodes: zg.targets.Distinct(), Status: zg.status()}, true
+	reason, nodes := zg.reason()
+	if reason == "" {
+		return PairGray{}, false
+	}
+	return PairGray{Reason: reason, Side: SideZone, FromZone: from, ToZone: ts.target.Zone,
+		TargetNodes: nodes, Status: zg.status()}, true
 }
 
 // GrayZonePair is one zone pair's gray verdict: echoes from observers in FromZone towards
@@ -236,7 +367,7 @@ func (e *Engine) zonePairGray(ts *targetState, voter string) (PairGray, bool) {
 // traffic is clean.
 type GrayZonePair struct {
 	FromZone, ToZone string
-	Reason           string // PacketLoss
+	Reason           string // PacketLoss, else HighLatency
 	TargetNodes      int
 	Status           GrayStatus
 }
@@ -247,8 +378,8 @@ func (e *Engine) GrayZones() []GrayZonePair {
 	defer e.mu.Unlock()
 	var out []GrayZonePair
 	for k, zg := range e.grayZones.pairs {
-		if zg.lossy {
-			out = append(out, GrayZonePair{FromZone: k.from, ToZone: k.to, Reason: reasonPacketLoss, TargetNodes: zg.targets.Distinct(), Status: zg.status()})
+		if reason, nodes := zg.reason(); reason != "" && k.from != k.to {
+			out = append(out, GrayZonePair{FromZone: k.from, ToZone: k.to, Reason: reason, TargetNodes: nodes, Status: zg.status()})
 		}
 	}
 	slices.SortFunc(out, func(a, b GrayZonePair) int {
