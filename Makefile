@@ -292,8 +292,8 @@ test: deps kube-bins build helm node-bins node-image ## unit + integration + e2e
 # TestCongestedNode, TestSmallLoss, TestSlowNode), not in make test (testbed/e2e grayEnv
 # says why): ~6 minutes.
 .PHONY: test-gray
-test-gray: kube-bins build ## the gray scenarios of a node losing half or 2 % of its input, a congested node and a node answering 50 ms late, on a 4-node mesh of their own, not in make test (root)
-	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_GRAY=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS) -run '^(TestHalfLoss|TestCongestedNode|TestSmallLoss|TestSlowNode)$$' ./testbed/e2e/
+test-gray: kube-bins build ## the gray scenarios of a node losing half or 2 % of its input, a congested node, a node answering 50 ms late and a slow link between zones, on a 4-node mesh of their own, not in make test (root)
+	NETPULSE_KUBE_NO_BUILD=1 NETPULSE_COLLECTOR=$(COLLECTOR) NETPULSE_E2E_GRAY=1 $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS) -run '^(TestHalfLoss|TestCongestedNode|TestSmallLoss|TestSlowNode|TestSlowZoneLink)$$' ./testbed/e2e/
 
 .PHONY: test-gray-long
 test-gray-long: kube-bins build ## the gray judgement's false positives end to end: every node of a 4-node mesh losing 0.1 % of its input for 30 minutes (NETPULSE_E2E_BACKGROUND shortens it; root)

@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/testbed/simcluster"
 )
 
 // Gray failures end to end: the gateway's gray judgement on real sockets, nft loss and the
@@ -128,4 +130,91 @@ func (e *env) awaitNoGray(t *testing.T, timeout time.Duration) {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// TestSlowZoneLink: the link between the mesh's two zones answers 30 ms late, both ways
+// (simcluster.DelayFrom on every node, for the other zone's addresses). Every pair across
+// the zones reads Degraded/HighLatency "between zones" (the zone pair's latency, no node
+// blamed), no pair inside a zone is Degraded, none is Unreachable; healed, every pair is
+// healthy again. Before the zone pairs judged latency, the 4-node mesh read every node as
+// slow at the target's side (each target's observers are two of three across the link).
+func TestSlowZoneLink(t *testing.T) {
+	e := requireGrayMesh(t)
+	e.requireHealthy(t)
+	e.awaitNoGray(t, 3*time.Minute)
+	const delay = 30 * time.Millisecond
+	zoneOf := map[string]string{}
+	var ns []simcluster.Node
+	for _, n := range e.cl.Nodes() {
+		zoneOf[n.Name] = n.Zone
+		ns = append(ns, n)
+	}
+	agents := e.cl.Agents()
+	nodeOf := map[string]string{}
+	for _, a := range agents {
+		nodeOf[a.Pod] = a.Node
+	}
+	start := time.Now()
+	for _, n := range ns {
+		e.healOnCleanup(t, n.Name)
+		var from []netip.Addr
+		for _, o := range ns {
+			if o.Zone != n.Zone {
+				from = append(from, o.IPv4, o.IPv6)
+			}
+		}
+		for _, a := range agents {
+			if zoneOf[a.Node] != n.Zone {
+				from = append(from, a.IPs...)
+			}
+		}
+		if err := e.cl.DelayFrom(n.Name, delay, from); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for {
+		objs, err := e.api.objects(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var missing []string
+		for name, o := range objs {
+			if o.Spec.TargetPodRef == nil {
+				continue
+			}
+			from, to := nodeOf[o.Spec.SourcePodRef.Name], nodeOf[o.Spec.TargetPodRef.Name]
+			if from == "" || to == "" {
+				continue
+			}
+			if o.Status.Reachability == v1alpha1.Unreachable {
+				t.Fatalf("%s (%s -> %s) reads Unreachable on a slow link: %+v", name, from, to, o.Status.Conditions)
+			}
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
+			degraded := c != nil && c.Status == metav1.ConditionTrue
+			switch {
+			case zoneOf[from] != zoneOf[to]:
+				if !degraded || c.Reason != v1alpha1.ReasonHighLatency || !strings.Contains(c.Message, "between zones") {
+					missing = append(missing, fmt.Sprintf("%s (%s -> %s): %s", name, from, to, condText(c)))
+				}
+			case degraded:
+				t.Fatalf("%s (%s -> %s, inside %s) is Degraded (%s: %s) on a slow link between zones", name, from, to, zoneOf[from], c.Reason, c.Message)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Since(start) > lossTimeout {
+			t.Fatalf("not every pair across the zones reads Degraded/HighLatency between zones within %v: %v", lossTimeout, missing)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("E2E slow zone link: every pair across the zones Degraded/HighLatency between zones %.1fs after the link began answering %v late", time.Since(start).Seconds(), delay)
+	healed := time.Now()
+	for _, n := range ns {
+		if err := e.cl.Heal(n.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.await(t, "recover", e.healthy("slow zone link", healed, pathExpect{}), recoverTimeout)
 }

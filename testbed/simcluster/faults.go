@@ -211,6 +211,21 @@ func (c *Cluster) EgressLoss(node string, percent int) error {
 // net.ipv6.icmp.echo_ignore_all) and a userspace responder with raw sockets in the
 // namespace answers after d. 0 restores the kernel's replies.
 func (c *Cluster) Delay(node string, d time.Duration) error {
+	return c.delay(node, d, nil)
+}
+
+// DelayFrom is Delay for the echo requests from the addresses from only (the others are
+// answered at once, by the same responder): a slow link between the node and some peers,
+// e.g. the nodes of another zone. An empty from delays nothing, 0 restores the kernel's
+// replies.
+func (c *Cluster) DelayFrom(node string, d time.Duration, from []netip.Addr) error {
+	if from == nil {
+		from = []netip.Addr{}
+	}
+	return c.delay(node, d, from)
+}
+
+func (c *Cluster) delay(node string, d time.Duration, from []netip.Addr) error {
 	if d < 0 {
 		return fmt.Errorf("simcluster: negative delay %v", d)
 	}
@@ -221,7 +236,7 @@ func (c *Cluster) Delay(node string, d time.Duration) error {
 		if d == 0 {
 			return setEchoIgnore(n.Netns, false)
 		}
-		r, err := startEchoResponder(n.Netns, d)
+		r, err := startEchoResponder(n.Netns, d, from)
 		if err != nil {
 			return fmt.Errorf("simcluster: echo responder in %s: %w", n.Netns, err)
 		}

@@ -24,6 +24,7 @@ import (
 // TestNetworkFaults builds the network of a 3-node cluster (no control plane) and checks
 // the faults with iputils ping from inside the namespaces: reachability over IPv4 and
 // IPv6, Delay (the userspace echo responder, also from a later pod generation's address),
+// DelayFrom (from one peer only),
 // Partition, Loss and Heal.
 func TestNetworkFaults(t *testing.T) {
 	if testing.Short() {
@@ -78,6 +79,18 @@ func TestNetworkFaults(t *testing.T) {
 	fast(n1, n2.IPv4)
 	fast(n1, v6)
 	require.NoError(t, delPodAddrs(ctx, n2.Netns, v4, v6))
+
+	// DelayFrom: only n1's requests wait (a slow link between two nodes); n3's are answered
+	// at once by the same responder.
+	require.NoError(t, c.DelayFrom(n2.Name, 30*time.Millisecond, []netip.Addr{n1.IPv4, n1.IPv6}))
+	for _, to := range []netip.Addr{n2.IPv4, n2.IPv6} {
+		rtt, ok := reach(n1, to)
+		require.True(t, ok, "delayed %s unreachable", to)
+		require.GreaterOrEqual(t, rtt, 30*time.Millisecond, "RTT from n1 to %s", to)
+		fast(n3, to)
+	}
+	require.NoError(t, c.Heal(n2.Name))
+	fast(n1, n2.IPv4)
 
 	// Partition: n2 is cut off from the other nodes, not from the host side.
 	require.NoError(t, c.Partition(n2.Name))

@@ -6,6 +6,7 @@ package simcluster
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,10 @@ import (
 // own echo replies are switched off (icmp_echo_ignore_all) while it runs, so every reply
 // the namespace sends comes from here: this is how Delay works without tc netem.
 type echoResponder struct {
-	delay    time.Duration
+	delay time.Duration
+	// from, when set, are the only sources answered after delay; the others are answered
+	// at once (DelayFrom: a slow link towards some peers only).
+	from     map[netip.Addr]bool
 	c4, c6   *icmp.PacketConn
 	p4       *ipv4.PacketConn
 	p6       *ipv6.PacketConn
@@ -29,8 +33,14 @@ type echoResponder struct {
 	answered atomic.Int64
 }
 
-func startEchoResponder(netns string, delay time.Duration) (*echoResponder, error) {
+func startEchoResponder(netns string, delay time.Duration, from []netip.Addr) (*echoResponder, error) {
 	r := &echoResponder{delay: delay}
+	if from != nil {
+		r.from = map[netip.Addr]bool{}
+		for _, a := range from {
+			r.from[a.Unmap()] = true
+		}
+	}
 	err := inNetns(netns, func() error {
 		var err error
 		if r.c4, err = icmp.ListenPacket("ip4:icmp", "0.0.0.0"); err != nil {
@@ -95,7 +105,7 @@ func (r *echoResponder) loop4() {
 			// Answer from the address that was asked, whichever of the node's it is.
 			out = &ipv4.ControlMessage{Src: cm.Dst}
 		}
-		r.later(func() { _, _ = r.p4.WriteTo(b, out, src) })
+		r.later(src, func() { _, _ = r.p4.WriteTo(b, out, src) })
 	}
 }
 
@@ -130,12 +140,19 @@ func (r *echoResponder) loop6() {
 		if cm != nil && cm.Dst != nil {
 			out = &ipv6.ControlMessage{Src: cm.Dst}
 		}
-		r.later(func() { _, _ = r.p6.WriteTo(b, out, src) })
+		r.later(src, func() { _, _ = r.p6.WriteTo(b, out, src) })
 	}
 }
 
-func (r *echoResponder) later(send func()) {
-	time.AfterFunc(r.delay, func() {
+func (r *echoResponder) later(src net.Addr, send func()) {
+	d := r.delay
+	if r.from != nil {
+		a, _ := src.(*net.IPAddr)
+		if ip, ok := netip.AddrFromSlice(a.IP); a == nil || !ok || !r.from[ip.Unmap()] {
+			d = 0
+		}
+	}
+	time.AfterFunc(d, func() {
 		if r.closed.Load() {
 			return
 		}
