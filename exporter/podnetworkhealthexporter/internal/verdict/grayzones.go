@@ -362,9 +362,9 @@ func (e *Engine) zonePairGray(ts *targetState, voter string) (PairGray, bool) {
 }
 
 // GrayZonePair is one zone pair's gray verdict: echoes from observers in FromZone towards
-// targets in ToZone are lost, spread over Status.Contributors observer nodes and
-// TargetNodes target nodes (at most 4 of each are remembered), while each zone's own
-// traffic is clean.
+// targets in ToZone are lost (PacketLoss), or most of their rounds are slow (HighLatency),
+// spread over Status.Contributors observer nodes and TargetNodes target nodes (at most 4
+// of each are remembered), while each zone's own traffic is clean and fast.
 type GrayZonePair struct {
 	FromZone, ToZone string
 	Reason           string // PacketLoss, else HighLatency
@@ -372,7 +372,7 @@ type GrayZonePair struct {
 	Status           GrayStatus
 }
 
-// GrayZones returns the zone pairs judged lossy, ordered (none without zones).
+// GrayZones returns the zone pairs judged lossy or slow, ordered (none without zones).
 func (e *Engine) GrayZones() []GrayZonePair {
 	e.mu.Lock()
 	defer e.mu.Unlock()
