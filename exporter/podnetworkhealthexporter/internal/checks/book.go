@@ -126,6 +126,19 @@ type book struct {
 	// quotaDirty: namespaces with checks waiting for quota whose served set may not be
 	// their oldest (checks arrive in the informer's order, not by age).
 	quotaDirty map[string]bool
+	// termStart: when this replica's leadership term resumed (zero: not leading yet).
+	termStart time.Time
+}
+
+// inTakeoverGrace reports whether cs's silence is not judged yet because this leadership
+// term began after its last result, less than its silence allowance ago: the results sent
+// while the old leader went away were lost with it, and the senders back off until the
+// Service points at this replica. Counted from the term, as a new leader's observers get
+// their settle time. Found on real nodes: a sidecar's check read NoResults 20 s into a
+// gateway takeover (its last result had reached the old leader 30 s before).
+func (b *book) inTakeoverGrace(cs *checkState, now time.Time) bool {
+	return !b.termStart.IsZero() && cs.st.LastResultTime.Before(b.termStart) &&
+		now.Sub(b.termStart) <= checkstatus.SilentAfter(cs.interval)
 }
 
 func newBook(cfg Config) *book {
@@ -406,7 +419,7 @@ func (b *book) plan(now time.Time, policy plan.CheckPolicy) writePlan {
 		if data, ok := labelsPatch(cs); ok {
 			out.labels = append(out.labels, labelPatch{key: cs.key, data: data})
 		}
-		if cs.place.accepted {
+		if cs.place.accepted && !b.inTakeoverGrace(cs, now) {
 			if st, changed := checkstatus.Silence(cs.st, now, checkstatus.SilentAfter(cs.interval), cs.placeSince); changed {
 				cs.st = st
 			}

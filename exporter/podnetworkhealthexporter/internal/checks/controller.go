@@ -278,6 +278,9 @@ func (c *Controller) Resume(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	c.resumed = c.leading.Load()
+	if c.resumed {
+		c.book.termStart = c.d.Now()
+	}
 	c.mu.Unlock()
 	return nil
 }

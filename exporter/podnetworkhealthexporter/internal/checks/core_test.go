@@ -469,3 +469,27 @@ func BenchmarkFold(b *testing.B) {
 		}
 	}
 }
+
+// A new leader gives a check whose last result predates its term a silence allowance of its
+// own before NoResults: the results sent while the old leader went away are lost. A check
+// that went silent before the term, or whose allowance has passed, turns Unknown.
+func TestTakeoverGraceBeforeNoResults(t *testing.T) {
+	policy := plan.CheckPolicy{Heartbeat: 10 * time.Minute}
+	b := newBook(Config{Heartbeat: 10 * time.Minute, MaxChecks: 100, MaxChecksPerNamespace: 100})
+	cs := put(b, &checkState{key: nc("c"), interval: 10 * time.Second, place: accepted("n"), writtenPlace: accepted("n"), placed: true,
+		placeAt: t0, lastWrite: t0, labels: wantLabels(accepted("n"))})
+	cs.st, _ = checkstatus.Apply(checkstatus.Status{}, checkstatus.FlavourNetpulse, checkstatus.Entry{Time: t0, Success: true, Reason: checkstatus.ReasonTCPConnect})
+	cs.written = cs.st
+	b.termStart = t0.Add(10 * time.Second) // the old leader's last result at t0
+	b.plan(t0.Add(35*time.Second), policy)
+	assert.Equal(t, checkstatus.ConditionTrue, cs.st.Reachable.Status, "25 s into the term: within its 30 s allowance")
+	b.plan(t0.Add(41*time.Second), policy)
+	assert.Equal(t, checkstatus.ConditionUnknown, cs.st.Reachable.Status, "31 s into the term, 41 s after the last result: silent")
+	// Without a term (a standby never plans; the unit's zero) silence counts from the result.
+	b2 := newBook(Config{Heartbeat: 10 * time.Minute, MaxChecks: 100, MaxChecksPerNamespace: 100})
+	cs2 := put(b2, &checkState{key: nc("c"), interval: 10 * time.Second, place: accepted("n"), writtenPlace: accepted("n"), placed: true,
+		placeAt: t0, lastWrite: t0, labels: wantLabels(accepted("n"))})
+	cs2.st = cs.written
+	b2.plan(t0.Add(31*time.Second), policy)
+	assert.Equal(t, checkstatus.ConditionUnknown, cs2.st.Reachable.Status)
+}
