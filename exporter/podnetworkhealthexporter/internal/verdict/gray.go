@@ -298,9 +298,12 @@ type observerGray struct {
 	loss     gray.Loss
 	lat      gray.Latency
 	// highShare: a running share of its rounds that were high against their targets'
-	// baselines; highN how many counted.
+	// baselines; highN how many counted. sameShare and sameN: the same for its rounds
+	// towards its own zone's targets.
 	highShare float64
 	highN     int
+	sameShare float64
+	sameN     int
 	newest    time.Time
 	lastSeen  time.Time
 	dirty     bool
@@ -439,7 +442,24 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 		}
 		og.highN++
 		og.highShare += (x - og.highShare) / float64(min(og.highN, 10))
+		if same, known := e.sameZone(voter, ts); known && same {
+			og.sameN++
+			og.sameShare += (x - og.sameShare) / float64(min(og.sameN, 10))
+		}
 	}
+}
+
+// sameZone reports whether voter's node is in ts's zone (known: both zones are known and
+// zones are judged) (caller holds mu).
+func (e *Engine) sameZone(voter string, ts *targetState) (same, known bool) {
+	if e.gray.ZonesOff || ts.target.Zone == "" || e.grayZones.nodeZone == nil {
+		return false, false
+	}
+	from := e.grayZones.nodeZone[voter].zone
+	if from == "" {
+		return false, false
+	}
+	return from == ts.target.Zone, true
 }
 
 // recentlyLossy reports whether key was judged lossy within the gray window (caller holds
@@ -506,6 +526,12 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 	// a slot (10 s: one shipped round), leaving out observers whose own latency or loss is
 	// judged high (theirs, not the target's).
 	exceeding, voters := 0, 0
+	// A slow node is slow for the observers of its own zone too: when it has some and most
+	// of them see it fast, the slowness its other observers see is their link's (the zone
+	// pair's, judged there), not the node's. Found end to end: a slow link between the
+	// mesh's two zones made a target's two observers across it a majority before the zone
+	// pair explained their rounds.
+	sameExceeding, sameVoters := 0, 0
 	var rtts []time.Duration
 	for _, v := range ts.votes[:ts.n] {
 		if v.rtt <= 0 || tg.newest.Sub(v.at) > e.gray.SlotWidth/3 {
@@ -519,8 +545,15 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 		}
 		voters++
 		rtts = append(rtts, v.rtt)
-		if tg.base != nil && tg.base.high(e.gray.Latency, v.rtt) {
+		high := tg.base != nil && tg.base.high(e.gray.Latency, v.rtt)
+		if high {
 			exceeding++
+		}
+		if same, known := e.sameZone(v.key(), ts); known && same {
+			sameVoters++
+			if high {
+				sameExceeding++
+			}
 		}
 	}
 	tg.lat.Exceeding, tg.lat.Voters = exceeding, voters
@@ -532,7 +565,8 @@ func (e *Engine) judgeGray(ts *targetState, now time.Time) bool {
 		slices.Sort(rtts)
 		tg.lat.Median = rtts[len(rtts)/2]
 	}
-	if voters > 0 && e.gray.Latency.Step(&tg.lat, gray.Majority(exceeding, voters), tg.newest, now) {
+	high := gray.Majority(exceeding, voters) && (sameVoters == 0 || 2*sameExceeding > sameVoters)
+	if voters > 0 && e.gray.Latency.Step(&tg.lat, high, tg.newest, now) {
 		changed = true
 		e.latencyEnded(&tg.lat, &tg.loss, now)
 	}
@@ -599,7 +633,11 @@ func (e *Engine) judgeGrayObservers(now time.Time) {
 		case og.highN < observerHighMinRounds:
 			high = false
 		case og.highShare >= 0.6:
-			high = true
+			// A slow node is slow towards its own zone too: an observer whose rounds in its
+			// zone are mostly fast sees a slow link (its zone pair's), not its own node.
+			// (An observer with rounds in its zone waits for a few of them; one without any
+			// - a zone of one node, a sampled ring - is judged on the rest.)
+			high = og.sameN == 0 || og.sameN >= 3 && og.sameShare >= 0.5
 		case og.highShare <= 0.3:
 			high = false
 		}

@@ -144,8 +144,8 @@ func (e *Engine) commitZoneEcho(ts *targetState, p pendingEcho) bool {
 //   - the share is 0.6 or more over zoneRTTMinRounds rounds or more, from two observer
 //     nodes and towards two target nodes at least (one slow agent, or one slow node, never
 //     makes a zone pair slow: that node's own verdict does);
-//   - each zone's own rounds are fast: a share of 0.3 or less over zoneRTTMinRounds rounds
-//     (a zone whose own nodes are slow is not a link's problem);
+//   - each zone's own rounds are fast: a share of 0.3 or less over zoneRTTMinQuiet rounds
+//     or more (a zone whose own nodes are slow is not a link's problem);
 //   - for gray.latency.rounds evaluations on newer rounds, and cleared as slowly.
 //
 // While a zone pair is slow, or its share reaches 0.5 with that spread (building), its
@@ -153,9 +153,14 @@ func (e *Engine) commitZoneEcho(ts *targetState, p pendingEcho) bool {
 // baseline takes them, so no node is blamed for the link. The shares count only rounds
 // whose target's baseline is warm.
 
-// zoneRTTMinRounds: rounds a zone pair's share (and each zone's own) needs before it is
-// judged.
-const zoneRTTMinRounds = 12
+// zoneRTTMinRounds: rounds a zone pair's share needs before it is judged; zoneRTTMinQuiet
+// the rounds a zone's own share needs before it reads fast (few: a zone of two nodes has
+// two rounds inside it a round, and the zone pair must explain a slow link before the
+// nodes' own judgements blame it).
+const (
+	zoneRTTMinRounds = 12
+	zoneRTTMinQuiet  = 4
+)
 
 // observeZoneRTT counts one round's RTT (high or not against its target's baseline) in
 // its zone pair and reports whether the zone pair explains it (caller holds mu).
@@ -177,7 +182,12 @@ func (e *Engine) observeZoneRTT(ts *targetState, voter string, high bool, at tim
 		x, lost = 1, 1
 	}
 	zg.highN++
-	zg.highShare += (x - zg.highShare) / float64(min(zg.highN, 3*zoneRTTMinRounds))
+	// A short memory, like an observer's share: the zone pair must explain a slow link's
+	// rounds before the observers' shares (10 rounds) and the targets' majorities (3
+	// rounds) judge them, and it hears from every node of both zones. Found end to end:
+	// with a memory of 36 rounds the mesh's zone pair took 3 rounds to explain and an
+	// observer of the slow link read HighLatency at its own node first.
+	zg.highShare += (x - zg.highShare) / float64(min(zg.highN, 10))
 	span := 2 * e.gray.SlotWidth
 	zg.highObservers.Add(voter, 1, lost, at, span, time.Time{})
 	zg.highNodes.Add(targetNodeKey(ts), 1, lost, at, span, time.Time{})
@@ -207,7 +217,7 @@ func (e *Engine) judgeZoneLatency(now time.Time) {
 	z := &e.grayZones
 	fast := func(zone string) bool {
 		zg := z.pairs[zonePairKey{zone, zone}]
-		return zg != nil && zg.highN >= zoneRTTMinRounds && zg.highShare <= 0.3
+		return zg != nil && zg.highN >= zoneRTTMinQuiet && zg.highShare <= 0.3
 	}
 	for k, zg := range z.pairs {
 		if k.from == k.to {
