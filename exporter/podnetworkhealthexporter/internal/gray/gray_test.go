@@ -313,3 +313,48 @@ func TestAddWindow(t *testing.T) {
 		t.Fatalf("1-slot sum %+v", got)
 	}
 }
+
+// The burst test's grain is a third of a slot among the newest two slots: a loss that
+// began at a slot's start shows in two thirds of it after 20 s, not in two slots after 30 s
+// or more; losses all in one third are still one burst; a slot older than the fine ring,
+// or losses the ring missed, count whole.
+func TestBurstGrainIsAThirdOfASlot(t *testing.T) {
+	start := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) // a slot's start
+	spread := NewWindow(60, 30*time.Second)
+	spread.Add(start.Add(time.Second), 36, 6)
+	spread.Add(start.Add(11*time.Second), 36, 6)
+	now := start.Add(12 * time.Second)
+	s := spread.Scales(now, time.Time{}, nil)
+	require.NotEmpty(t, s)
+	assert.Equal(t, uint64(6), s[0].Worst, "the most lost in a third")
+	var l Loss
+	LossConfig{}.Judge(&l, spread, Counts{}, now)
+	assert.True(t, l.Lossy, "12 of 72 echoes over two thirds of one slot")
+
+	together := NewWindow(60, 30*time.Second)
+	together.Add(start.Add(time.Second), 36, 6)
+	together.Add(start.Add(9*time.Second), 36, 6)
+	s = together.Scales(now, time.Time{}, nil)
+	assert.Equal(t, uint64(12), s[0].Worst, "one third holds every loss")
+	var l2 Loss
+	LossConfig{}.Judge(&l2, together, Counts{}, now)
+	assert.False(t, l2.Lossy, "12 of 72 echoes within 10 s: a burst")
+
+	// Three slots on, the first slot's thirds have left the fine ring: a late count into
+	// it is judged whole.
+	late := NewWindow(60, 30*time.Second)
+	late.Add(start.Add(95*time.Second), 10, 1)
+	late.Add(start.Add(time.Second), 36, 3)
+	late.Add(start.Add(11*time.Second), 36, 3)
+	s = late.Scales(start.Add(95*time.Second), time.Time{}, nil)
+	assert.Equal(t, uint64(6), s[len(s)-1].Worst, "the old slot's losses are one burst")
+
+	// Pooled windows keep the grain.
+	sum := NewWindow(60, 30*time.Second)
+	sum.AddWindow(spread)
+	sum.AddWindow(together)
+	s = sum.Scales(now, time.Time{}, nil)
+	assert.Equal(t, uint64(18), s[0].Worst, "6 + 12 in the first third")
+	sum.Reset()
+	assert.Equal(t, Counts{}, sum.Total(now))
+}

@@ -32,11 +32,13 @@ const (
 	benchLimitRounds = 360 // an hour
 )
 
-// detectRounds runs the ring with node 5 losing p of its input from round benchWarmRounds and
-// returns the rounds until node-5 is blamed for PacketLoss (-1: not within the limit).
+// detectRounds runs the ring with node 5 losing p of its input from round benchWarmRounds
+// (plus 0 to 2 rounds by seed: a fault begins anywhere in the judgement's 30 s slots, not
+// always at a slot's start) and returns the rounds until node-5 is blamed for PacketLoss
+// (-1: not within the limit).
 func detectRounds(seed uint64, p float64) int {
 	g := newGrayRun(12, seed)
-	g.run(benchWarmRounds, baseFate)
+	g.run(benchWarmRounds+int(seed%3), baseFate)
 	for r := range benchLimitRounds {
 		g.run(1, nodeLoss(5, p))
 		if nodes := g.grayNodes(); nodes["node-5"] != "" && nodes["node-5"][:len("PacketLoss")] == "PacketLoss" {

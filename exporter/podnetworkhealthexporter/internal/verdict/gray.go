@@ -98,7 +98,7 @@ func (g GrayStatus) LossInterval() (lo, hi float64) {
 	return gray.WilsonLower(g.Lost, g.Sent, 1.96), gray.WilsonUpper(g.Lost, g.Sent, 1.96)
 }
 
-// targetGray is one target's gray state: ~0.5 KB of slots, 4 contributors, and its node's
+// targetGray is one target's gray state: ~1 KB of slots, 4 contributors, and its node's
 // baseline.
 type targetGray struct {
 	window  *gray.Window
@@ -116,6 +116,10 @@ type targetGray struct {
 	pending   []pendingEcho
 	win       time.Duration
 	outageEnd time.Time
+	// answeredAt: the newest held round's date with an answer in it. A held round a round
+	// older than it is released early: the target answered after it, so no outage began
+	// in it.
+	answeredAt time.Time
 }
 
 // pendingEcho is an answered round held until no outage boundary can claim it.
@@ -145,13 +149,20 @@ func boundaryWindow(ob *observerState) time.Duration {
 // two lossy ends (or a distrusted observer) it counts for both, so that windows never
 // starve: a cluster-wide loss that made every node lossy must clear once it heals.
 func (e *Engine) commitEcho(ts *targetState, p pendingEcho) {
-	tg, og := ts.g, e.grayObservers[p.voter]
+	og := e.grayObservers[p.voter]
 	if og == nil {
 		return
 	}
-	if e.commitZoneEcho(ts, p) { // its zone pair explains it (lossy, or building): no node's (grayzones.go)
+	if e.commitZoneEcho(ts, p) { // its zone pair explains it, or judges it first (grayzones.go)
 		return
 	}
+	e.commitNodeEcho(ts, og, p)
+}
+
+// commitNodeEcho counts a committed round in its target's, its observer's and its pair's
+// windows (caller holds mu).
+func (e *Engine) commitNodeEcho(ts *targetState, og *observerGray, p pendingEcho) {
+	tg := ts.g
 	span := e.gray.Span()
 	observerBad := og.loss.Lossy || e.distrusted(p.node)
 	sent, lost := uint64(p.sent), uint64(p.lost)
@@ -414,12 +425,22 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 			}
 			tg.pending = append(tg.pending, pendingEcho{voter: voter, node: o.Source.Node, pair: e.pairs[observation.KeyOf(o)], at: o.Timestamp,
 				sent: uint32(min(o.Sent, 1<<16)), lost: uint32(min(o.Lost, o.Sent, 1<<16))})
+			if o.Lost < o.Sent && o.Timestamp.After(tg.answeredAt) {
+				tg.answeredAt = o.Timestamp
+			}
 		}
 	}
 	if o.Timestamp.After(tg.newest) {
 		tg.newest = o.Timestamp
 	}
-	e.flushPending(ts, tg.newest.Add(-2*tg.win))
+	// Held for two rounds, or until the target answered a round dated a round later (its
+	// echoes were all sent after the held round's): an outage that began in the held round
+	// would have left nothing to answer. One round sooner at every loss rate.
+	upTo := tg.newest.Add(-2 * tg.win)
+	if early := tg.answeredAt.Add(-tg.win + 1); early.After(upTo) {
+		upTo = early
+	}
+	e.flushPending(ts, upTo)
 	if o.Timestamp.After(og.newest) {
 		og.newest = o.Timestamp
 	}

@@ -90,6 +90,9 @@ type nodeZoneSeen struct {
 type grayZoneState struct {
 	pairs    map[zonePairKey]*zoneGray
 	nodeZone map[string]nodeZoneSeen
+	// deferred: rounds across zones committed since the last judgement, which the zone
+	// pairs judge before the nodes take them.
+	deferred []zoneDeferredEcho
 }
 
 // commitZoneEcho counts a committed answered round in its zone pair's window and reports
@@ -130,7 +133,44 @@ func (e *Engine) commitZoneEcho(ts *targetState, p pendingEcho) bool {
 	if p.at.After(zg.newest) {
 		zg.newest = p.at
 	}
-	return zg.explains
+	if zg.explains || k.from == k.to || len(z.deferred) >= maxZoneDeferred {
+		return zg.explains
+	}
+	// Across zones and not explained yet: the zone pair judges it first. The nodes take it
+	// at the next judgement, after the zone pair's, unless the zone pair explains it then:
+	// a link's loss begins in every node's window at once, and a node's test, fast at the
+	// onset of a heavy loss, would otherwise win the race with the zone pair's on the
+	// echoes of the judgement in which the zone pair's evidence builds.
+	z.deferred = append(z.deferred, zoneDeferredEcho{ts: ts, key: k, p: p})
+	return true
+}
+
+// zoneDeferredEcho is a round across zones held until its zone pair's next judgement.
+type zoneDeferredEcho struct {
+	ts  *targetState
+	key zonePairKey
+	p   pendingEcho
+}
+
+// maxZoneDeferred bounds the rounds held for the zone pairs' judgement: a judgement's rounds
+// across zones (every observer's towards K+M targets, about a second of them); past it,
+// rounds go to the nodes at once, as without zones.
+const maxZoneDeferred = 1 << 14
+
+// releaseZoneDeferred gives the held rounds to their nodes, except those their zone pair
+// now explains (caller holds mu; after the zone pairs' judgement).
+func (e *Engine) releaseZoneDeferred() {
+	z := &e.grayZones
+	for _, d := range z.deferred {
+		if zg := z.pairs[d.key]; zg != nil && zg.explains {
+			continue
+		}
+		if og := e.grayObservers[d.p.voter]; og != nil && d.ts.g != nil {
+			e.commitNodeEcho(d.ts, og, d.p)
+		}
+	}
+	clear(z.deferred)
+	z.deferred = z.deferred[:0]
 }
 
 // Latency between zones: a slow inter-zone link delays the rounds between every node of
@@ -245,6 +285,7 @@ func (e *Engine) judgeZoneLatency(now time.Time) {
 // verdict governs the next rounds' echoes.
 func (e *Engine) judgeGrayZones(now time.Time) {
 	z := &e.grayZones
+	defer e.releaseZoneDeferred()
 	if e.gray.ZonesOff || len(z.pairs) == 0 {
 		return
 	}
@@ -286,7 +327,8 @@ func (e *Engine) judgeGrayZones(now time.Time) {
 		case !zg.lossy:
 			// The onset: spread over two observer nodes and two target nodes at least,
 			// each zone's own traffic clean.
-			zg.lossy = clean && zg.observers.Distinct() >= 2 && zg.targets.Distinct() >= 2
+			zg.lossy = clean && zg.observers.Distinct() >= 2 && zg.targets.Distinct() >= 2 &&
+				z.cleanAgainst(k.from, zg.loss.Level, cfg.ClearZ, now) && z.cleanAgainst(k.to, zg.loss.Level, cfg.ClearZ, now)
 		default:
 			// Held while the test holds, unless a zone's own traffic is judged lossy:
 			// then the loss is not the link's, and the nodes judge it.
@@ -305,6 +347,20 @@ func (e *Engine) judgeGrayZones(now time.Time) {
 func (z *grayZoneState) clean(zone string, minEchoes uint64, now time.Time) bool {
 	zg := z.pairs[zonePairKey{zone, zone}]
 	return zg != nil && !zg.building && zg.window.Total(now).Sent >= minEchoes
+}
+
+// cleanAgainst reports whether zone's own traffic loses, with z confidence, under half of
+// rate (caller holds mu): the absence of evidence inside a small zone is not evidence of a
+// clean zone. A zone whose nodes lose their input loses its own traffic too, more slowly
+// evidenced than the links to it that carry more echoes; its links must not be judged
+// before it.
+func (z *grayZoneState) cleanAgainst(zone string, rate, conf float64, now time.Time) bool {
+	zg := z.pairs[zonePairKey{zone, zone}]
+	if zg == nil {
+		return false
+	}
+	t := zg.window.Total(now)
+	return gray.WilsonUpper(t.Lost, t.Sent, conf) < rate/2
 }
 
 // intraLossy reports whether zone's own traffic passes the loss test (caller holds mu).
