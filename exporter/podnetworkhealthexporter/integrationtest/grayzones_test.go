@@ -94,3 +94,65 @@ func TestGrayZonePairObject(t *testing.T) {
 	c = zoneDegraded(t, za, zb)
 	require.Equal(t, v1alpha1.ReasonWithinThresholds, c.Reason)
 }
+
+// A slow link between two zones on a real API server: six nodes in two zones, the rounds
+// from zone a's agents towards zone b's pods 30 ms slower once every baseline is warm
+// (zone b to zone a, and each zone inside, as before). The zone pair a → b gets
+// Degraded=True/HighLatency with the share of slow rounds; no node is blamed (no pair
+// reads a node's latency); healed, the condition turns False.
+func TestGrayZonePairLatencyObject(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	const ns, za, zb = "grayzonertt", "grayzonertt-a", "grayzonertt-b"
+	m := newMesh(t, ns, 6)
+	zoneOf := func(i int) string {
+		if i%2 == 0 {
+			return za
+		}
+		return zb
+	}
+	for i := range m.targets {
+		m.targets[i].Zone = zoneOf(i)
+	}
+	cfg := testConfig("pnh-grayzonertt")
+	cfg.LeaderElection.Enabled = false
+	cfg.Gray.SlotWidth = 2 * time.Second
+	cfg.Gray.Window = 2 * time.Minute
+	exp := startExporter(t, cfg, "gw-gzr", nil)
+	defer func() { require.NoError(t, exp.Shutdown(ctx)) }()
+	m.run(exp)
+	defer m.close()
+	// New agents' and targets' first 30 s are transients; the baselines learn after them.
+	time.Sleep(40 * time.Second)
+	m.setLinkDelay(func(i, j int) time.Duration {
+		if zoneOf(i) == za && zoneOf(j) == zb {
+			return 30 * time.Millisecond
+		}
+		return 0
+	})
+	slowed := time.Now()
+	if !assert.Eventually(t, func() bool {
+		c := zoneDegraded(t, za, zb)
+		return c != nil && c.Status == metav1.ConditionTrue
+	}, 90*time.Second, 250*time.Millisecond) {
+		t.Fatalf("the slow zone pair never gets its object; the pairs: %s", grayPairs(t, ns))
+	}
+	t.Logf("FIGURE zone pair object Degraded/HighLatency %v after the link slowed", time.Since(slowed).Round(time.Second))
+	c := zoneDegraded(t, za, zb)
+	t.Logf("zone pair condition: %s %s: %s", c.Status, c.Reason, c.Message)
+	require.Equal(t, v1alpha1.ReasonHighLatency, c.Reason)
+	require.True(t, strings.HasPrefix(c.Message, fmt.Sprintf("high latency between zones %s and %s: ", za, zb)), c.Message)
+	if back := zoneDegraded(t, zb, za); back != nil {
+		require.NotEqual(t, metav1.ConditionTrue, back.Status, "the fast direction: %s", back.Message)
+	}
+	require.NotContains(t, grayPairs(t, ns), "high latency at the", "no node is blamed for the link")
+
+	m.setLinkDelay(nil)
+	healed := time.Now()
+	require.Eventually(t, func() bool {
+		c := zoneDegraded(t, za, zb)
+		return c != nil && c.Status == metav1.ConditionFalse
+	}, 120*time.Second, 250*time.Millisecond, "the healed zone pair's Degraded condition never turns False")
+	t.Logf("FIGURE zone pair Degraded=False %v after the heal", time.Since(healed).Round(time.Second))
+	require.Equal(t, v1alpha1.ReasonWithinThresholds, zoneDegraded(t, za, zb).Reason)
+}

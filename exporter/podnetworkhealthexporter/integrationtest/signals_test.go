@@ -41,8 +41,11 @@ type mesh struct {
 	// linkLoss, when set, adds a loss probability for the echoes from agent i to agent j's
 	// pod (a lossy link between zones).
 	linkLoss func(i, j int) float64
-	stop     chan struct{}
-	done     chan struct{}
+	// linkDelay, when set, adds to the RTT of agent i's rounds towards agent j's pod (a
+	// slow link between zones).
+	linkDelay func(i, j int) time.Duration
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 func newMesh(t *testing.T, ns string, n int) *mesh {
@@ -68,6 +71,13 @@ func (m *mesh) set(i int, down bool) {
 func (m *mesh) setLoss(i int, p float64) {
 	m.mu.Lock()
 	m.lossTo[i] = p
+	m.mu.Unlock()
+}
+
+// setLinkDelay sets the RTT added to the rounds from agent i to agent j's pod (nil: none).
+func (m *mesh) setLinkDelay(f func(i, j int) time.Duration) {
+	m.mu.Lock()
+	m.linkDelay = f
 	m.mu.Unlock()
 }
 
@@ -102,6 +112,9 @@ func (m *mesh) run(exp exporter.Metrics) {
 					p := m.lossTo[j]
 					if m.linkLoss != nil {
 						p += m.linkLoss(i, j)
+					}
+					if m.linkDelay != nil {
+						o.RTT += m.linkDelay(i, j)
 					}
 					if p > 0 && o.OK {
 						for range 3 {
