@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the OS packages netpulse's tests and demo need, when they are missing: etcd for
 # the local control plane; iproute2 and nftables for network namespaces, bridges and
-# faults; ping as a second, unrelated ICMP user in the ICMP engine tests; prometheus (the
+# faults (iptables for the NFQUEUE target the delay fault uses: this kernel has no nft
+# queue); ping as a second, unrelated ICMP user in the ICMP engine tests; prometheus (the
 # server and promtool, 2.42 on bookworm) for the Prometheus compatibility and alert-rule
 # tests (testbed/monitoringtest); unshare and mount (util-linux, mount) for the image test,
 # which runs the image's entrypoint on a read-only root (tools/image); chromium (headless)
@@ -10,7 +11,7 @@
 # compiles Kubernetes' pause.c for their sandbox image, patch adapts kube-network-policies
 # (their NetworkPolicy engine) to this kernel (Makefile, tools/netpol).
 set -euo pipefail
-pkgs=(etcd-server iproute2 nftables iputils-ping prometheus util-linux mount chromium runc gcc libc6-dev patch)
+pkgs=(etcd-server iproute2 nftables iptables iputils-ping prometheus util-linux mount chromium runc gcc libc6-dev patch)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0

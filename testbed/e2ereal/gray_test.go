@@ -202,3 +202,63 @@ func (s *suite) grayCongestion(t *testing.T) {
 	d = s.awaitGrayCleared(t, victim)
 	s.figure("heal of the congestion at %s → every gray verdict cleared: %.0f s", victim, d.Seconds())
 }
+
+// graySlowNode makes one node answer its peers 50 ms late (realcluster.SlowAnswers: their
+// echo requests and TCP SYNs wait in the kernel's NFQUEUE in its network namespace; its
+// own probes do not): the pairs towards its agent read Degraded/HighLatency blamed on its
+// node, none Unreachable at any time, no pair between the other nodes is Degraded, no node
+// condition turns True; healed, every gray verdict clears.
+func (s *suite) graySlowNode(t *testing.T) {
+	victim := s.quietNode(t)
+	victimAgent := s.agentOn(t, victim).Name
+	require.NoError(t, s.cl.SlowAnswers(victim, 50*time.Millisecond))
+	healed := false
+	defer func() {
+		if !healed {
+			_ = s.cl.Heal(victim)
+		}
+	}()
+	var unreachable []string
+	d := s.awaitObjects(t, "50 ms late answers at "+victim+" judged", 3*time.Minute, func(agents map[string]corev1.Pod, objs map[string]*v1alpha1.PodNetworkHealth) string {
+		var bad []string
+		towards := 0
+		for key, o := range objs {
+			if o.Spec.TargetPodRef == nil {
+				continue
+			}
+			src, dst := o.Spec.SourcePodRef.Name, o.Spec.TargetPodRef.Name
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)
+			gray := c != nil && c.Status == metav1.ConditionTrue && (c.Reason == v1alpha1.ReasonPacketLoss || c.Reason == v1alpha1.ReasonHighLatency)
+			switch {
+			case dst == victimAgent && src != victimAgent:
+				towards++
+				if o.Status.Reachability == v1alpha1.Unreachable {
+					unreachable = append(unreachable, key)
+				}
+				if !gray || c.Reason != v1alpha1.ReasonHighLatency || !strings.Contains(c.Message, victim) {
+					bad = append(bad, key+": "+grayText(c))
+				}
+			case gray:
+				bad = append(bad, key+" (not towards "+victim+") is Degraded: "+grayText(c))
+			}
+		}
+		if towards == 0 {
+			bad = append(bad, "no object towards "+victimAgent)
+		}
+		for n, st := range s.nodeConditions(t) {
+			if st == corev1.ConditionTrue {
+				bad = append(bad, "node "+n+" condition True during a gray fault")
+			}
+		}
+		sort.Strings(bad)
+		return strings.Join(bad, "; ")
+	})
+	require.Empty(t, unreachable, "pairs towards a node that answers late read Unreachable")
+	s.figure("%s answering its peers 50 ms late (NFQUEUE on its echo requests and TCP SYNs, 5 s rounds) → its pairs Degraded/HighLatency blamed on it, none Unreachable, no other pair or node condition: %.0f s",
+		victim, d.Seconds())
+
+	require.NoError(t, s.cl.Heal(victim))
+	healed = true
+	d = s.awaitGrayCleared(t, victim)
+	s.figure("heal of the late answers at %s → every gray verdict cleared: %.0f s", victim, d.Seconds())
+}

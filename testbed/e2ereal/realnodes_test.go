@@ -124,6 +124,7 @@ func TestRealNodes(t *testing.T) {
 		// At the upgrade's 5 s rounds: a gray verdict in a few minutes.
 		{"GrayLoss", s.grayLoss},
 		{"GrayCongestion", s.grayCongestion},
+		{"GraySlowNode", s.graySlowNode},
 		// Before the takeover: the check is created while both replicas run, so the new
 		// leader resumes a check its standby only read (#28 item 6).
 		{"SidecarCheck", s.sidecarCheck},

@@ -83,7 +83,8 @@ func FindBinaries() (Binaries, error) {
 	for _, t := range []struct {
 		name, pkg string
 		dst       *string
-	}{{"runc", "runc", &b.Runc}, {"nft", "nftables", &b.Nft}, {"nsenter", "util-linux", &b.Nsenter}, {"ip", "iproute2", new(string)}} {
+	}{{"runc", "runc", &b.Runc}, {"nft", "nftables", &b.Nft}, {"nsenter", "util-linux", &b.Nsenter}, {"ip", "iproute2", new(string)},
+		{"iptables", "iptables", new(string)}, {"ip6tables", "iptables", new(string)}} {
 		p, err := exec.LookPath(t.name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("realcluster: %s not found on PATH (Debian package %s; `make deps` installs it)", t.name, t.pkg))

@@ -6,7 +6,9 @@ package realcluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"time"
@@ -104,6 +106,42 @@ func (c *Cluster) Congest(node, peer string, rateKbit int, queue time.Duration) 
 	return nil
 }
 
+// SlowAnswers makes node answer its peers d late: the echo requests and TCP SYNs it and its
+// pods receive from the other nodes and their pods wait d in the kernel's NFQUEUE
+// (simcluster.StartInputDelay) before its kernel sees them, so ICMP, TCP and HTTP probes
+// towards it take d longer, while its own probes do not. A node whose input queues, or a
+// slow top-of-rack port one way. Heal removes it.
+func (c *Cluster) SlowAnswers(node string, d time.Duration) error {
+	n, err := c.Node(node)
+	if err != nil {
+		return err
+	}
+	peers4, peers6 := c.peers(n)
+	var sources []netip.Prefix
+	for _, p := range append(peers4, peers6...) {
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			a, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return fmt.Errorf("realcluster: peer %q: %w", p, err)
+			}
+			pfx = netip.PrefixFrom(a, a.BitLen())
+		}
+		sources = append(sources, pfx)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.slow.Stop(); err != nil {
+		return err
+	}
+	n.slow, err = simcluster.StartInputDelay(n.Netns, sources, nil, d, true)
+	if err != nil {
+		return err
+	}
+	c.logf("realcluster: %s answers its peers %v late", node, d)
+	return nil
+}
+
 // peers are the addresses and pod CIDRs of every node but n.
 func (c *Cluster) peers(n *Node) (peers4, peers6 []string) {
 	for _, p := range c.Nodes {
@@ -123,8 +161,8 @@ func (c *Cluster) Heal(node string) error {
 		return err
 	}
 	n.mu.Lock()
-	err = n.congestion.Stop()
-	n.congestion = nil
+	err = errors.Join(n.congestion.Stop(), n.slow.Stop())
+	n.congestion, n.slow = nil, nil
 	n.mu.Unlock()
 	if err != nil {
 		return err

@@ -68,7 +68,9 @@ type Node struct {
 	mu       sync.Mutex
 	// congestion: Congest's shaping and sender (nil: none; under mu).
 	congestion *simcluster.Congestion
-	procs      map[string]*childproc.Process // containerd, kubelet, kube-proxy, kube-network-policies
+	// slow: SlowAnswers' queue (nil: none; under mu).
+	slow  *simcluster.InputDelay
+	procs map[string]*childproc.Process // containerd, kubelet, kube-proxy, kube-network-policies
 }
 
 // ContainerdSocket is the node's CRI endpoint.

@@ -80,6 +80,8 @@ type nodeState struct {
 	responder *echoResponder
 	// congestion: Congest's bulk sender (nil: none).
 	congestion *Congestion
+	// inputDelay: DelayInput's queue (nil: none).
+	inputDelay *InputDelay
 	snap       atomic.Pointer[Agent]
 }
 

@@ -27,6 +27,9 @@ type faultState struct {
 	// uplink; EgressLoss).
 	egressLossPercent int
 	delay             time.Duration
+	// inputDelay: everything the node receives from the other nodes waits this long
+	// (DelayInput; 0: none).
+	inputDelay time.Duration
 	// blocked: addresses the namespace neither hears from nor sends to (CutZones).
 	blocked []netip.Addr
 	// dropAbove: packets from the other nodes longer than this many bytes are dropped on
@@ -54,6 +57,8 @@ type Faults struct {
 	DropAbove int
 	// CongestKbit: see Congest (0: none).
 	CongestKbit int
+	// InputDelay: see DelayInput (0: none).
+	InputDelay time.Duration
 }
 
 // Faults returns what is injected on node.
@@ -65,7 +70,7 @@ func (c *Cluster) Faults(node string) (Faults, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return Faults{Partitioned: n.faults.partitioned, Muted: n.faults.muted, LossPercent: n.faults.lossPercent, LossPerMille: n.faults.lossPerMille, EgressLossPercent: n.faults.egressLossPercent, Delay: n.faults.delay,
-		Blocked: slices.Clone(n.faults.blocked), DropAbove: n.faults.dropAbove, CongestKbit: n.faults.congestKbit}, nil
+		Blocked: slices.Clone(n.faults.blocked), DropAbove: n.faults.dropAbove, CongestKbit: n.faults.congestKbit, InputDelay: n.faults.inputDelay}, nil
 }
 
 // Partition cuts node off from every other node: nft in the node's namespace drops all
@@ -250,6 +255,45 @@ func (c *Cluster) delay(node string, d time.Duration, from []netip.Addr) error {
 	})
 }
 
+// DelayInput holds every packet node receives from the other nodes and their pods for d
+// before its kernel sees it (NFQUEUE, StartInputDelay): its peers' echo requests, TCP
+// segments and HTTP requests, and the answers to its own probes, alike - a node with +d of
+// latency, not only for ICMP (Delay answers echoes late from a responder). The host side of
+// the bridge (API server, gateway) is not delayed. 0 removes it; Heal too.
+func (c *Cluster) DelayInput(node string, d time.Duration) error {
+	return c.delayInput(node, d, false)
+}
+
+// DelayAnswers is DelayInput for the other nodes' echo requests and TCP SYNs only: the node
+// answers ICMP, TCP and HTTP probes d late, while its own probes are not slowed (the
+// kernel's NFQUEUE; Delay does the same for ICMP from a userspace responder).
+func (c *Cluster) DelayAnswers(node string, d time.Duration) error {
+	return c.delayInput(node, d, true)
+}
+
+func (c *Cluster) delayInput(node string, d time.Duration, requestsOnly bool) error {
+	if d < 0 {
+		return fmt.Errorf("simcluster: negative input delay %v", d)
+	}
+	return c.withNode(node, func(n *nodeState) error {
+		err := n.inputDelay.Stop()
+		n.inputDelay, n.faults.inputDelay = nil, 0
+		if err != nil || d == 0 {
+			return err
+		}
+		exempt := []netip.Prefix{netip.PrefixFrom(HostIPv6, 128)}
+		for i := range GatewaySlots {
+			exempt = append(exempt, netip.PrefixFrom(GatewayIPv4(i), 32))
+		}
+		q, err := StartInputDelay(n.Netns, []netip.Prefix{Prefix4, Prefix6}, exempt, d, requestsOnly)
+		if err != nil {
+			return err
+		}
+		n.inputDelay, n.faults.inputDelay = q, d
+		return nil
+	})
+}
+
 // Heal removes every fault from node.
 func (c *Cluster) Heal(node string) error {
 	return c.withNode(node, func(n *nodeState) error { return heal(n) })
@@ -317,7 +361,9 @@ func heal(n *nodeState) error {
 	err2 := setEchoIgnore(n.Netns, false)
 	err3 := n.congestion.Stop()
 	n.congestion = nil
-	return errors.Join(err1, err2, err3, unshape(n.Netns))
+	err4 := n.inputDelay.Stop()
+	n.inputDelay = nil
+	return errors.Join(err1, err2, err3, err4, unshape(n.Netns))
 }
 
 func (c *Cluster) withNode(node string, fn func(*nodeState) error) error {

@@ -7,6 +7,7 @@ package simcluster
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -92,6 +93,37 @@ func TestNetworkFaults(t *testing.T) {
 	require.NoError(t, c.Heal(n2.Name))
 	fast(n1, n2.IPv4)
 
+	// DelayInput: everything n2 receives from the nodes waits in the kernel's queue, ICMP and
+	// TCP alike, the answers to its own connections too; the host side does not wait. (The
+	// answers to its own echoes wait as well, but ping's RTT, like the agent's, is taken
+	// from the kernel's receive timestamp, which is set before netfilter sees the packet.)
+	require.NoError(t, c.DelayInput(n2.Name, 30*time.Millisecond))
+	for _, to := range []netip.Addr{n2.IPv4, n2.IPv6} {
+		rtt, ok := reach(n1, to)
+		require.True(t, ok, "input-delayed %s unreachable", to)
+		require.GreaterOrEqual(t, rtt, 30*time.Millisecond, "RTT to input-delayed %s", to)
+	}
+	fast(n2, HostIPv4)
+	fast(n1, n3.IPv4)
+	require.GreaterOrEqual(t, tcpConnect(t, n1, n2, n2.IPv4), 30*time.Millisecond, "a TCP connect to the delayed node")
+	require.GreaterOrEqual(t, tcpConnect(t, n2, n3, n3.IPv6), 30*time.Millisecond, "the delayed node's own TCP connect (its SYN-ACK waits)")
+	f, err := c.Faults(n2.Name)
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Millisecond, f.InputDelay)
+	require.NoError(t, c.DelayInput(n2.Name, 0))
+	fast(n1, n2.IPv4)
+	require.Less(t, tcpConnect(t, n1, n2, n2.IPv4), 30*time.Millisecond, "healed")
+	// DelayAnswers: n2 answers late; its own connections are not slowed.
+	require.NoError(t, c.DelayAnswers(n2.Name, 30*time.Millisecond))
+	rtt, ok := reach(n1, n2.IPv6)
+	require.True(t, ok)
+	require.GreaterOrEqual(t, rtt, 30*time.Millisecond, "RTT to the late-answering node")
+	require.GreaterOrEqual(t, tcpConnect(t, n3, n2, n2.IPv6), 30*time.Millisecond, "a TCP connect to the late-answering node")
+	require.Less(t, tcpConnect(t, n2, n3, n3.IPv4), 30*time.Millisecond, "the late-answering node's own TCP connect")
+	fast(n2, n3.IPv6)
+	require.NoError(t, c.Heal(n2.Name))
+	fast(n1, n2.IPv6)
+
 	// Partition: n2 is cut off from the other nodes, not from the host side.
 	require.NoError(t, c.Partition(n2.Name))
 	unreachable(n1, n2.IPv4)
@@ -109,9 +141,41 @@ func TestNetworkFaults(t *testing.T) {
 	fast(n2, HostIPv4)
 	require.NoError(t, c.Loss(n2.Name, 0))
 	fast(n1, n2.IPv4)
-	f, err := c.Faults(n2.Name)
+	f, err = c.Faults(n2.Name)
 	require.NoError(t, err)
 	require.Equal(t, Faults{}, f)
+}
+
+// tcpConnect connects from from's namespace to a listener at addr in to's namespace and
+// returns how long the connect took.
+func tcpConnect(t *testing.T, from, to *nodeState, addr netip.Addr) time.Duration {
+	t.Helper()
+	var ln net.Listener
+	require.NoError(t, inNetns(to.Netns, func() (err error) {
+		ln, err = net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
+		return err
+	}))
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.Close()
+		}
+	}()
+	var took time.Duration
+	require.NoError(t, inNetns(from.Netns, func() error {
+		start := time.Now()
+		conn, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+		took = time.Since(start)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err
+	}))
+	return took
 }
 
 var rttRE = regexp.MustCompile(`= [0-9.]+/([0-9.]+)/`)
