@@ -28,7 +28,10 @@ func (r *podProbeReceiver) run(ctx context.Context) {
 	var (
 		plan        *planner.Plan
 		planVersion uint64
-		members     map[string]discovery.Pod
+		// replanAt: when a peer still in its Ready grace period leaves it (zero: none);
+		// the plan takes it in then, even if no watch event comes.
+		replanAt time.Time
+		members  map[string]discovery.Pod
 	)
 	for {
 		now := time.Now()
@@ -36,12 +39,12 @@ func (r *podProbeReceiver) run(ctx context.Context) {
 		if r.watcher != nil {
 			version = r.watcher.Version()
 		}
-		if plan == nil || version != planVersion {
-			p, m, err := r.buildPlan(now)
+		if plan == nil || version != planVersion || !replanAt.IsZero() && !now.Before(replanAt) {
+			p, m, at, err := r.buildPlan(now)
 			if err != nil {
 				r.set.Logger.Error("pod_probe: cannot plan probes", zap.Error(err))
 			} else {
-				plan, members, planVersion = p, m, version
+				plan, members, planVersion, replanAt = p, m, version, at
 			}
 		}
 		if plan == nil {
@@ -81,12 +84,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // buildPlan reads the current membership. The agent always counts itself in, so it probes
 // even before its own pod is reported Ready.
-func (r *podProbeReceiver) buildPlan(now time.Time) (*planner.Plan, map[string]discovery.Pod, error) {
+func (r *podProbeReceiver) buildPlan(now time.Time) (*planner.Plan, map[string]discovery.Pod, time.Time, error) {
 	members := map[string]discovery.Pod{}
 	var list []planner.Member
+	var replanAt time.Time
 	if r.watcher != nil && r.cfg.Peers.Enabled {
 		nodes := r.watcher.Nodes()
-		for _, p := range r.watcher.Peers(now, r.cfg.Peers.ReadyGracePeriod) {
+		var peers []discovery.Pod
+		peers, replanAt = r.watcher.PeersUntil(now, r.cfg.Peers.ReadyGracePeriod)
+		for _, p := range peers {
 			members[p.UID] = p
 			list = append(list, planner.Member{ID: p.UID, Node: p.Node, Zone: nodes[p.Node].Zone})
 		}
@@ -100,7 +106,7 @@ func (r *podProbeReceiver) buildPlan(now time.Time) (*planner.Plan, map[string]d
 	if err == nil {
 		r.tb.PodProbePeers.Record(context.Background(), int64(len(list)))
 	}
-	return plan, members, err
+	return plan, members, replanAt, err
 }
 
 // doRound runs every probe of a round, bounded by MaxConcurrency (ICMP rounds are

@@ -6,6 +6,7 @@ package discovery
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -78,4 +79,105 @@ func TestNodeWatch(t *testing.T) {
 
 	none := run(Options{})
 	require.Empty(t, none.Nodes())
+}
+
+// The peer watch caches a compact record per pod (cachedPod, not a corev1.Pod) and serves
+// the probe-able ones: Running, not terminating, Ready (or its containers ready while it
+// waits on a readiness gate), with an IP, Ready for the grace period - and when the first
+// pod within it leaves it, so that the plan takes it in without another watch event.
+func TestPeerWatch(t *testing.T) {
+	cp := kubetest.StartForTest(t, kubetest.Options{NoControllerManager: true})
+	cs, err := cp.Clientset()
+	require.NoError(t, err)
+	ctx := context.Background()
+	const ns = "peers"
+	require.NoError(t, kubetest.EnsureNamespace(ctx, cs, ns))
+	now := time.Now().Truncate(time.Second)
+	old, recent := metav1.NewTime(now.Add(-time.Hour)), metav1.NewTime(now.Add(-4*time.Second))
+	type podCase struct {
+		name     string
+		gate     bool
+		ready    corev1.PodConditionType
+		since    metav1.Time
+		ip       string
+		phase    corev1.PodPhase
+		deleting bool
+	}
+	for _, c := range []podCase{
+		{name: "ready", ready: corev1.PodReady, since: old, ip: "10.1.0.1", phase: corev1.PodRunning},
+		{name: "recent", ready: corev1.PodReady, since: recent, ip: "10.1.0.2", phase: corev1.PodRunning},
+		{name: "gated", gate: true, ready: corev1.ContainersReady, since: old, ip: "10.1.0.3", phase: corev1.PodRunning},
+		{name: "ungated", ready: corev1.ContainersReady, since: old, ip: "10.1.0.4", phase: corev1.PodRunning},
+		{name: "no-ip", ready: corev1.PodReady, since: old, phase: corev1.PodRunning},
+		{name: "pending", ready: corev1.PodReady, since: old, ip: "10.1.0.6", phase: corev1.PodPending},
+		{name: "deleting", ready: corev1.PodReady, since: old, ip: "10.1.0.7", phase: corev1.PodRunning, deleting: true},
+	} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: ns, Labels: map[string]string{"app": "agent"}},
+			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "agent", Image: "agent",
+				Ports: []corev1.ContainerPort{{Name: "echo", ContainerPort: 8080}, {Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}}}}},
+		}
+		if c.deleting {
+			pod.Finalizers = []string{"example.com/hold"}
+		}
+		if c.gate {
+			pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "netpulse.io/network-ready"}}
+		}
+		p, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		require.NoError(t, err)
+		p.Status.Phase = c.phase
+		p.Status.Conditions = []corev1.PodCondition{{Type: c.ready, Status: corev1.ConditionTrue, LastTransitionTime: c.since}}
+		if c.ip != "" {
+			p.Status.PodIPs = []corev1.PodIP{{IP: c.ip}, {IP: "fd00::" + c.ip[len("10.1.0."):]}}
+		}
+		_, err = cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		if c.deleting {
+			require.NoError(t, cs.CoreV1().Pods(ns).Delete(ctx, c.name, metav1.DeleteOptions{}))
+			t.Cleanup(func() {
+				p, err := cs.CoreV1().Pods(ns).Get(ctx, c.name, metav1.GetOptions{})
+				if err == nil {
+					p.Finalizers = nil
+					_, _ = cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+				}
+			})
+		}
+	}
+	w := New(cs, nil, Options{Peers: &Selector{Namespace: ns, LabelSelector: "app=agent"}})
+	w.Start()
+	t.Cleanup(w.Stop)
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.True(t, w.WaitForSync(syncCtx))
+	require.Eventually(t, func() bool { return len(w.peers.GetStore().List()) == 7 }, 10*time.Second, 50*time.Millisecond)
+	for _, obj := range w.peers.GetStore().List() {
+		_, ok := obj.(*cachedPod)
+		require.True(t, ok, "the cache keeps cachedPods, not %T", obj)
+	}
+
+	names := func(pods []Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	pods, next := w.PeersUntil(now, 10*time.Second)
+	require.Equal(t, []string{"gated", "ready"}, names(pods))
+	require.Equal(t, recent.Add(10*time.Second), next, "the recent pod leaves its grace then")
+	for _, p := range pods {
+		require.Equal(t, "node-a", p.Node)
+		require.Len(t, p.IPs, 2)
+		require.Equal(t, []NamedPort{{Name: "echo", Port: 8080}}, p.Ports, "named TCP ports only")
+		port, err := ResolvePort(p, "echo")
+		require.NoError(t, err)
+		require.Equal(t, uint16(8080), port)
+		_, err = ResolvePort(p, "dns")
+		require.ErrorContains(t, err, `no container port named "dns"`)
+	}
+	pods, next = w.PeersUntil(next, 10*time.Second)
+	require.Equal(t, []string{"gated", "ready", "recent"}, names(pods))
+	require.True(t, next.IsZero())
+	require.Equal(t, []string{"gated", "ready", "recent"}, names(w.Peers(now, 0)))
 }
