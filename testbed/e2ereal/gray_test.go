@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ func (s *suite) grayLoss(t *testing.T) {
 	victim := s.quietNode(t)
 	victimAgent := s.agentOn(t, victim).Name
 	start := time.Now()
+	history := s.recordDegraded(t)
+	defer history.stop()
 	require.NoError(t, s.cl.Loss(victim, grayLossPercent))
 	healed := false
 	defer func() {
@@ -104,10 +107,68 @@ func (s *suite) grayLoss(t *testing.T) {
 		}
 		per[ev.InvolvedObject.Name] += max(n, 1)
 	}
+	history.stop()
 	for obj, n := range per {
-		require.LessOrEqual(t, n, int32(1), "%s had %d ConnectivityDegraded Events in one episode", obj, n)
+		require.LessOrEqual(t, n, int32(1), "%s had %d ConnectivityDegraded Events in one episode; its Degraded condition:\n%s", obj, n, history.of(obj))
 	}
 	require.NotEmpty(t, per, "no ConnectivityDegraded Event for the lossy node's pairs")
+}
+
+// degradedHistory is what the objects' Degraded conditions read, polled every second: the
+// evidence a failed "one Event per episode" needs (which verdicts came and went, when).
+type degradedHistory struct {
+	mu    sync.Mutex
+	lines map[string][]string // by object name
+	done  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
+}
+
+// recordDegraded polls the objects until stop, recording each change of an object's
+// Degraded condition (status, reason and message).
+func (s *suite) recordDegraded(t *testing.T) *degradedHistory {
+	h := &degradedHistory{lines: map[string][]string{}, done: make(chan struct{})}
+	start := time.Now()
+	last := map[string]string{}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-h.done:
+				return
+			case <-tick.C:
+			}
+			objs, err := s.objects(context.Background())
+			if err != nil {
+				continue
+			}
+			h.mu.Lock()
+			for _, o := range objs {
+				text := grayText(meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDegraded)) + " reachability " + string(o.Status.Reachability)
+				if last[o.Name] != text {
+					last[o.Name] = text
+					h.lines[o.Name] = append(h.lines[o.Name], fmt.Sprintf("  +%.0f s: %s", time.Since(start).Seconds(), text))
+				}
+			}
+			h.mu.Unlock()
+		}
+	}()
+	return h
+}
+
+func (h *degradedHistory) stop() {
+	h.once.Do(func() { close(h.done) })
+	h.wg.Wait()
+}
+
+// of returns the recorded changes of one object.
+func (h *degradedHistory) of(name string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(h.lines[name], "\n")
 }
 
 // awaitGrayCleared waits until no object reads Degraded with PacketLoss or HighLatency

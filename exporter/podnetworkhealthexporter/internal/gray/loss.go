@@ -159,7 +159,13 @@ func (c LossConfig) Judge(l *Loss, w *Window, except Counts, now time.Time) bool
 	} else if len(scales) > 0 {
 		l.Figures = scales[len(scales)-1]
 	}
-	if !c.healthy(scales, max(c.Threshold, l.Level/3)) {
+	// Cleared when the recent rate is confidently below the bound, or when the window no
+	// longer holds a third of the evidence a verdict needs: a verdict never outlives its
+	// evidence. The second matters for short windows, which may never hold the clean
+	// echoes the first asks for at a low level (a pair's own window: 5 minutes, ~360
+	// echoes at 1.2 echoes/s, against ~490 for 2.5 % loss; in TestAHealedLossIsOneEpisode
+	// a path verdict set on a healed episode's losses held for good).
+	if !c.healthy(scales, max(c.Threshold, l.Level/3)) && !c.spent(scales) {
 		return false
 	}
 	l.Lossy, l.Since, l.Cleared, l.Level = false, time.Time{}, now, 0
@@ -175,6 +181,16 @@ func (c LossConfig) healthy(scales []Scale, bound float64) bool {
 		}
 	}
 	return false
+}
+
+// spent reports whether the window since the episode's evidence began holds less than a
+// third of the evidence a verdict needs (scales[len-1] is the whole of it).
+func (c LossConfig) spent(scales []Scale) bool {
+	if len(scales) == 0 {
+		return false // no echoes: nothing says either way
+	}
+	s := scales[len(scales)-1]
+	return LLR(s.Lost, s.Sent, c.Background) < c.Evidence/3
 }
 
 // Contributors remembers the few senders with the most lost echoes in the window, so the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -289,6 +290,46 @@ func TestRandomLossIsNotAnAddressFamilyFailure(t *testing.T) {
 	g.runDual(4, baseFate, path)
 	k := observation.KeyOf(&observation.Observation{Source: g.r.src(3), Target: g.r.tgt(4)})
 	assert.Equal(t, []string{"ipv6"}, g.pairs[k].DegradedFamilies)
+}
+
+// One family's loss into one node (20 % of the IPv6 echo requests its peers send it; its
+// own echoes and IPv4 are clean), in batches whose order of families alternates round by
+// round, as real agents' batches do: a pair's gray verdict is its target's over both
+// families, not the newest observation's family's. Before, the pairs towards the node
+// flipped between PacketLoss and nothing with the order: an Event a flip (on real
+// dual-stack nodes a healed loss cleared in IPv4 minutes before IPv6, and its pairs gained
+// a second Event).
+func TestOneFamilysLossHoldsThePairWhateverTheOrder(t *testing.T) {
+	for seed := range graySeeds() {
+		g := newGrayRun(12, 40+seed)
+		g.decorate = func(obs []observation.Observation) {
+			if g.round%2 == 1 {
+				slices.Reverse(obs)
+			}
+		}
+		g.runDual(6, baseFate, baseFate)
+		into := func(src, dst int) (float64, time.Duration) {
+			if dst == 5 {
+				return 0.2, 200 * time.Microsecond
+			}
+			return baseFate(src, dst)
+		}
+		g.runDual(60, baseFate, into)
+		events := map[string]int{}
+		for _, ev := range g.degraded {
+			events[ev.Key.String()]++
+		}
+		towards := 0
+		for k, w := range g.pairs {
+			if k.TargetName != "agent-5" || w.Delete {
+				continue
+			}
+			towards++
+			assert.Equal(t, DegradedPacketLoss, w.Gray.Reason, "seed %d: %s", seed, k)
+			assert.Equal(t, 1, events[k.String()], "seed %d: %s: one Event for one episode", seed, k)
+		}
+		assert.Positive(t, towards, "seed %d", seed)
+	}
 }
 
 // One node's own problem: loss on everything it sends (its egress). It is blamed, on both

@@ -718,10 +718,8 @@ type PairGray struct {
 // the loss test while neither end is judged).
 func (e *Engine) pairGray(k observation.PairKey, p *pairInfo, s observation.Summary) PairGray {
 	ts := e.targets[p.target]
-	var tgt, obs GrayStatus
-	if ts != nil {
-		tgt = e.targetGrayStatus(ts)
-	}
+	tgt := e.pairTargetGray(p)
+	var obs GrayStatus
 	voter := ""
 	if ob := e.observers[k.SourceUID]; ob != nil {
 		voter = ob.voter
@@ -778,6 +776,41 @@ func (e *Engine) pairGray(k observation.PairKey, p *pairInfo, s observation.Summ
 		}
 	}
 	return PairGray{}
+}
+
+// pairTargetGray is the gray verdict of a pair's target over every address family the pair
+// probes (caller holds mu): a lossy family's first, the earliest episode of them; else a
+// slow family's; else the newest observation's family's, with the families' windows
+// summed. Each family's target is judged on its own echoes and clears on its own; taking
+// the newest observation's family alone made a pair's verdict follow the order of a batch
+// (on real dual-stack nodes a healed loss cleared in one family three minutes before the
+// other, and a pair flipped between them: two Events for one episode).
+func (e *Engine) pairTargetGray(p *pairInfo) GrayStatus {
+	var out GrayStatus
+	if ts := e.targets[p.target]; ts != nil {
+		out = e.targetGrayStatus(ts)
+	}
+	for i, f := range p.families {
+		if f.lastRound.IsZero() || familyNames[i] == p.target.Family {
+			continue
+		}
+		k := p.target
+		k.Family = familyNames[i]
+		ts := e.targets[k]
+		if ts == nil {
+			continue
+		}
+		st := e.targetGrayStatus(ts)
+		window := addCounts(out.Window, st.Window)
+		switch {
+		case st.Lossy && (!out.Lossy || st.LossSince.Before(out.LossSince)):
+			out = st
+		case !out.Lossy && st.HighLatency && (!out.HighLatency || st.LatencySince.Before(out.LatencySince)):
+			out = st
+		}
+		out.Window = window
+	}
+	return out
 }
 
 // building reports whether an end's whole window (a cleared episode included: the pair's
