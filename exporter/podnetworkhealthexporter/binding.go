@@ -76,7 +76,7 @@ func (b *binder) bind(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics,
 			keep = append(keep, i) // Decode counts it as missing_source
 			continue
 		}
-		bd := identity.Match(info, identity.Source{Namespace: src.Namespace, PodName: src.Name, PodUID: src.UID, NodeName: src.Node})
+		bd := identity.MatchResource(info, identity.Source{Namespace: src.Namespace, PodName: src.Name, PodUID: src.UID, NodeName: src.Node}, rm.Resource().Attributes())
 		refusal, ok := bd.Agent()
 		if ok {
 			keep = append(keep, i)

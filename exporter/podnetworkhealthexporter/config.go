@@ -4,6 +4,7 @@
 package podnetworkhealthexporter
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/gray"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/relay"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/shard"
@@ -102,6 +104,20 @@ type Config struct {
 	// Shard: this gateway's share of the targets when several gateway shards judge them
 	// (docs/sharding.md).
 	Shard ShardConfig `mapstructure:"shard"`
+	// Relay: a sharded gateway's shard forwards what its agents send it to the shards that
+	// own their targets, so each agent holds one connection (to any shard) instead of one
+	// to every shard (docs/sharding.md, One connection per agent).
+	Relay RelayConfig `mapstructure:"relay"`
+}
+
+// RelayConfig: forward each authenticated agent's points to the shard that owns their
+// targets (a target's node's shard; an agent's heartbeat to every shard), over one gRPC
+// connection per other shard, with the agent's identity on each Resource; what arrives
+// from a relay (a caller of k8s_token_auth's relay_service_accounts) is never forwarded
+// again. Needs shard.count > 1 and require_authenticated_observers.
+type RelayConfig struct {
+	Enabled      bool `mapstructure:"enabled"`
+	relay.Config `mapstructure:",squash"`
 }
 
 // ShardConfig places this gateway among count shards. Each shard owns the targets whose
@@ -458,10 +474,29 @@ func (c *Config) Validate() error {
 	if nc := c.NodeConditions; nc.Enabled && c.RequireAuthenticatedObservers && nc.Quorum == 1 {
 		add("node_conditions::quorum: %d with require_authenticated_observers: want at least 2, so that no single agent can mark a node", nc.Quorum)
 	}
+	errs = append(errs, c.checkRelay())
 	if rg := c.ReadinessGate; rg.Enabled && c.RequireAuthenticatedObservers && rg.MinReachingNodes == 1 {
 		add("readiness_gate::min_reaching_nodes: %d with require_authenticated_observers: want at least 2, so that no single agent decides another pod's readiness", rg.MinReachingNodes)
 	}
 	return kubeclient.JoinErrors(errs...)
+}
+
+// checkRelay checks relay.enabled's needs and settings.
+func (c *Config) checkRelay() error {
+	if !c.Relay.Enabled {
+		return nil
+	}
+	var errs []error
+	if !c.Shard.sharded() {
+		errs = append(errs, errors.New("relay::enabled: needs shard::count above 1 (a single gateway judges every target)"))
+	}
+	if !c.RequireAuthenticatedObservers {
+		errs = append(errs, errors.New("relay::enabled: needs require_authenticated_observers (a relay forwards the identity it authenticated)"))
+	}
+	if err := c.Relay.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("relay::%w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // DefaultFailOpenTimeout is readiness_gate.fail_open_timeout's default.

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/attribute"
@@ -35,10 +36,14 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/checks"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/controllers"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/metadata"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/relay"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
+	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/kubeclient"
 	"github.com/netpulse/netpulse/internal/livematrix"
+	"github.com/netpulse/netpulse/internal/shard"
 )
 
 // reconcileEvery is how often the leader turns summaries into writes. Verdict changes
@@ -60,6 +65,9 @@ type pnhExporter struct {
 	decoder *decode.Decoder
 	// binder is nil unless require_authenticated_observers.
 	binder *binder
+	// relay forwards this shard's agents' points to their owner shards (nil unless
+	// relay.enabled).
+	relay *relay.Forwarder
 	// engine: the verdict stage with the pairs' write policy (plan.Engine; pure), fed by
 	// consume on every replica.
 	engine *plan.Engine
@@ -131,6 +139,12 @@ func newExporter(cfg *Config, set exporter.Settings) (*pnhExporter, error) {
 	if cfg.RequireAuthenticatedObservers {
 		e.binder = newBinder(set.Logger)
 	}
+	if cfg.Relay.Enabled {
+		e.relay = relay.New(cfg.Relay.Config, cfg.Shard.Index, cfg.Shard.Count, func(to, n int, outcome string) {
+			tb.PodNetworkHealthRelayDatapoints.Add(context.Background(), int64(n),
+				metric.WithAttributes(attribute.Int("relay_shard", to), attribute.String("relay_outcome", outcome)))
+		}, set.Logger)
+	}
 	if cfg.LeaderElection.Enabled {
 		// A standby until it takes the Lease (Resume): it bounds and expires its own state.
 		e.engine.Standby()
@@ -196,6 +210,7 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 			e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
 		}
 	}
+	relayed := e.forward(ctx, md)
 	res := e.decoder.Decode(md, now)
 	if e.cfg.Shard.sharded() {
 		// The agents route by the same function; what still arrives for another shard's
@@ -222,7 +237,10 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 			return true
 		})
 		if n := before - len(res.Observations); n > 0 {
-			e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "other_shard")))
+			if !relayed {
+				// Relayed points went to their owners (relay_datapoints): not skipped.
+				e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(n), metric.WithAttributes(attribute.String("reason", "other_shard")))
+			}
 			// Counted once, as other_shard: what Heard cannot use (no source UID, dated in
 			// the future) is not counted again.
 			e.engine.Heard(alive, now)
@@ -254,6 +272,38 @@ func (e *pnhExporter) consume(ctx context.Context, md pmetric.Metrics) error {
 		e.tb.PodNetworkHealthDatapointsSkipped.Add(ctx, int64(ignored), metric.WithAttributes(attribute.String("reason", "unusable_observation")))
 	}
 	return nil
+}
+
+// forward hands the points of md that other shards own to the relay (with relay.enabled,
+// for an agent's own request: a relay's is never forwarded again) and reports whether it
+// did. The caller is the binder's authenticated agent; each forwarded Resource carries its
+// identity for the owner to believe (identity.MatchResource).
+func (e *pnhExporter) forward(ctx context.Context, md pmetric.Metrics) bool {
+	if e.relay == nil {
+		return false
+	}
+	id, _, ok := identity.FromContext(ctx)
+	if !ok || id.Role != identity.RoleAgent {
+		return false
+	}
+	e.relay.Forward(relay.Split(md, e.cfg.Shard.Count, e.cfg.Shard.Index, e.ownerOf, decode.IsProbeMetric, id))
+	return true
+}
+
+// ownerOf is the shard that owns a data point: its target's (owns), or every shard for
+// the agent's heartbeat; a point without a target stays here (Decode counts it).
+func (e *pnhExporter) ownerOf(metric string, attrs pcommon.Map) int {
+	if metric == contract.MetricRounds {
+		return -1
+	}
+	t, ok := decode.TargetOf(attrs)
+	switch {
+	case !ok:
+		return e.cfg.Shard.Index
+	case t.Kind == observation.TargetExternal:
+		return 0
+	}
+	return shard.Of(t.Node, e.cfg.Shard.Count)
 }
 
 // owns: the target is this shard's (always, unsharded). Pod and Node targets go by their
@@ -292,6 +342,11 @@ func (e *pnhExporter) start(_ context.Context, host component.Host) error {
 		return err
 	}
 	e.initWriter(e.pnh)
+	if e.relay != nil {
+		if err := e.relay.Start(context.Background(), host, e.set.TelemetrySettings); err != nil {
+			return err
+		}
+	}
 	e.unproduce = e.live.Produce()
 	for _, c := range e.controllers {
 		c.Start(e.kube, e.pnh)
@@ -594,6 +649,11 @@ func (e *pnhExporter) shutdown(ctx context.Context) error {
 		}
 		if e.cancel != nil {
 			e.cancel()
+		}
+		if e.relay != nil {
+			if err := e.relay.Shutdown(ctx); err != nil {
+				e.logger.Warn("pod_network_health: the relay's senders did not stop in time", zap.Error(err))
+			}
 		}
 		e.mu.Lock()
 		done := e.done

@@ -132,7 +132,7 @@ func newAuthenticator(cfg *Config, set extension.Settings) (*authenticator, erro
 		cfg:      cfg,
 		logger:   set.Logger,
 		tb:       tb,
-		accounts: identity.NewAccounts(cfg.ServiceAccounts, cfg.agentAccounts()),
+		accounts: identity.NewAccounts(cfg.ServiceAccounts, cfg.agentAccounts()).WithRelays(cfg.RelayServiceAccounts),
 		cache:    newTokenCache(cfg.Cache.MaxEntries),
 		neg:      newTokenCache(cfg.Cache.MaxNegativeEntries),
 		peers:    newPeerLimiter(cfg.PeerReviews.Rate, cfg.PeerReviews.Burst, cfg.Cache.MaxEntries),

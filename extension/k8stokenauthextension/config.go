@@ -45,6 +45,12 @@ type Config struct {
 	// (internal/identity). Default: ServiceAccounts when it names exactly one account;
 	// required when it names more.
 	AgentServiceAccounts []string `mapstructure:"agent_service_accounts"`
+	// RelayServiceAccounts are those of ServiceAccounts whose pods relay other pods' data
+	// with their identities: the gateway's own, when a sharded gateway's shards forward
+	// each agent's points to the shard that owns their targets (pod_network_health's
+	// relay). A relay vouches for the identity on each Resource it forwards; it is never an
+	// agent. Default: none.
+	RelayServiceAccounts []string `mapstructure:"relay_service_accounts"`
 	// Issuer is the cluster's service-account token issuer (the API server's
 	// --service-account-issuer, e.g. https://kubernetes.default.svc.cluster.local). When set,
 	// a token with another iss claim is rejected before any review, and local verification
@@ -178,9 +184,19 @@ func (c *Config) Validate() error {
 	if len(c.AgentServiceAccounts) == 0 && len(c.ServiceAccounts) > 1 {
 		add("agent_service_accounts: required when service_accounts names more than one account: which of %q is the agents' DaemonSet's (the others are sidecars, docs/security.md)", c.ServiceAccounts)
 	}
+	agents := map[string]bool{}
 	for i, sa := range c.AgentServiceAccounts {
+		agents[sa] = true
 		if !allowed[sa] {
 			add("agent_service_accounts::%d: %q is not in service_accounts", i, sa)
+		}
+	}
+	for i, sa := range c.RelayServiceAccounts {
+		switch {
+		case !allowed[sa]:
+			add("relay_service_accounts::%d: %q is not in service_accounts", i, sa)
+		case agents[sa] || len(c.AgentServiceAccounts) == 0 && len(c.ServiceAccounts) == 1:
+			add("relay_service_accounts::%d: %q is an agents' account: a relay observes nothing itself", i, sa)
 		}
 	}
 	if c.MaxConcurrentReviews < 1 || c.MaxConcurrentReviews > 64 {

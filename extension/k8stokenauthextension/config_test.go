@@ -50,8 +50,9 @@ func TestLoadConfig(t *testing.T) {
 		Verification:         VerificationReview,
 		Keys:                 KeysConfig{RefreshInterval: time.Hour, MinRefetchInterval: 30 * time.Second},
 		Audience:             "netpulse-gateway",
-		ServiceAccounts:      []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent", "shop/web"},
+		ServiceAccounts:      []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent", "shop/web", "netpulse/netpulse-gateway"},
 		AgentServiceAccounts: []string{"netpulse/netpulse-agent", "monitoring/netpulse-agent"},
+		RelayServiceAccounts: []string{"netpulse/netpulse-gateway"},
 		Issuer:               "https://kubernetes.default.svc.cluster.local",
 		Cache:                CacheConfig{MaxEntries: 100, MaxNegativeEntries: 50, MaxTTL: time.Minute, NegativeTTL: 0},
 		MaxConcurrentReviews: 2,
@@ -68,6 +69,7 @@ func TestValidateNamesEveryField(t *testing.T) {
 		`auth_type: "bogus"`, `audience: "net pulse" contains white space`,
 		`service_accounts::0: "no-slash": want "namespace/name"`, `service_accounts::1: namespace "Bad_NS"`, `service_accounts::2: name ""`,
 		`agent_service_accounts::0: "netpulse/netpulse-agent" is not in service_accounts`,
+		`relay_service_accounts::0: "netpulse/netpulse-gateway" is not in service_accounts`,
 		`issuer: "https://kubernetes .default" contains white space`,
 		`verification: "offline": want "local"`,
 		"keys: refresh_interval: 1s out of range [1m, 24h]", "keys: min_refetch_interval: 0s out of range [1s, 10m]",
@@ -83,6 +85,9 @@ func TestValidateNamesEveryField(t *testing.T) {
 
 	_, err = loadConfig(t, "ambiguous")
 	requireProblems(t, err, `agent_service_accounts: required when service_accounts names more than one account`)
+
+	_, err = loadConfig(t, "relayagent")
+	requireProblems(t, err, `relay_service_accounts::0: "netpulse/netpulse-agent" is an agents' account`)
 
 	_, err = loadConfig(t, "empty")
 	requireProblems(t, err, "audience: required", "service_accounts: required")

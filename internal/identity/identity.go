@@ -16,6 +16,12 @@
 //   - sidecar: any other allowed service account (a workload's, whose pods run the netpulse
 //     sidecar). A sidecar may vouch only for its own pod's declared checks (sidecar
 //     vantage): nothing else it sends is used.
+//   - relay: the gateway's own service account. A sharded gateway's shard (the relay)
+//     authenticates the agents that connect to it and forwards each point to the shard that
+//     owns its target, with the agent's identity on the point's Resource (Relayed). A relay
+//     vouches for the identities it forwards (MatchResource); it observes nothing itself.
+//     Nothing a relay can vouch for goes beyond what it can already do: a gateway pod writes
+//     every status object.
 //   - nothing else: a token of a service account that is neither is rejected.
 //
 // The identity travels with the collector's own client information
@@ -41,6 +47,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
 // Reserved client-metadata keys (lower case: client.Metadata lower-cases its keys).
@@ -93,14 +100,18 @@ const (
 	// RoleSidecar: another allowed service account; vouches only for its own pod's
 	// declared checks.
 	RoleSidecar Role = "sidecar"
+	// RoleRelay: the gateway's own service account: forwards what agents sent it, with
+	// their identities (Relayed), to the shard that owns each target.
+	RoleRelay Role = "relay"
 )
 
-func (r Role) valid() bool { return r == RoleAgent || r == RoleSidecar }
+func (r Role) valid() bool { return r == RoleAgent || r == RoleSidecar || r == RoleRelay }
 
 // Accounts are the service accounts allowed to authenticate, "namespace/name", and the
-// role of each: the agents' accounts are agents, every other allowed account a sidecar.
+// role of each: the agents' accounts are agents, the relays' relays, every other allowed
+// account a sidecar.
 type Accounts struct {
-	agents, allowed map[string]bool
+	agents, relays, allowed map[string]bool
 }
 
 // NewAccounts: allowed are every account that may authenticate, agents those of them
@@ -117,10 +128,25 @@ func NewAccounts(allowed, agents []string) Accounts {
 	return a
 }
 
+// WithRelays returns a with relays (accounts whose pods forward other pods' data with
+// their identities: the gateway's own) allowed, in that role.
+func (a Accounts) WithRelays(relays []string) Accounts {
+	if a.relays == nil {
+		a.relays = map[string]bool{}
+	}
+	for _, sa := range relays {
+		a.relays[sa] = true
+		a.allowed[sa] = true
+	}
+	return a
+}
+
 // RoleOf is the role of a token of namespace/serviceAccount: RoleNone when not allowed.
 func (a Accounts) RoleOf(namespace, serviceAccount string) Role {
 	k := namespace + "/" + serviceAccount
 	switch {
+	case a.relays[k]:
+		return RoleRelay
 	case a.agents[k]:
 		return RoleAgent
 	case a.allowed[k]:
@@ -221,13 +247,46 @@ func (b Binding) Agent() (Refusal, bool) {
 // its namespace, pod name and node are the caller's, and its pod UID too (a claim without
 // a UID names the pod by name alone, which the caller's token binds to the current pod).
 // The binding then carries the caller's role; a component uses the data only for work of
-// that role (Binding.Own, Binding.Agent).
+// that role (Binding.Own, Binding.Agent). A relay's claims are refused here: what it
+// forwards is matched per Resource (MatchResource).
 func Match(info client.Info, src Source) Binding {
 	id, via, ok := FromClientInfo(info)
 	if !ok {
 		return Binding{Refused: RefusedUnauthenticated}
 	}
+	return matchIdentity(id, via, src)
+}
+
+// MatchResource is Match for one Resource of a request: when the caller is a relay, the
+// claim is matched against the identity the relay vouches for on that Resource (Relayed),
+// and refused as unauthenticated without one; any other caller is matched as by Match
+// (a Resource's relayed attributes count for nothing then).
+func MatchResource(info client.Info, src Source, attrs pcommon.Map) Binding {
+	id, via, ok := FromClientInfo(info)
+	if !ok {
+		return Binding{Refused: RefusedUnauthenticated}
+	}
+	if id.Role == RoleRelay {
+		rid, ok := RelayedOf(attrs)
+		if !ok {
+			return Binding{Identity: id, Via: via, Refused: RefusedUnauthenticated}
+		}
+		return matchIdentity(rid, ViaRelay, src)
+	}
+	return matchIdentity(id, via, src)
+}
+
+// MatchResourceContext is MatchResource(client.FromContext(ctx), src, attrs).
+func MatchResourceContext(ctx context.Context, src Source, attrs pcommon.Map) Binding {
+	return MatchResource(client.FromContext(ctx), src, attrs)
+}
+
+func matchIdentity(id Identity, via Via, src Source) Binding {
 	b := Binding{Identity: id, Via: via}
+	if id.Role == RoleRelay {
+		b.Refused = RefusedNotAgent // a relay observes nothing of its own
+		return b
+	}
 	if src.Namespace != id.Namespace || src.PodName != id.PodName || src.NodeName != id.NodeName ||
 		(src.PodUID != "" && src.PodUID != id.PodUID) {
 		b.Refused = RefusedMismatch
@@ -314,7 +373,58 @@ const (
 	ViaNone     Via = ""
 	ViaAuth     Via = "auth"
 	ViaMetadata Via = "metadata"
+	// ViaRelay: on the Resource, vouched for by an authenticated relay (MatchResource).
+	ViaRelay Via = "relay"
 )
+
+// Resource attributes of a relayed identity: a relay writes them on each Resource it
+// forwards (SetRelayed), from the identity it authenticated; they are believed only from
+// a caller authenticated as a relay (MatchResource).
+const (
+	RelayedPrefix         = "netpulse.relayed."
+	RelayedNamespace      = RelayedPrefix + "namespace"
+	RelayedServiceAccount = RelayedPrefix + "service_account"
+	RelayedPodName        = RelayedPrefix + "pod.name"
+	RelayedPodUID         = RelayedPrefix + "pod.uid"
+	RelayedNodeName       = RelayedPrefix + "node.name"
+	RelayedRole           = RelayedPrefix + "role"
+)
+
+// SetRelayed writes id on a Resource's attributes, replacing whatever relayed identity
+// they carried (a sender's own attributes under the prefix count for nothing).
+func SetRelayed(attrs pcommon.Map, id Identity) {
+	StripRelayed(attrs)
+	attrs.PutStr(RelayedNamespace, id.Namespace)
+	attrs.PutStr(RelayedServiceAccount, id.ServiceAccount)
+	attrs.PutStr(RelayedPodName, id.PodName)
+	attrs.PutStr(RelayedPodUID, id.PodUID)
+	attrs.PutStr(RelayedNodeName, id.NodeName)
+	attrs.PutStr(RelayedRole, string(id.Role))
+}
+
+// StripRelayed removes every relayed attribute.
+func StripRelayed(attrs pcommon.Map) {
+	attrs.RemoveIf(func(k string, _ pcommon.Value) bool { return strings.HasPrefix(k, RelayedPrefix) })
+}
+
+// RelayedOf reads a relayed identity: complete, and of an agent or a sidecar (a relay
+// never vouches for a relay).
+func RelayedOf(attrs pcommon.Map) (Identity, bool) {
+	str := func(k string) string {
+		if v, ok := attrs.Get(k); ok && v.Type() == pcommon.ValueTypeStr {
+			return v.Str()
+		}
+		return ""
+	}
+	id := Identity{
+		Namespace: str(RelayedNamespace), ServiceAccount: str(RelayedServiceAccount), PodName: str(RelayedPodName),
+		PodUID: str(RelayedPodUID), NodeName: str(RelayedNodeName), Role: Role(str(RelayedRole)),
+	}
+	if !id.Complete() || id.Role == RoleRelay {
+		return Identity{}, false
+	}
+	return id, true
+}
 
 // FromClientInfo returns the authenticated identity of a request: from info.Auth when it
 // is the extension's AuthData, else from the reserved metadata keys (each with exactly

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
 var agent = Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "agent-a", PodUID: "uid-a", NodeName: "node-a", Role: RoleAgent}
@@ -98,4 +99,56 @@ func TestRoleIsPartOfTheIdentity(t *testing.T) {
 	assert.Equal(t, RoleSidecar, id.Role)
 	assert.Contains(t, MetadataKeys, MetadataRole)
 	assert.Equal(t, "agent", NewAuthData(agent).GetAttribute(AttrRole))
+}
+
+// A relay (the gateway's own account) vouches per Resource for the agent whose data it
+// forwards; nothing else is believed from it, and nobody else is believed about relayed
+// attributes.
+func TestMatchResourceBelievesARelayPerResource(t *testing.T) {
+	a := NewAccounts([]string{"netpulse/netpulse-agent", "netpulse/netpulse-gateway"}, []string{"netpulse/netpulse-agent"}).
+		WithRelays([]string{"netpulse/netpulse-gateway"})
+	require.Equal(t, RoleRelay, a.RoleOf("netpulse", "netpulse-gateway"))
+	require.Equal(t, RoleAgent, a.RoleOf("netpulse", "netpulse-agent"))
+	relay := Identity{Namespace: "netpulse", ServiceAccount: "netpulse-gateway", PodName: "gw-0", PodUID: "uid-g", NodeName: "node-g", Role: RoleRelay}
+	other := Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "agent-b", PodUID: "uid-b", NodeName: "node-b", Role: RoleAgent}
+	for name, info := range map[string]client.Info{
+		"auth":     {Auth: NewAuthData(relay)},
+		"metadata": {Metadata: WithIdentity(client.Metadata{}, relay)}, // after a batch processor
+	} {
+		attrs := pcommon.NewMap()
+		b := MatchResource(info, own(agent), attrs)
+		assert.Equal(t, RefusedUnauthenticated, b.Refused, "%s: a relay without a relayed identity", name)
+
+		SetRelayed(attrs, agent)
+		b = MatchResource(info, own(agent), attrs)
+		_, ok := b.Agent()
+		assert.True(t, ok, name)
+		assert.Equal(t, ViaRelay, b.Via, name)
+		assert.Equal(t, agent, b.Identity, name)
+		assert.Equal(t, RefusedMismatch, MatchResource(info, own(other), attrs).Refused, "%s: another pod than the relayed one", name)
+
+		// A relay vouches for no relay, nor for an incomplete identity.
+		SetRelayed(attrs, relay)
+		assert.Equal(t, RefusedUnauthenticated, MatchResource(info, own(relay), attrs).Refused, name)
+		attrs.Remove(RelayedPodUID)
+		assert.Equal(t, RefusedUnauthenticated, MatchResource(info, own(relay), attrs).Refused, name)
+
+		// Its own claims are no agent's work.
+		_, ok = Match(info, own(relay)).Agent()
+		assert.False(t, ok, name)
+	}
+	// An agent's relayed attributes count for nothing: it is matched as itself.
+	attrs := pcommon.NewMap()
+	SetRelayed(attrs, other)
+	info := client.Info{Auth: NewAuthData(agent)}
+	assert.Equal(t, RefusedMismatch, MatchResource(info, own(other), attrs).Refused)
+	_, ok := MatchResource(info, own(agent), attrs).Agent()
+	assert.True(t, ok)
+	// SetRelayed replaces what the attributes carried; StripRelayed removes it all.
+	SetRelayed(attrs, agent)
+	got, ok := RelayedOf(attrs)
+	require.True(t, ok)
+	assert.Equal(t, agent, got)
+	StripRelayed(attrs)
+	assert.Zero(t, attrs.Len())
 }

@@ -186,8 +186,8 @@ func (p *netAttributesProcessor) admitResource(ctx context.Context, res *resolve
 	case uid == "":
 		why = refusedMissingSource
 	case a.cfg.RequireAuthenticatedSource:
-		b := identity.MatchContext(ctx, identity.Source{Namespace: strAttr(ra, contract.K8sNamespaceName),
-			PodName: strAttr(ra, contract.K8sPodName), PodUID: uid, NodeName: strAttr(ra, contract.K8sNodeName)})
+		b := identity.MatchResourceContext(ctx, identity.Source{Namespace: strAttr(ra, contract.K8sNamespaceName),
+			PodName: strAttr(ra, contract.K8sPodName), PodUID: uid, NodeName: strAttr(ra, contract.K8sNodeName)}, ra)
 		if refusal, ok := b.Agent(); !ok {
 			why = admission.Reason(refusal)
 		}

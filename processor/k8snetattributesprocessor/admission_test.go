@@ -313,6 +313,52 @@ func TestAdmissionRequireAuthenticatedSource(t *testing.T) {
 	}
 }
 
+// A relay (a gateway shard forwarding its agents' points) is believed per Resource for the
+// agent it vouches for, and its vouching survives the sanitising; an agent's own relayed
+// attributes are stripped and count for nothing.
+func TestAdmissionBelievesARelayPerResource(t *testing.T) {
+	p := newTestProcessor(t, admissionConfig(func(a *AdmissionConfig) { a.RequireAuthenticatedSource = true }), testIndex(t))
+	agent := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "netpulse-agent-x7k2p", PodUID: "uid-agent", NodeName: "node-a", Role: identity.RoleAgent}
+	other := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "other", PodUID: "uid-other", NodeName: "node-b", Role: identity.RoleAgent}
+	relay := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-gateway", PodName: "gw-0", PodUID: "uid-gw", NodeName: "node-g", Role: identity.RoleRelay}
+	ctxAs := func(id identity.Identity) context.Context {
+		return client.NewContext(context.Background(), client.Info{Auth: identity.NewAuthData(id)})
+	}
+	for _, c := range []struct {
+		name    string
+		ctx     context.Context
+		vouched *identity.Identity
+		want    int
+		kept    bool // the relayed identity stays on the Resource for the exporter
+	}{
+		{"a relay vouching for the source", ctxAs(relay), &agent, 1, true},
+		{"a relay vouching for another pod", ctxAs(relay), &other, 0, false},
+		{"a relay vouching for nobody", ctxAs(relay), nil, 0, false},
+		{"the agent itself, claiming to be relayed as another", ctxAs(agent), &other, 1, false},
+	} {
+		res := agentResource()
+		if c.vouched != nil {
+			m := pcommon.NewMap()
+			identity.SetRelayed(m, *c.vouched)
+			for k, v := range m.All() {
+				res[k] = v.Str()
+			}
+		}
+		md := statusBatch(res, point{addr: targetIP4})
+		_, err := p.processMetrics(c.ctx, md)
+		require.NoError(t, err)
+		assert.Len(t, statusPoints(md), c.want, c.name)
+		if c.want == 0 {
+			continue
+		}
+		got, ok := identity.RelayedOf(md.ResourceMetrics().At(0).Resource().Attributes())
+		require.Equal(t, c.kept, ok, c.name)
+		if c.kept {
+			assert.Equal(t, agent, got, c.name)
+		}
+	}
+}
+
 // A sidecar (or any workload service account allowed beside the agents') is authenticated
 // and names its own pod, but it is not an agent: its pod_probe data points are refused as
 // source_not_agent and it holds no admission slot.

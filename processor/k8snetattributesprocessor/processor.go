@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/identity"
 	"github.com/netpulse/netpulse/internal/k8sindex"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/admission"
 	"github.com/netpulse/netpulse/processor/k8snetattributesprocessor/internal/metadata"
@@ -380,11 +381,23 @@ func (p *netAttributesProcessor) processMetrics(ctx context.Context, md pmetric.
 		if p.admitter != nil {
 			reqs, refused = map[string]*request{}, map[admission.Reason]int{}
 		}
+		// A relay (a gateway shard forwarding its agents' points to their owner) vouches
+		// for each Resource's agent on the Resource (identity.Relayed): kept through the
+		// sanitising for a relay's requests only, matched per Resource by admission.
+		id, _, _ := identity.FromContext(ctx)
+		relay := id.Role == identity.RoleRelay
 		rms := md.ResourceMetrics()
 		for i := 0; i < rms.Len(); i++ {
 			rm := rms.At(i)
 			if p.admitter != nil && hasProbeMetrics(rm) {
+				relayed, vouched := identity.Identity{}, false
+				if relay {
+					relayed, vouched = identity.RelayedOf(rm.Resource().Attributes())
+				}
 				p.admitter.sanitizeResource(rm)
+				if vouched {
+					identity.SetRelayed(rm.Resource().Attributes(), relayed)
+				}
 				res.applyRules(p.resourceRules, rm.Resource().Attributes())
 				verifySourceIP(res, rm.Resource().Attributes())
 				p.admitResource(ctx, res, rm, reqs, refused)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 
+	"github.com/netpulse/netpulse/internal/contract"
 	"github.com/netpulse/netpulse/internal/pdatautil"
 )
 
@@ -31,4 +32,18 @@ func ProbeDataPoints(rm pmetric.ResourceMetrics) int {
 		}
 	}
 	return n
+}
+
+// IsProbeMetric reports whether Decode reads the metric (a pod_probe metric, the
+// heartbeat included).
+func IsProbeMetric(name string) bool {
+	_, known := metricKinds[name]
+	return known || name == contract.MetricRounds
+}
+
+// TargetOf reads a data point's target as Decode does; ok is false when Decode would skip
+// the point (no address, an unknown probe type).
+func TargetOf(attrs pcommon.Map) (observation.Target, bool) {
+	t, _, skip := targetOf(attrs)
+	return t, skip == ""
 }

@@ -41,6 +41,7 @@ type TelemetryBuilder struct {
 	PodNetworkHealthObserversSilent        metric.Int64Gauge
 	PodNetworkHealthPairs                  metric.Int64Gauge
 	PodNetworkHealthPendingObjects         metric.Int64Gauge
+	PodNetworkHealthRelayDatapoints        metric.Int64Counter
 	PodNetworkHealthTargetFailingObservers metric.Int64ObservableGauge
 	PodNetworkHealthTargetLossRatio        metric.Float64ObservableGauge
 	PodNetworkHealthTargetReachable        metric.Int64ObservableGauge
@@ -311,6 +312,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_pod_network_health_pending_objects",
 		metric.WithDescription("Objects whose latest state waits to be written (coalesced; bounded by the number of pairs). [Alpha]"),
 		metric.WithUnit("{object}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.PodNetworkHealthRelayDatapoints, err = builder.meter.Int64Counter(
+		"otelcol_pod_network_health_relay_datapoints",
+		metric.WithDescription("Data points of this shard's agents forwarded to the shards that own their targets (relay), by owner shard and outcome. [Alpha]"),
+		metric.WithUnit("{datapoint}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.PodNetworkHealthTargetFailingObservers, err = builder.meter.Int64ObservableGauge(

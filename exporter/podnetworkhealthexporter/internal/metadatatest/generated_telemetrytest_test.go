@@ -65,6 +65,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.PodNetworkHealthObserversSilent.Record(context.Background(), 1)
 	tb.PodNetworkHealthPairs.Record(context.Background(), 1)
 	tb.PodNetworkHealthPendingObjects.Record(context.Background(), 1)
+	tb.PodNetworkHealthRelayDatapoints.Add(context.Background(), 1)
 	tb.PodNetworkHealthWritesDropped.Add(context.Background(), 1)
 	tb.PodNetworkHealthWritesForbidden.Record(context.Background(), 1)
 	tb.PodNetworkHealthWritesPending.Record(context.Background(), 1)
@@ -105,6 +106,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthPendingObjects(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualPodNetworkHealthRelayDatapoints(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualPodNetworkHealthTargetFailingObservers(t, testTel,

@@ -1,0 +1,269 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configgrpc"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/netpulse/netpulse/internal/ratelog"
+)
+
+// ShardPlaceholder in Config.Client.Endpoint is replaced by each owner shard's index.
+const ShardPlaceholder = "{shard}"
+
+// Config of the connections to the other shards.
+type Config struct {
+	// Client: the gRPC client settings (TLS, auth, keepalive) of every connection; the
+	// endpoint has ShardPlaceholder where the owner's index goes, e.g.
+	// "netpulse-gateway-{shard}.netpulse.svc:4317".
+	Client configgrpc.ClientConfig `mapstructure:"client"`
+	// QueueSize bounds the requests held per owner shard while its connection is slow or
+	// down (default 1,000: ~10 s of a 10,000-agent shard's share for one owner at 10 s
+	// rounds); beyond it a request is dropped and counted.
+	QueueSize int `mapstructure:"queue_size"`
+	// Timeout of one forwarded request (default 5 s); a request that fails is dropped and
+	// counted (its agent's next round carries its cumulative counts again).
+	Timeout time.Duration `mapstructure:"timeout"`
+	// MaxBatchPoints: queued requests to one owner are sent together, up to this many
+	// data points a request (default 8,192).
+	MaxBatchPoints int `mapstructure:"max_batch_points"`
+}
+
+// Defaults of Config.
+const (
+	DefaultQueueSize      = 1000
+	DefaultTimeout        = 5 * time.Second
+	DefaultMaxBatchPoints = 8192
+)
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxBatchPoints == 0 {
+		c.MaxBatchPoints = DefaultMaxBatchPoints
+	}
+	return c
+}
+
+// Check names the offending key (the exporter calls it when the relay is enabled).
+func (c Config) Check() error {
+	var errs []error
+	if !strings.Contains(c.Client.Endpoint, ShardPlaceholder) {
+		errs = append(errs, fmt.Errorf("client: endpoint: %q must contain %s (each owner shard's index)", c.Client.Endpoint, ShardPlaceholder))
+	}
+	if c.QueueSize < 0 || c.QueueSize > 1_000_000 {
+		errs = append(errs, fmt.Errorf("queue_size: %d out of range [1, 1000000]", c.QueueSize))
+	}
+	if c.Timeout < 0 || c.Timeout > time.Minute {
+		errs = append(errs, fmt.Errorf("timeout: %v out of range [1ms, 1m]", c.Timeout))
+	}
+	if c.MaxBatchPoints < 0 || c.MaxBatchPoints > 1_000_000 {
+		errs = append(errs, fmt.Errorf("max_batch_points: %d out of range [1, 1000000]", c.MaxBatchPoints))
+	}
+	return errors.Join(errs...)
+}
+
+// Outcomes of a forwarded data point.
+const (
+	OutcomeForwarded  = "forwarded"
+	OutcomeQueueFull  = "queue_full"
+	OutcomeSendFailed = "send_failed"
+)
+
+// Result reports data points to shard with outcome.
+type Result func(shard, points int, outcome string)
+
+// Forwarder sends each owner shard its parts over one connection, from a bounded queue:
+// Forward never blocks, and what cannot be held or sent is counted, never retried (a
+// shard's own verdicts never wait for another's).
+type Forwarder struct {
+	cfg          Config
+	self, shards int
+	result       Result
+	log          *ratelog.Logger
+	// endpointOf is shard s's endpoint (tests replace it).
+	endpointOf func(s int) string
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	conns   []*grpc.ClientConn
+	queues  []chan part
+	// ctx is cancelled by Shutdown: the senders stop, a request in flight is abandoned.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type part struct {
+	md     pmetric.Metrics
+	points int
+}
+
+// New returns a Forwarder of shard self of shards; result may be nil.
+func New(cfg Config, self, shards int, result Result, logger *zap.Logger) *Forwarder {
+	if result == nil {
+		result = func(int, int, string) {}
+	}
+	f := &Forwarder{cfg: cfg.WithDefaults(), self: self, shards: shards, result: result, log: ratelog.New(logger, 30*time.Second, 2)}
+	f.endpointOf = func(s int) string {
+		return strings.ReplaceAll(f.cfg.Client.Endpoint, ShardPlaceholder, strconv.Itoa(s))
+	}
+	return f
+}
+
+// Start makes one client connection per other shard (gRPC connects when first used) and
+// its sender.
+func (f *Forwarder) Start(ctx context.Context, host component.Host, set component.TelemetrySettings) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.started || f.stopped {
+		return nil
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.conns = make([]*grpc.ClientConn, f.shards)
+	f.queues = make([]chan part, f.shards)
+	for s := range f.shards {
+		if s == f.self {
+			continue
+		}
+		cc := f.cfg.Client
+		cc.Endpoint = f.endpointOf(s)
+		conn, err := cc.ToClientConn(ctx, host.GetExtensions(), set)
+		if err != nil {
+			f.closeConns()
+			f.cancel()
+			return fmt.Errorf("relay: the connection to shard %d (%s): %w", s, cc.Endpoint, err)
+		}
+		f.conns[s] = conn
+		f.queues[s] = make(chan part, f.cfg.QueueSize)
+	}
+	for s, q := range f.queues {
+		if q == nil {
+			continue
+		}
+		f.wg.Add(1)
+		go f.send(s, pmetricotlp.NewGRPCClient(f.conns[s]), q)
+	}
+	f.started = true
+	return nil
+}
+
+// Forward queues parts[s] for each shard s but self; it never blocks.
+func (f *Forwarder) Forward(parts []pmetric.Metrics) {
+	f.mu.Lock()
+	queues := f.queues
+	running := f.started && !f.stopped
+	f.mu.Unlock()
+	for s, md := range parts {
+		if s == f.self || md == (pmetric.Metrics{}) {
+			continue
+		}
+		n := md.DataPointCount()
+		if n == 0 {
+			continue
+		}
+		if !running || s >= len(queues) || queues[s] == nil {
+			f.result(s, n, OutcomeSendFailed)
+			continue
+		}
+		select {
+		case queues[s] <- part{md: md, points: n}:
+		default:
+			f.result(s, n, OutcomeQueueFull)
+			f.log.Log(zap.WarnLevel, "relay: the queue to a shard is full; its points are dropped", zap.Int("shard", s), zap.Int("queue_size", f.cfg.QueueSize))
+		}
+	}
+}
+
+// send is shard s's sender: it sends what is queued, batched up to MaxBatchPoints.
+func (f *Forwarder) send(s int, client pmetricotlp.GRPCClient, q chan part) {
+	defer f.wg.Done()
+	for {
+		var p part
+		select {
+		case <-f.ctx.Done():
+			return
+		case p = <-q:
+		}
+		batch, n := p.md, p.points
+	more:
+		for n < f.cfg.MaxBatchPoints {
+			select {
+			case p = <-q:
+				p.md.ResourceMetrics().MoveAndAppendTo(batch.ResourceMetrics())
+				n += p.points
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.Timeout)
+		_, err := client.Export(ctx, pmetricotlp.NewExportRequestFromMetrics(batch))
+		cancel()
+		if err != nil {
+			f.result(s, n, OutcomeSendFailed)
+			f.log.Log(zap.WarnLevel, "relay: forwarding to a shard failed; its points are dropped", zap.Int("shard", s), zap.Int("data_points", n), zap.Error(err))
+			continue
+		}
+		f.result(s, n, OutcomeForwarded)
+	}
+}
+
+// Shutdown stops the senders (what is queued is dropped) and closes the connections; safe
+// without Start and twice.
+func (f *Forwarder) Shutdown(ctx context.Context) error {
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return nil
+	}
+	f.stopped = true
+	started := f.started
+	f.mu.Unlock()
+	if !started {
+		return nil
+	}
+	f.cancel()
+	waited := make(chan struct{})
+	go func() {
+		f.wg.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closeConns()
+	return nil
+}
+
+func (f *Forwarder) closeConns() {
+	for i, c := range f.conns {
+		if c != nil {
+			_ = c.Close()
+			f.conns[i] = nil
+		}
+	}
+}

@@ -1,0 +1,289 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package relay
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configgrpc"
+	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/netpulse/netpulse/internal/identity"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var agent = identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "agent-a", PodUID: "uid-a", NodeName: "node-a", Role: identity.RoleAgent}
+
+// request builds an agent's round: one sum point per target node, one histogram point per
+// target node, and the heartbeat.
+func request(nodes ...string) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	rm.Resource().Attributes().PutStr("k8s.pod.uid", "uid-a")
+	rm.Resource().Attributes().PutStr(identity.RelayedPodUID, "forged") // the sender's: replaced
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName("pod_probe")
+	sent := sm.Metrics().AppendEmpty()
+	sent.SetName("netpulse.probe.sent")
+	sum := sent.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	hist := sm.Metrics().AppendEmpty()
+	hist.SetName("netpulse.probe.duration")
+	h := hist.SetEmptyExponentialHistogram()
+	h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	for i, n := range nodes {
+		dp := sum.DataPoints().AppendEmpty()
+		dp.Attributes().PutStr("node", n)
+		dp.SetIntValue(int64(i + 1))
+		hp := h.DataPoints().AppendEmpty()
+		hp.Attributes().PutStr("node", n)
+		hp.SetCount(uint64(i + 1))
+	}
+	rounds := sm.Metrics().AppendEmpty()
+	rounds.SetName("netpulse.probe.rounds")
+	rounds.SetEmptySum().DataPoints().AppendEmpty().SetIntValue(7)
+	other := sm.Metrics().AppendEmpty()
+	other.SetName("something.else")
+	other.SetEmptyGauge().DataPoints().AppendEmpty().SetIntValue(1)
+	return md
+}
+
+// byNode owns a point by its "node" attribute: n0 shard 0, n1 shard 1, ...; the heartbeat
+// is every shard's.
+func byNode(metric string, attrs pcommon.Map) int {
+	if metric == "netpulse.probe.rounds" {
+		return -1
+	}
+	v, _ := attrs.Get("node")
+	return int(v.Str()[1] - '0')
+}
+
+func probes(name string) bool { return name != "something.else" }
+
+func TestSplitGivesEachOwnerItsPointsWithTheIdentity(t *testing.T) {
+	md := request("n0", "n1", "n2", "n1")
+	before := pmetric.NewMetrics()
+	md.CopyTo(before)
+	parts := Split(md, 3, 0, byNode, probes, agent)
+	require.Len(t, parts, 3)
+	assert.Equal(t, pmetric.Metrics{}, parts[0], "nothing for self")
+	assert.Equal(t, before, md, "md untouched")
+
+	// Shard 1: its two sum points and two histogram points, and the heartbeat.
+	assert.Equal(t, 5, parts[1].DataPointCount())
+	// Shard 2: one of each, and the heartbeat.
+	assert.Equal(t, 3, parts[2].DataPointCount())
+	for s := 1; s <= 2; s++ {
+		rm := parts[s].ResourceMetrics()
+		require.Equal(t, 1, rm.Len(), "one Resource")
+		got, ok := identity.RelayedOf(rm.At(0).Resource().Attributes())
+		require.True(t, ok)
+		assert.Equal(t, agent, got, "the authenticated identity, not the sender's relayed attributes")
+		uid, _ := rm.At(0).Resource().Attributes().Get("k8s.pod.uid")
+		assert.Equal(t, "uid-a", uid.Str())
+		ms := rm.At(0).ScopeMetrics().At(0).Metrics()
+		assert.Equal(t, "pod_probe", rm.At(0).ScopeMetrics().At(0).Scope().Name())
+		names := map[string]bool{}
+		for i := 0; i < ms.Len(); i++ {
+			m := ms.At(i)
+			names[m.Name()] = true
+			switch m.Name() {
+			case "netpulse.probe.sent":
+				assert.True(t, m.Sum().IsMonotonic())
+				assert.Equal(t, pmetric.AggregationTemporalityCumulative, m.Sum().AggregationTemporality())
+				for j := 0; j < m.Sum().DataPoints().Len(); j++ {
+					n, _ := m.Sum().DataPoints().At(j).Attributes().Get("node")
+					assert.Equal(t, s, int(n.Str()[1]-'0'))
+				}
+			case "netpulse.probe.duration":
+				assert.Equal(t, pmetric.AggregationTemporalityCumulative, m.ExponentialHistogram().AggregationTemporality())
+			}
+		}
+		assert.Equal(t, map[string]bool{"netpulse.probe.sent": true, "netpulse.probe.duration": true, "netpulse.probe.rounds": true}, names, "shard %d: other metrics are not forwarded", s)
+	}
+	// Everything self owns: nothing to forward.
+	parts = Split(request("n0"), 3, 0, func(m string, a pcommon.Map) int { return 0 }, probes, agent)
+	for _, p := range parts {
+		assert.Equal(t, pmetric.Metrics{}, p)
+	}
+}
+
+// server is an OTLP metrics receiver that records what it got and with which metadata.
+type server struct {
+	pmetricotlp.UnimplementedGRPCServer
+	mu     sync.Mutex
+	points int
+	reqs   int
+	fail   bool
+	block  chan struct{}
+}
+
+func (s *server) Export(ctx context.Context, req pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
+	if s.block != nil {
+		select {
+		case <-s.block:
+		case <-ctx.Done():
+			return pmetricotlp.NewExportResponse(), ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return pmetricotlp.NewExportResponse(), assert.AnError
+	}
+	s.reqs++
+	s.points += req.Metrics().DataPointCount()
+	_ = client.FromContext(ctx)
+	return pmetricotlp.NewExportResponse(), nil
+}
+
+func (s *server) got() (reqs, points int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reqs, s.points
+}
+
+func serve(t *testing.T, s *server) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	g := grpc.NewServer()
+	pmetricotlp.RegisterGRPCServer(g, s)
+	go func() { _ = g.Serve(l) }()
+	t.Cleanup(g.Stop)
+	return l.Addr().String()
+}
+
+type counts struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *counts) add(shard, points int, outcome string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]int{}
+	}
+	c.m[outcome] += points
+}
+
+func (c *counts) get(outcome string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[outcome]
+}
+
+func clientConfig(endpoint string) Config {
+	cc := configgrpc.NewDefaultClientConfig()
+	cc.Endpoint = endpoint
+	cc.TLS = configtls.ClientConfig{Insecure: true}
+	return Config{Client: cc}
+}
+
+// Two owners on real sockets (the endpoint's {shard} picks the port): each gets its part,
+// batched; a stopped owner's points are dropped and counted while the other's go on.
+func TestForwarderSendsEachOwnerItsPart(t *testing.T) {
+	s1, s2 := &server{}, &server{}
+	a1, a2 := serve(t, s1), serve(t, s2)
+	var c counts
+	f := newForTest(t, map[int]string{1: a1, 2: a2}, &c)
+	for range 10 {
+		f.Forward(Split(request("n0", "n1", "n2"), 3, 0, byNode, probes, agent))
+	}
+	require.Eventually(t, func() bool {
+		_, n1 := s1.got()
+		_, n2 := s2.got()
+		return n1 == 30 && n2 == 30
+	}, 10*time.Second, 10*time.Millisecond)
+	r1, _ := s1.got()
+	assert.LessOrEqual(t, r1, 10, "batched: at most one request a Forward")
+	assert.Equal(t, 60, c.get(OutcomeForwarded))
+
+	s2.mu.Lock()
+	s2.fail = true
+	s2.mu.Unlock()
+	f.Forward(Split(request("n1", "n2"), 3, 0, byNode, probes, agent))
+	require.Eventually(t, func() bool { return c.get(OutcomeSendFailed) == 3 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { _, n := s1.got(); return n == 33 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, f.Shutdown(context.Background()))
+	require.NoError(t, f.Shutdown(context.Background()), "twice")
+	f.Forward(Split(request("n1"), 3, 0, byNode, probes, agent))
+	assert.Equal(t, 3+4, c.get(OutcomeSendFailed), "after Shutdown: counted, not sent (shard 1's 3 points, shard 2's heartbeat)")
+}
+
+// An owner that does not answer fills its queue: Forward never blocks, the excess is
+// counted, and Shutdown abandons what is in flight.
+func TestForwarderIsBoundedByItsQueue(t *testing.T) {
+	s := &server{block: make(chan struct{})}
+	defer close(s.block)
+	var c counts
+	f := newForTest(t, map[int]string{1: serve(t, s)}, &c, func(cfg *Config) { cfg.QueueSize = 4 })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100 {
+			f.Forward(Split(request("n1"), 2, 0, byNode, probes, agent))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Forward blocked")
+	}
+	// Held: the batch in flight (the first request and the 4 queued behind it, which its
+	// sender takes in) and 4 queued again; the rest is dropped, never sent.
+	assert.GreaterOrEqual(t, c.get(OutcomeQueueFull), (100-2*4-1)*3)
+	assert.Zero(t, c.get(OutcomeForwarded))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, f.Shutdown(ctx))
+}
+
+func TestShutdownWithoutStart(t *testing.T) {
+	f := New(clientConfig("x-{shard}:4317"), 0, 2, nil, zap.NewNop())
+	require.NoError(t, f.Shutdown(context.Background()))
+	require.NoError(t, f.Shutdown(context.Background()))
+}
+
+func TestConfigValidate(t *testing.T) {
+	require.NoError(t, clientConfig("netpulse-gateway-{shard}.netpulse.svc:4317").Check())
+	err := Config{Client: configgrpc.ClientConfig{Endpoint: "netpulse-gateway:4317"}, QueueSize: -1, Timeout: time.Hour, MaxBatchPoints: -1}.Check()
+	require.Error(t, err)
+	for _, want := range []string{"client: endpoint", "{shard}", "queue_size", "timeout", "max_batch_points"} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+// newForTest starts a Forwarder of shard 0 whose shard s connects to endpoints[s].
+func newForTest(t *testing.T, endpoints map[int]string, c *counts, opts ...func(*Config)) *Forwarder {
+	shards := 0
+	for s := range endpoints {
+		shards = max(shards, s+1)
+	}
+	cfg := clientConfig("unused-{shard}:4317")
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f := New(cfg, 0, shards, c.add, zap.NewNop())
+	f.endpointOf = func(s int) string { return endpoints[s] }
+	require.NoError(t, f.Start(context.Background(), componenttest.NewNopHost(), componenttest.NewNopTelemetrySettings()))
+	t.Cleanup(func() { _ = f.Shutdown(context.Background()) })
+	return f
+}
