@@ -493,6 +493,9 @@ func (c *Config) checkRelay() error {
 	if !c.RequireAuthenticatedObservers {
 		errs = append(errs, errors.New("relay::enabled: needs require_authenticated_observers (a relay forwards the identity it authenticated)"))
 	}
+	if len(c.Relay.Endpoints) != c.Shard.Count {
+		errs = append(errs, fmt.Errorf("relay::endpoints: %d, want one per shard (shard::count %d)", len(c.Relay.Endpoints), c.Shard.Count))
+	}
 	if err := c.Relay.Check(); err != nil {
 		errs = append(errs, fmt.Errorf("relay::%w", err))
 	}

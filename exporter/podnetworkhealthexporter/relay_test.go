@@ -50,7 +50,7 @@ func (o *ownerShard) Export(ctx context.Context, req pmetricotlp.ExportRequest) 
 // for another pod than the Resource names is refused there.
 func TestRelayForwardsToTheOwnerAsTheAgent(t *testing.T) {
 	const count = 2
-	newShard := func(index int, relay bool, endpoint string) *pnhExporter {
+	newShard := func(index int, relay bool, endpoints ...string) *pnhExporter {
 		cfg := createDefaultConfig().(*Config)
 		cfg.LeaderElection.Enabled = false
 		cfg.Shard = ShardConfig{Count: count, Index: index}
@@ -58,16 +58,16 @@ func TestRelayForwardsToTheOwnerAsTheAgent(t *testing.T) {
 		if relay {
 			cfg.Relay.Enabled = true
 			cc := configgrpc.NewDefaultClientConfig()
-			cc.Endpoint = endpoint
 			cc.TLS = configtls.ClientConfig{Insecure: true}
 			cfg.Relay.Client = cc
+			cfg.Relay.Endpoints = endpoints
 			require.NoError(t, cfg.Validate())
 		}
 		e, err := newExporter(cfg, exportertest.NewNopSettings(metadata.Type))
 		require.NoError(t, err)
 		return e
 	}
-	owner := newShard(1, false, "")
+	owner := newShard(1, false)
 	relayID := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-gateway", PodName: "gw-0", PodUID: "uid-gw", NodeName: "node-g", Role: identity.RoleRelay}
 	srv := &ownerShard{e: owner, as: relayID}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -76,9 +76,7 @@ func TestRelayForwardsToTheOwnerAsTheAgent(t *testing.T) {
 	pmetricotlp.RegisterGRPCServer(g, srv)
 	go func() { _ = g.Serve(l) }()
 	defer g.Stop()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	// Shard 1's endpoint: 127.0.0.{shard} is 127.0.0.1 for it.
-	ingress := newShard(0, true, "127.0.0.{shard}:"+port)
+	ingress := newShard(0, true, "127.0.0.1:1", l.Addr().String()) // its own is never dialled
 	require.NoError(t, ingress.relay.Start(context.Background(), componenttest.NewNopHost(), componenttest.NewNopTelemetrySettings()))
 	defer func() { require.NoError(t, ingress.relay.Shutdown(context.Background())) }()
 
@@ -130,10 +128,10 @@ func TestRelayConfigNeedsShardsAndAuthentication(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Relay.Enabled = true
 	cfg.RequireAuthenticatedObservers = false
-	cfg.Relay.Client.Endpoint = "netpulse-gateway:4317"
+	cfg.Relay.Endpoints = []string{"netpulse-gateway-0:4317", "netpulse-gateway-1:4317"}
 	err := cfg.Validate()
 	require.Error(t, err)
-	for _, want := range []string{"relay::enabled: needs shard::count above 1", "relay::enabled: needs require_authenticated_observers", "relay::client: endpoint"} {
+	for _, want := range []string{"relay::enabled: needs shard::count above 1", "relay::enabled: needs require_authenticated_observers", "relay::endpoints: 2, want one per shard (shard::count 1)"} {
 		assert.Contains(t, err.Error(), want)
 	}
 }

@@ -66,12 +66,15 @@ func (v localVerdict) String() string {
 
 // k8sClaims is the kubernetes.io private claim of a service-account token.
 type k8sClaims struct {
-	Kubernetes *struct {
-		Namespace string     `json:"namespace"`
-		Svcacct   *objectRef `json:"serviceaccount"`
-		Pod       *objectRef `json:"pod"`
-		Node      *objectRef `json:"node"`
-	} `json:"kubernetes.io"`
+	Kubernetes *kubernetesClaims `json:"kubernetes.io"`
+}
+
+// kubernetesClaims is what the kubernetes.io claim names.
+type kubernetesClaims struct {
+	Namespace string     `json:"namespace"`
+	Svcacct   *objectRef `json:"serviceaccount"`
+	Pod       *objectRef `json:"pod"`
+	Node      *objectRef `json:"node"`
 }
 
 type objectRef struct {
@@ -172,25 +175,39 @@ func (v *verifier) verify(ctx context.Context, token string, now time.Time) (loc
 	if role == identity.RoleNone {
 		return reject(reasonServiceAccount, "service account %s/%s is not allowed", k.Namespace, k.Svcacct.Name)
 	}
-	if k.Pod == nil || k.Pod.Name == "" || k.Pod.UID == "" || k.Node == nil || k.Node.Name == "" {
+	id, bound := boundIdentity(k, role)
+	if !bound {
 		return reject(reasonNotBoundToPod, "token of %s/%s carries no pod name, pod UID and node name (a projected token bound to the pod, Kubernetes >= 1.30)",
 			k.Namespace, k.Svcacct.Name)
 	}
-	id := identity.Identity{
-		Namespace: k.Namespace, ServiceAccount: k.Svcacct.Name,
-		PodName: k.Pod.Name, PodUID: k.Pod.UID,
-		NodeName: k.Node.Name, NodeUID: k.Node.UID,
-		// What the API server reports (k8s.io/apiserver: "JTI=" + jti).
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"},
-		Role:   role,
-	}
 	if pub.ID != "" {
+		// What the API server reports (k8s.io/apiserver: "JTI=" + jti).
 		id.CredentialID = "JTI=" + pub.ID
 	}
 	if verdict, o, why := v.checkPod(id, now); verdict != localAccepted {
 		return verdict, o, why
 	}
 	return localAccepted, outcome{id: id, local: true}, ""
+}
+
+// boundIdentity is the identity of a token's kubernetes.io claims; bound is false when they
+// name no pod, or no node (a relay, the gateway's own pod, observes nothing: its node is
+// not needed).
+func boundIdentity(k *kubernetesClaims, role identity.Role) (id identity.Identity, bound bool) {
+	noNode := k.Node == nil || k.Node.Name == ""
+	if k.Pod == nil || k.Pod.Name == "" || k.Pod.UID == "" || noNode && role != identity.RoleRelay {
+		return identity.Identity{}, false
+	}
+	id = identity.Identity{
+		Namespace: k.Namespace, ServiceAccount: k.Svcacct.Name,
+		PodName: k.Pod.Name, PodUID: k.Pod.UID,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace, "system:authenticated"},
+		Role:   role,
+	}
+	if !noNode {
+		id.NodeName, id.NodeUID = k.Node.Name, k.Node.UID
+	}
+	return id, true
 }
 
 // checkPod: the pod the identity is bound to must be in the index with its UID, name and

@@ -169,9 +169,11 @@ type Identity struct {
 }
 
 // Complete reports whether the identity names a pod (namespace, name, UID), its node and
-// its role: what binding an observation to its observer needs.
+// its role: what binding an observation to its observer needs. A relay's node is not
+// needed (it observes nothing; a gateway pod's token names it once the pod is scheduled).
 func (id Identity) Complete() bool {
-	return id.Namespace != "" && id.ServiceAccount != "" && id.PodName != "" && id.PodUID != "" && id.NodeName != "" && id.Role.valid()
+	return id.Namespace != "" && id.ServiceAccount != "" && id.PodName != "" && id.PodUID != "" && id.Role.valid() &&
+		(id.NodeName != "" || id.Role == RoleRelay)
 }
 
 // Subject is the Kubernetes user name of the service account.

@@ -317,7 +317,10 @@ func TestAdmissionRequireAuthenticatedSource(t *testing.T) {
 // agent it vouches for, and its vouching survives the sanitising; an agent's own relayed
 // attributes are stripped and count for nothing.
 func TestAdmissionBelievesARelayPerResource(t *testing.T) {
-	p := newTestProcessor(t, admissionConfig(func(a *AdmissionConfig) { a.RequireAuthenticatedSource = true }), testIndex(t))
+	p := newTestProcessor(t, admissionConfig(func(a *AdmissionConfig) {
+		a.RequireAuthenticatedSource = true
+		a.KeepRelayedIdentity = true
+	}), testIndex(t))
 	agent := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "netpulse-agent-x7k2p", PodUID: "uid-agent", NodeName: "node-a", Role: identity.RoleAgent}
 	other := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-agent", PodName: "other", PodUID: "uid-other", NodeName: "node-b", Role: identity.RoleAgent}
 	relay := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-gateway", PodName: "gw-0", PodUID: "uid-gw", NodeName: "node-g", Role: identity.RoleRelay}
@@ -356,6 +359,22 @@ func TestAdmissionBelievesARelayPerResource(t *testing.T) {
 		if c.kept {
 			assert.Equal(t, agent, got, c.name)
 		}
+	}
+	// Without keep_relayed_identity (an export pipeline) the relayed points are admitted
+	// and the identity removed once matched: no series carries it.
+	export := newTestProcessor(t, admissionConfig(func(a *AdmissionConfig) { a.RequireAuthenticatedSource = true }), testIndex(t))
+	res := agentResource()
+	m := pcommon.NewMap()
+	identity.SetRelayed(m, agent)
+	for k, v := range m.All() {
+		res[k] = v.Str()
+	}
+	md := statusBatch(res, point{addr: targetIP4})
+	_, err := export.processMetrics(ctxAs(relay), md)
+	require.NoError(t, err)
+	require.Len(t, statusPoints(md), 1)
+	for k := range md.ResourceMetrics().At(0).Resource().Attributes().All() {
+		assert.NotContains(t, k, identity.RelayedPrefix)
 	}
 }
 

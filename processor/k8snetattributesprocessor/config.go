@@ -134,6 +134,13 @@ type AdmissionConfig struct {
 	// node than the agent the k8s_token_auth authenticator established (the exporter's
 	// require_authenticated_observers, for every pipeline, the exported series included).
 	RequireAuthenticatedSource bool `mapstructure:"require_authenticated_source"`
+	// KeepRelayedIdentity keeps, on the Resources a relay forwarded (a sharded gateway's
+	// shard: k8s_token_auth's relay_service_accounts), the agent's identity the relay vouched
+	// for (netpulse.relayed.* attributes), for pod_network_health's binding downstream.
+	// Off: they are removed once admission matched them (an export pipeline, whose series
+	// would otherwise carry them as labels). Attributes of that name from any other caller
+	// are always removed.
+	KeepRelayedIdentity bool `mapstructure:"keep_relayed_identity"`
 }
 
 // ScopeConfig limits the watches.

@@ -401,6 +401,9 @@ func (p *netAttributesProcessor) processMetrics(ctx context.Context, md pmetric.
 				res.applyRules(p.resourceRules, rm.Resource().Attributes())
 				verifySourceIP(res, rm.Resource().Attributes())
 				p.admitResource(ctx, res, rm, reqs, refused)
+				if vouched && !p.admitter.cfg.KeepRelayedIdentity {
+					identity.StripRelayed(rm.Resource().Attributes())
+				}
 				continue
 			}
 			res.applyRules(p.resourceRules, rm.Resource().Attributes())

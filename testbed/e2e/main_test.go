@@ -21,10 +21,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -280,13 +282,28 @@ func startEnv() (*env, error) {
 	// The connectivity view (netpulse_view, off in deploy/) on the gateway, merged over its
 	// configuration: TestPartition opens it in headless Chromium.
 	e.gwExtra = []string{filepath.Join(cl.Dir, "gateway-view.yaml")}
-	if err := os.WriteFile(e.gwExtra[0], []byte(gatewayViewConfig), 0o644); err != nil {
+	viewConfig := gatewayViewConfig
+	if shards > 1 {
+		// The chart's relaying shards (gateway.relay): their own account is a relay's and
+		// their relay token extension runs; the lists above replace the rendered ones.
+		viewConfig = strings.NewReplacer(
+			"service_accounts: [netpulse/netpulse-agent, checks/default]", "service_accounts: [netpulse/netpulse-agent, checks/default, netpulse/netpulse-gateway]",
+			"extensions: [health_check, k8s_token_auth, netpulse_view]", "extensions: [health_check, k8s_token_auth, netpulse_view, bearertokenauth/relay]",
+		).Replace(viewConfig)
+	}
+	if err := os.WriteFile(e.gwExtra[0], []byte(viewConfig), 0o644); err != nil {
 		return e, err
 	}
 	agentEnv := map[string]string{"NETPULSE_OPENSHIFT_CHECKS": "true", "NETPULSE_PATH_MTU": "true"}
+	var spread []string
 	if shards > 1 {
 		// A gateway per shard, each in its own slot (address), each told its index as the
-		// chart's Deployments tell theirs; the agents reach shard i at its slot.
+		// chart's Deployments tell theirs; the agents reach shard i at its slot. The chart
+		// relays (gateway.relay): each agent connects to one shard (its node's, as the
+		// relay Service would spread them), which forwards to the others at their slots.
+		for i := range shards {
+			e.gwEnv[fmt.Sprintf("NETPULSE_RELAY_ENDPOINT_%d", i)] = net.JoinHostPort(simcluster.GatewayIPv4(i).String(), strconv.Itoa(simcluster.GatewayOTLPPort))
+		}
 		for i := range shards {
 			gw, err := cl.StartGateway(ctx, e.shardGateway(i, "a"))
 			if err != nil {
@@ -294,6 +311,7 @@ func startEnv() (*env, error) {
 			}
 			e.shardGWs = append(e.shardGWs, gw)
 			agentEnv[fmt.Sprintf("NETPULSE_GATEWAY_ENDPOINT_%d", i)] = gw.Endpoint
+			spread = append(spread, gw.Endpoint)
 		}
 		e.gw = e.shardGWs[0]
 	} else if e.gw, err = cl.StartGateway(ctx, simcluster.GatewayOptions{Env: e.gwEnv, Config: e.gwConfig, ExtraConfigs: e.gwExtra}); err != nil {
@@ -301,11 +319,12 @@ func startEnv() (*env, error) {
 	}
 	e.agentsStarted = time.Now()
 	err = cl.StartAgents(ctx, simcluster.AgentOptions{
-		Config:          agentConfig,
-		GatewayEndpoint: e.gw.Endpoint,
-		ProbeInterval:   probeInterval,
-		ProbeTimeout:    probeTimeout,
-		PeerGrace:       0,
+		Config:           agentConfig,
+		GatewayEndpoint:  e.gw.Endpoint,
+		GatewayEndpoints: spread,
+		ProbeInterval:    probeInterval,
+		ProbeTimeout:     probeTimeout,
+		PeerGrace:        0,
 		// Path-MTU probes on: TestPathMTUBlackHole needs them, and every other scenario
 		// then runs with them too (no false MTUBlackHole on a healthy cluster).
 		Env: agentEnv,
@@ -320,7 +339,8 @@ func (e *env) shardGateway(i int, gen string) simcluster.GatewayOptions {
 	for k, v := range e.gwEnv {
 		env[k] = v
 	}
-	return simcluster.GatewayOptions{Name: fmt.Sprintf("netpulse-gateway-%d-%s", i, gen), Slot: i, Env: env, Config: e.gwConfig, ExtraConfigs: e.gwExtra}
+	return simcluster.GatewayOptions{Name: fmt.Sprintf("netpulse-gateway-%d-%s", i, gen), Slot: i, Env: env, Config: e.gwConfig, ExtraConfigs: e.gwExtra,
+		RelayAudience: "netpulse-gateway"}
 }
 
 func stopEnv(e *env) error {

@@ -6,6 +6,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,6 +210,16 @@ func TestShardedCluster(t *testing.T) {
 			t.Fatalf("Lease netpulse-gateway-%d held by %q, want %s", i, h, gw.Name)
 		}
 	}
+	// The chart's shards relay (gateway.relay): each agent reached its node's shard only,
+	// so the stable pairs across shards above were written by their owner from what the
+	// other shard forwarded. Each shard forwarded, and lost nothing.
+	for i := range e.shardGWs {
+		forwarded, lost := e.relayed(t, i)
+		if forwarded == 0 || lost > 0 {
+			t.Fatalf("shard %d forwarded %v data points and lost %v: want some forwarded, none lost", i, forwarded, lost)
+		}
+		t.Logf("figure: sharded: shard %d forwarded %.0f data points of its agents to the other shard, lost none", i, forwarded)
+	}
 
 	partition := func(node, phase string) {
 		t.Helper()
@@ -293,4 +305,28 @@ func TestShardedCluster(t *testing.T) {
 	t.Logf("figure: sharded: 0 of %d objects rewritten in the 20 s after the takeover", len(before))
 
 	partition(ofOne[1], "replacement")
+}
+
+// relayed reads shard i's otelcol_pod_network_health_relay_datapoints: forwarded and lost
+// (queue_full, send_failed).
+func (e *env) relayed(t *testing.T, i int) (forwarded, lost float64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	url := "http://" + net.JoinHostPort(simcluster.GatewayIPv4(i).String(), "8888") + "/metrics"
+	all, err := scrape(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		if !strings.HasPrefix(s.name, "otelcol_pod_network_health_relay_datapoints") {
+			continue
+		}
+		if s.labels["relay_outcome"] == "forwarded" {
+			forwarded += s.value
+		} else {
+			lost += s.value
+		}
+	}
+	return forwarded, lost
 }

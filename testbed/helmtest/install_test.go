@@ -77,7 +77,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com",
 		"crd/prometheusrules.monitoring.coreos.com", "crd/certificates.cert-manager.io")
 	kubectl("create", "namespace", "netpulse-dryrun")
-	for name, values := range map[string]map[string]any{"defaults": nil, "all-features": allFeatures(t), "shards": shards2()} {
+	for name, values := range map[string]map[string]any{"defaults": nil, "all-features": allFeatures(t), "shards": shards2(), "shards relaying": shardsRelay()} {
 		out, err := Template(bin, chart, values, "--include-crds", "--namespace", "netpulse-dryrun")
 		require.NoError(t, err)
 		objs, err := Decode(out)

@@ -101,7 +101,7 @@ func TestShardedConfigsValidate(t *testing.T) {
 	bin, chart := helm(t)
 	allSharded := allFeatures(t)
 	allSharded["gateway"].(map[string]any)["shards"] = 3
-	for name, values := range map[string]map[string]any{"shards": shards2(), "all-features sharded": allSharded} {
+	for name, values := range map[string]map[string]any{"shards": shards2(), "shards relaying": shardsRelay(), "all-features sharded": allSharded} {
 		agent, gateway, err := RenderCollectorConfigs(bin, chart, values, t.TempDir())
 		require.NoError(t, err)
 		require.Contains(t, readYAML(t, agent)["receivers"].(map[string]any)["pod_probe"], "shards")

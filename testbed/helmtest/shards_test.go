@@ -15,8 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// shards2 is the values of a two-shard gateway.
-func shards2() map[string]any { return map[string]any{"gateway": map[string]any{"shards": 2}} }
+// shards2 is the values of a two-shard gateway whose agents connect to every shard
+// (gateway.relay false).
+func shards2() map[string]any {
+	return map[string]any{"gateway": map[string]any{"shards": 2, "relay": false}}
+}
+
+// shardsRelay is the values of a two-shard gateway as shipped: the shards relay.
+func shardsRelay() map[string]any { return map[string]any{"gateway": map[string]any{"shards": 2}} }
 
 // selects reports whether a matchLabels selector (or a Service's selector) selects pods
 // with these labels.
@@ -111,7 +117,7 @@ func TestTemplateShards(t *testing.T) {
 	for _, p := range pods {
 		require.True(t, selects(t, nested(mustFind(t, objs, "NetworkPolicy", "netpulse-gateway"), "spec", "podSelector", "matchLabels"), p))
 	}
-	mon := render(t, map[string]any{"gateway": map[string]any{"shards": 2}, "monitoring": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}})
+	mon := render(t, map[string]any{"gateway": map[string]any{"shards": 2, "relay": false}, "monitoring": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}})
 	for _, p := range pods {
 		require.True(t, selects(t, nested(mustFind(t, mon, "Service", "netpulse-gateway-metrics"), "spec", "selector"), p))
 	}
@@ -182,12 +188,12 @@ func TestTemplateShards(t *testing.T) {
 	require.Equal(t, strings.Join(hosts, ","), nested(secret, "metadata", "annotations", "netpulse.io/dns-names"),
 		"the Secret records the names it covers, so an upgrade to more shards remakes it")
 	require.Nil(t, nested(mustFind(t, single, "Secret", "netpulse-gateway-tls"), "metadata", "annotations"))
-	cm := render(t, map[string]any{"gateway": map[string]any{"shards": 2},
+	cm := render(t, map[string]any{"gateway": map[string]any{"shards": 2, "relay": false},
 		"tls": map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca"}}}})
 	require.Equal(t, toAny(hosts), nested(mustFind(t, cm, "Certificate", "netpulse-gateway"), "spec", "dnsNames"))
 
 	// PodDisruptionBudgets off: none for any shard.
-	off := render(t, map[string]any{"gateway": map[string]any{"shards": 3, "podDisruptionBudget": map[string]any{"enabled": false}}})
+	off := render(t, map[string]any{"gateway": map[string]any{"shards": 3, "relay": false, "podDisruptionBudget": map[string]any{"enabled": false}}})
 	require.Zero(t, kinds(off)["PodDisruptionBudget"])
 	require.Equal(t, 3, kinds(off)["Deployment"])
 	require.Equal(t, 4, kinds(off)["Service"], "3 shard Services and netpulse-gateway")
@@ -228,7 +234,7 @@ func TestTemplateOneShardIsTheDefault(t *testing.T) {
 // pipeline applies to every shard's exporter and pipeline; a shard's own exporter,
 // filter or pipeline in it is merged over the generated one.
 func TestTemplateShardsAgentConfigMerge(t *testing.T) {
-	objs := render(t, map[string]any{"gateway": map[string]any{"shards": 2}, "agent": map[string]any{"config": map[string]any{
+	objs := render(t, map[string]any{"gateway": map[string]any{"shards": 2, "relay": false}, "agent": map[string]any{"config": map[string]any{
 		"processors": map[string]any{"resource/site": map[string]any{"attributes": []any{map[string]any{"key": "site", "value": "a", "action": "upsert"}}}},
 		"exporters": map[string]any{
 			"otlp_grpc":         map[string]any{"sending_queue": map[string]any{"queue_size": 10}},
@@ -276,4 +282,70 @@ func TestRenderCollectorConfigsShards(t *testing.T) {
 	require.Equal(t, "${env:NETPULSE_GATEWAY_ENDPOINT_1:-netpulse-gateway-1.netpulse.svc:4317}", nested(a, "exporters", "otlp_grpc/shard-1", "endpoint"))
 	g := readYAML(t, gateway)
 	require.Equal(t, map[string]any{"count": float64(2), "index": "${env:NETPULSE_SHARD_INDEX}"}, nested(g, "exporters", "pod_network_health", "shard"))
+}
+
+// gateway.shards=2 as shipped (gateway.relay): each agent holds one connection, to
+// netpulse-gateway-relay (every shard's leader, no standby), whose shard forwards to the
+// others: the agents' one exporter and pipeline (the checks' results to shard 0); the
+// gateway's relay (an endpoint per shard, its own CA and token), k8s_token_auth's relay
+// account, the export pipeline keeping its own shard's points without the relayed
+// identity; the Deployments' relay token; the NetworkPolicy letting shards reach each
+// other; the certificate covering the relay Service.
+func TestTemplateShardsRelay(t *testing.T) {
+	objs := render(t, shardsRelay())
+	single := render(t, nil)
+
+	relaySvc := mustFind(t, objs, "Service", "netpulse-gateway-relay")
+	for i := range 2 {
+		dep := mustFind(t, objs, "Deployment", fmt.Sprintf("netpulse-gateway-%d", i))
+		pod := maps.Clone(nested(dep, "spec", "template", "metadata", "labels").(map[string]any))
+		require.False(t, selects(t, nested(relaySvc, "spec", "selector"), pod), "the relay Service selects a standby")
+		pod["netpulse.io/gateway-leader"] = "true"
+		require.True(t, selects(t, nested(relaySvc, "spec", "selector"), pod), "the relay Service selects shard %d's leader", i)
+		require.True(t, selects(t, nested(mustFind(t, objs, "NetworkPolicy", "netpulse-gateway"), "spec", "ingress").([]any)[0].(map[string]any)["from"].([]any)[1].(map[string]any)["podSelector"].(map[string]any)["matchLabels"], pod),
+			"the NetworkPolicy lets the shards reach each other's OTLP port")
+		var token map[string]any
+		for _, v := range nested(dep, "spec", "template", "spec", "volumes").([]any) {
+			if v.(map[string]any)["name"] == "relay-token" {
+				token = v.(map[string]any)
+			}
+		}
+		require.NotNil(t, token, "shard %d mounts its relay token", i)
+		require.Equal(t, "netpulse-gateway", nested(token, "projected", "sources").([]any)[0].(map[string]any)["serviceAccountToken"].(map[string]any)["audience"])
+	}
+
+	acfg := configOf(t, objs, "netpulse-agent-config", "agent.yaml")
+	want := configOf(t, single, "netpulse-agent-config", "agent.yaml")
+	require.EqualValues(t, 2, nested(acfg, "receivers", "pod_probe", "shards"))
+	e := maps.Clone(nested(want, "exporters", "otlp_grpc").(map[string]any))
+	e["endpoint"] = "${env:NETPULSE_GATEWAY_ENDPOINT:-netpulse-gateway-relay.netpulse.svc:4317}"
+	require.Equal(t, e, nested(acfg, "exporters", "otlp_grpc"), "one exporter: the single one's settings, the relay Service")
+	e["endpoint"] = "${env:NETPULSE_GATEWAY_ENDPOINT_0:-netpulse-gateway-0.netpulse.svc:4317}"
+	require.Equal(t, e, nested(acfg, "exporters", "otlp_grpc/shard-0"))
+	require.Len(t, acfg["exporters"], 2)
+	require.Equal(t, nested(want, "service", "pipelines", "metrics"), nested(acfg, "service", "pipelines", "metrics"), "one metrics pipeline, as with one gateway")
+	require.Equal(t, []any{"otlp_grpc/shard-0"}, nested(acfg, "service", "pipelines", "logs/checks", "exporters"), "checks' results go to shard 0, which runs the checks")
+	require.Nil(t, nested(acfg, "processors", "filter/shard-0"))
+
+	g := configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
+	relay := nested(g, "exporters", "pod_network_health", "relay").(map[string]any)
+	require.Equal(t, true, relay["enabled"])
+	require.Equal(t, []any{"${env:NETPULSE_RELAY_ENDPOINT_0:-netpulse-gateway-0.netpulse.svc:4317}", "${env:NETPULSE_RELAY_ENDPOINT_1:-netpulse-gateway-1.netpulse.svc:4317}"}, relay["endpoints"])
+	require.Equal(t, "bearertokenauth/relay", nested(relay, "client", "auth", "authenticator"))
+	require.Equal(t, "${env:NETPULSE_RELAY_CA_FILE:-/var/run/secrets/netpulse/tls/ca.crt}", nested(relay, "client", "tls", "ca_file"))
+	require.Contains(t, nested(g, "service", "extensions"), "bearertokenauth/relay")
+	auth := nested(g, "extensions", "k8s_token_auth").(map[string]any)
+	require.Equal(t, []any{"netpulse/netpulse-agent", "netpulse/netpulse-gateway"}, auth["service_accounts"])
+	require.Equal(t, []any{"netpulse/netpulse-agent"}, auth["agent_service_accounts"])
+	require.Equal(t, []any{"netpulse/netpulse-gateway"}, auth["relay_service_accounts"])
+	require.Equal(t, true, nested(g, "processors", "k8s_net_attributes", "admission", "keep_relayed_identity"))
+	require.Nil(t, nested(g, "processors", "k8s_net_attributes/export", "admission", "keep_relayed_identity"))
+	require.Equal(t, []any{"memory_limiter", "filter/own_shard", "filter/stable_pairs", "k8s_net_attributes/export", "explicit_buckets", "batch"},
+		nested(g, "service", "pipelines", "metrics/export", "processors"))
+	require.Equal(t, []any{"memory_limiter", "k8s_net_attributes"}, nested(g, "service", "pipelines", "metrics/health", "processors"))
+
+	secret := mustFind(t, objs, "Secret", "netpulse-gateway-tls")
+	require.Contains(t, nested(secret, "metadata", "annotations", "netpulse.io/dns-names"), "netpulse-gateway-relay.netpulse.svc,netpulse-gateway-relay.netpulse.svc.cluster.local")
+	require.Nil(t, Find(single, "Service", "netpulse-gateway-relay"))
+	require.Nil(t, Find(render(t, shards2()), "Service", "netpulse-gateway-relay"))
 }

@@ -53,6 +53,9 @@ func TestShardCountChangeKeepsTheCA(t *testing.T) {
 		for i := range shards {
 			hosts = append(hosts, fmt.Sprintf("netpulse-gateway-%d.netpulse.svc", i), fmt.Sprintf("netpulse-gateway-%d.netpulse.svc.cluster.local", i))
 		}
+		if shards > 1 { // gateway.relay, the default
+			hosts = append(hosts, "netpulse-gateway-relay.netpulse.svc", "netpulse-gateway-relay.netpulse.svc.cluster.local")
+		}
 		return hosts
 	}
 

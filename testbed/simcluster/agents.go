@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/netpulse/netpulse/internal/shard"
 )
 
 // AgentDaemonSet is the DaemonSet of deploy/agent-gateway/agent-daemonset.yaml whose pod
@@ -39,6 +41,10 @@ type AgentOptions struct {
 	// GatewayEndpoint (host:port) is NETPULSE_GATEWAY_ENDPOINT: the gateway slot or a test
 	// OTLP sink on HostIPv4. Required.
 	GatewayEndpoint string
+	// GatewayEndpoints, when set, spread the agents over several gateways instead (a
+	// Service's connections over its endpoints): the agent on node n gets
+	// GatewayEndpoints[shard.Of(n, len)] as NETPULSE_GATEWAY_ENDPOINT.
+	GatewayEndpoints []string
 	// Config is the collector configuration (default deploy/agent-gateway/config/agent.yaml).
 	Config string
 	// ProbeInterval, ProbeTimeout and PeerGrace set NETPULSE_PROBE_INTERVAL (default 1s),
@@ -359,6 +365,14 @@ func startingStatus(ctx context.Context, pods corev1client.PodInterface, name st
 	return pod, err
 }
 
+// endpointFor is the gateway the agent on node sends to.
+func (o *AgentOptions) endpointFor(node string) string {
+	if n := len(o.GatewayEndpoints); n > 0 {
+		return o.GatewayEndpoints[shard.Of(node, n)]
+	}
+	return o.GatewayEndpoint
+}
+
 // agentEnv is the agent collector's environment (the downward API's variables, the gateway
 // token, the gateway CA, the harness's settings), with the token's path and refresh time.
 func (c *Cluster) agentEnv(ctx context.Context, pod *corev1.Pod, opts *AgentOptions) (env []string, tokenPath string, tokenRefresh time.Time, err error) {
@@ -380,7 +394,7 @@ func (c *Cluster) agentEnv(ctx context.Context, pod *corev1.Pod, opts *AgentOpti
 	env = append(env,
 		"NETPULSE_K8S_AUTH=kubeConfig",
 		"KUBECONFIG="+c.AgentKubeconfig,
-		"NETPULSE_GATEWAY_ENDPOINT="+opts.GatewayEndpoint,
+		"NETPULSE_GATEWAY_ENDPOINT="+opts.endpointFor(pod.Spec.NodeName),
 		"NETPULSE_PROBE_INTERVAL="+opts.ProbeInterval.String(),
 		"NETPULSE_PROBE_TIMEOUT="+opts.ProbeTimeout.String(),
 		"NETPULSE_PEER_GRACE="+opts.PeerGrace.String(),

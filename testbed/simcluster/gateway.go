@@ -41,6 +41,12 @@ type GatewayOptions struct {
 	ReadyURL string
 	// ReadyTimeout bounds that wait (default 90s).
 	ReadyTimeout time.Duration
+	// RelayAudience, when set, gives the gateway a token of its own pod for this audience
+	// (NETPULSE_RELAY_TOKEN_FILE) and the gateway CA (NETPULSE_RELAY_CA_FILE): what a
+	// relaying shard (the chart's gateway.relay) authenticates to the other shards with.
+	// The pod is not scheduled, so the token names no node. It lives an hour and is not
+	// renewed.
+	RelayAudience string
 }
 
 // Gateway is a running gateway collector. Like a container with restartPolicy Always, a
@@ -161,6 +167,17 @@ func (c *Cluster) StartGateway(ctx context.Context, opts GatewayOptions) (*Gatew
 	), opts.Env)
 	if err := c.createGatewayPod(ctx, opts.Name); err != nil {
 		return nil, err
+	}
+	if opts.RelayAudience != "" {
+		pod, err := c.Client.CoreV1().Pods(Namespace).Get(ctx, opts.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("simcluster: gateway pod %s: %w", opts.Name, err)
+		}
+		path := filepath.Join(c.Dir, "tokens", "relay-"+opts.Name)
+		if _, err := c.writePodToken(ctx, pod, projectedToken{audience: opts.RelayAudience, seconds: 3600}, path); err != nil {
+			return nil, err
+		}
+		env = mergeEnv(env, map[string]string{"NETPULSE_RELAY_TOKEN_FILE": path, "NETPULSE_RELAY_CA_FILE": c.gatewayTLS.CAFile})
 	}
 	logPath := filepath.Join(c.Dir, "logs", "gateway-"+opts.Name+".log")
 	start := func() (*Process, error) {

@@ -56,10 +56,42 @@ split by shard (netpulse.shardAgentConfig). Rendered as YAML.
 {{- include "netpulse.setDefault" (dict "map" $cfg.exporters.otlp_grpc "key" "endpoint" "value" (printf "netpulse-gateway.%s.svc:4317" .Release.Namespace)) -}}
 {{- $cfg = mustMergeOverwrite $cfg (deepCopy .Values.agent.config) -}}
 {{- $shards := int .Values.gateway.shards -}}
-{{- if gt $shards 1 -}}
+{{- if and (gt $shards 1) .Values.gateway.relay -}}
+{{- include "netpulse.relayAgentConfig" (dict "cfg" $cfg "shards" $shards "namespace" .Release.Namespace) -}}
+{{- else if gt $shards 1 -}}
 {{- include "netpulse.shardAgentConfig" (dict "cfg" $cfg "shards" $shards "namespace" .Release.Namespace) -}}
 {{- end -}}
 {{- toYaml $cfg -}}
+{{- end }}
+
+{{/*
+netpulse.relayAgentConfig rewrites a merged agent configuration (.cfg, in place) for
+.shards gateway shards that relay (gateway.relay): pod_probe marks each target point with
+its owning shard (netpulse.shard) and sends its heartbeat; the metrics go, over one
+connection, to netpulse-gateway-relay (any shard's leader, which forwards each point to its
+owner): otlp_grpc's endpoint becomes
+${env:NETPULSE_GATEWAY_ENDPOINT:-netpulse-gateway-relay.<namespace>.svc:4317}. Every other
+pipeline (the declared checks' results, which only shard 0 folds in) goes to
+otlp_grpc/shard-0 (otlp_grpc's settings, endpoint
+${env:NETPULSE_GATEWAY_ENDPOINT_0:-netpulse-gateway-0.<namespace>.svc:4317}), which
+connects only when an agent has a check's result to send. An exporter of a shard's own name
+in agent.config is merged over the generated one.
+*/}}
+{{- define "netpulse.relayAgentConfig" -}}
+{{- $cfg := .cfg -}}
+{{- $_ := set $cfg.receivers.pod_probe "shards" .shards -}}
+{{- $exporter := $cfg.exporters.otlp_grpc -}}
+{{- $checks := deepCopy $exporter -}}
+{{- $_ = set $checks "endpoint" (printf "${env:NETPULSE_GATEWAY_ENDPOINT_0:-netpulse-gateway-0.%s.svc:4317}" .namespace) -}}
+{{- $_ = set $cfg.exporters "otlp_grpc/shard-0" (mustMergeOverwrite $checks (get $cfg.exporters "otlp_grpc/shard-0" | default (dict))) -}}
+{{- include "netpulse.setDefault" (dict "map" $exporter "key" "endpoint" "value" (printf "netpulse-gateway-relay.%s.svc:4317" .namespace)) -}}
+{{- range $name, $p := $cfg.service.pipelines -}}
+{{- if and $p (kindIs "slice" $p.exporters) (ne $name "metrics") -}}
+{{- $exporters := list -}}
+{{- range $p.exporters }}{{ $exporters = append $exporters (ternary "otlp_grpc/shard-0" . (eq . "otlp_grpc")) }}{{ end -}}
+{{- $_ = set $p "exporters" $exporters -}}
+{{- end -}}
+{{- end -}}
 {{- end }}
 
 {{/*
@@ -148,8 +180,62 @@ Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 {{- if gt $shards 1 -}}
 {{- /* One configuration for every shard: each Deployment sets its index. */ -}}
 {{- $_ = set $cfg.exporters.pod_network_health "shard" (dict "count" $shards "index" "${env:NETPULSE_SHARD_INDEX}") -}}
+{{- if .Values.gateway.relay -}}
+{{- include "netpulse.relayGatewayConfig" (dict "cfg" $cfg "shards" $shards "namespace" .Release.Namespace) -}}
+{{- end -}}
 {{- end -}}
 {{- toYaml $cfg -}}
+{{- end }}
+
+{{/*
+netpulse.relayGatewayConfig rewrites a merged gateway configuration (.cfg, in place) for
+.shards relaying shards (gateway.relay): pod_network_health's relay (one connection per
+other shard: endpoints ${env:NETPULSE_RELAY_ENDPOINT_<i>:-netpulse-gateway-<i>.<namespace>.svc:4317},
+TLS against the gateway's own CA, the gateway pod's projected token through
+bearertokenauth/relay); k8s_token_auth accepts the gateway's own service account as a relay
+(relay_service_accounts); k8s_net_attributes keeps the identity a relay vouched for on each
+Resource for pod_network_health, and metrics/export runs a copy of it that removes it
+(k8s_net_attributes/export) after filter/own_shard, which keeps only this shard's points
+(each pair's series are exported by its owner, where the relay brings them). Set in
+gateway.config what to change of it.
+*/}}
+{{- define "netpulse.relayGatewayConfig" -}}
+{{- $cfg := .cfg -}}
+{{- $ns := .namespace -}}
+{{- $pnh := $cfg.exporters.pod_network_health -}}
+{{- $endpoints := list -}}
+{{- range $i := until .shards -}}
+{{- $endpoints = append $endpoints (printf "${env:NETPULSE_RELAY_ENDPOINT_%d:-netpulse-gateway-%d.%s.svc:4317}" $i $i $ns) -}}
+{{- end -}}
+{{- $client := dict "tls" (dict "ca_file" "${env:NETPULSE_RELAY_CA_FILE:-/var/run/secrets/netpulse/tls/ca.crt}") "auth" (dict "authenticator" "bearertokenauth/relay") "keepalive" (dict "time" "10s" "timeout" "5s") -}}
+{{- $relay := dict "enabled" true "endpoints" $endpoints "client" $client -}}
+{{- $_ := set $pnh "relay" (mustMergeOverwrite $relay (default (dict) $pnh.relay)) -}}
+{{- $_ = set $cfg.extensions "bearertokenauth/relay" (mustMergeOverwrite (dict "filename" "${env:NETPULSE_RELAY_TOKEN_FILE:-/var/run/secrets/netpulse/relay-token/token}") (get $cfg.extensions "bearertokenauth/relay" | default (dict))) -}}
+{{- $exts := $cfg.service.extensions -}}
+{{- if not (has "bearertokenauth/relay" $exts) }}{{ $_ = set $cfg.service "extensions" (append $exts "bearertokenauth/relay") }}{{ end -}}
+{{- $auth := $cfg.extensions.k8s_token_auth -}}
+{{- $agents := default $auth.service_accounts $auth.agent_service_accounts -}}
+{{- $gateway := printf "%s/netpulse-gateway" $ns -}}
+{{- if not (has $gateway $auth.service_accounts) }}{{ $_ = set $auth "service_accounts" (append $auth.service_accounts $gateway) }}{{ end -}}
+{{- $_ = set $auth "agent_service_accounts" $agents -}}
+{{- $_ = set $auth "relay_service_accounts" (list $gateway) -}}
+{{- /* The health pipeline's admission keeps the relayed identity for pod_network_health;
+the export pipeline's (a copy, k8s_net_attributes/export) removes it, so no series carries it. */ -}}
+{{- $nat := get $cfg.processors "k8s_net_attributes" -}}
+{{- $_ = set $cfg.processors "k8s_net_attributes/export" (mustMergeOverwrite (deepCopy $nat) (get $cfg.processors "k8s_net_attributes/export" | default (dict))) -}}
+{{- $_ = set $nat "admission" (mustMergeOverwrite (default (dict) $nat.admission) (dict "keep_relayed_identity" true)) -}}
+{{- $own := dict "error_mode" "ignore" "metrics" (dict "datapoint" (list "attributes[\"netpulse.shard\"] != nil and attributes[\"netpulse.shard\"] != ${env:NETPULSE_SHARD_INDEX}")) -}}
+{{- $_ = set $cfg.processors "filter/own_shard" (mustMergeOverwrite $own (get $cfg.processors "filter/own_shard" | default (dict))) -}}
+{{- $export := get $cfg.service.pipelines "metrics/export" -}}
+{{- if and $export (not (has "filter/own_shard" $export.processors)) -}}
+{{- $procs := list -}}
+{{- range $export.processors -}}
+{{- $procs = append $procs (ternary "k8s_net_attributes/export" . (eq . "k8s_net_attributes")) -}}
+{{- if eq . "memory_limiter" }}{{ $procs = append $procs "filter/own_shard" }}{{ end -}}
+{{- end -}}
+{{- if not (has "filter/own_shard" $procs) }}{{ $procs = prepend $procs "filter/own_shard" }}{{ end -}}
+{{- $_ = set $export "processors" $procs -}}
+{{- end -}}
 {{- end }}
 
 {{/* Whether the merged gateway configuration enables an opt-in writer ("true" or ""). */}}

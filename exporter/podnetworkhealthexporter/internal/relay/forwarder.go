@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,14 +21,13 @@ import (
 	"github.com/netpulse/netpulse/internal/ratelog"
 )
 
-// ShardPlaceholder in Config.Client.Endpoint is replaced by each owner shard's index.
-const ShardPlaceholder = "{shard}"
-
 // Config of the connections to the other shards.
 type Config struct {
-	// Client: the gRPC client settings (TLS, auth, keepalive) of every connection; the
-	// endpoint has ShardPlaceholder where the owner's index goes, e.g.
-	// "netpulse-gateway-{shard}.netpulse.svc:4317".
+	// Endpoints: shard i's address (host:port) at index i, one per shard (this shard's own
+	// is not dialled), e.g. netpulse-gateway-<i>.<namespace>.svc:4317 (the chart's).
+	Endpoints []string `mapstructure:"endpoints"`
+	// Client: the gRPC client settings (TLS, auth, keepalive) of every connection; its
+	// endpoint is not used (Endpoints are).
 	Client configgrpc.ClientConfig `mapstructure:"client"`
 	// QueueSize bounds the requests held per owner shard while its connection is slow or
 	// down (default 1,000: ~10 s of a 10,000-agent shard's share for one owner at 10 s
@@ -67,8 +65,10 @@ func (c Config) WithDefaults() Config {
 // Check names the offending key (the exporter calls it when the relay is enabled).
 func (c Config) Check() error {
 	var errs []error
-	if !strings.Contains(c.Client.Endpoint, ShardPlaceholder) {
-		errs = append(errs, fmt.Errorf("client: endpoint: %q must contain %s (each owner shard's index)", c.Client.Endpoint, ShardPlaceholder))
+	for i, e := range c.Endpoints {
+		if strings.TrimSpace(e) == "" || strings.ContainsAny(e, " \t\r\n") {
+			errs = append(errs, fmt.Errorf("endpoints::%d: %q: want host:port", i, e))
+		}
 	}
 	if c.QueueSize < 0 || c.QueueSize > 1_000_000 {
 		errs = append(errs, fmt.Errorf("queue_size: %d out of range [1, 1000000]", c.QueueSize))
@@ -126,7 +126,10 @@ func New(cfg Config, self, shards int, result Result, logger *zap.Logger) *Forwa
 	}
 	f := &Forwarder{cfg: cfg.WithDefaults(), self: self, shards: shards, result: result, log: ratelog.New(logger, 30*time.Second, 2)}
 	f.endpointOf = func(s int) string {
-		return strings.ReplaceAll(f.cfg.Client.Endpoint, ShardPlaceholder, strconv.Itoa(s))
+		if s < len(f.cfg.Endpoints) {
+			return f.cfg.Endpoints[s]
+		}
+		return ""
 	}
 	return f
 }
@@ -148,6 +151,11 @@ func (f *Forwarder) Start(ctx context.Context, host component.Host, set componen
 		}
 		cc := f.cfg.Client
 		cc.Endpoint = f.endpointOf(s)
+		if cc.Endpoint == "" {
+			f.closeConns()
+			f.cancel()
+			return fmt.Errorf("relay: no endpoint for shard %d of %d", s, f.shards)
+		}
 		conn, err := cc.ToClientConn(ctx, host.GetExtensions(), set)
 		if err != nil {
 			f.closeConns()

@@ -190,11 +190,10 @@ func (c *counts) get(outcome string) int {
 	return c.m[outcome]
 }
 
-func clientConfig(endpoint string) Config {
+func clientConfig(endpoints ...string) Config {
 	cc := configgrpc.NewDefaultClientConfig()
-	cc.Endpoint = endpoint
 	cc.TLS = configtls.ClientConfig{Insecure: true}
-	return Config{Client: cc}
+	return Config{Endpoints: endpoints, Client: cc}
 }
 
 // Two owners on real sockets (the endpoint's {shard} picks the port): each gets its part,
@@ -257,16 +256,16 @@ func TestForwarderIsBoundedByItsQueue(t *testing.T) {
 }
 
 func TestShutdownWithoutStart(t *testing.T) {
-	f := New(clientConfig("x-{shard}:4317"), 0, 2, nil, zap.NewNop())
+	f := New(clientConfig("x-0:4317", "x-1:4317"), 0, 2, nil, zap.NewNop())
 	require.NoError(t, f.Shutdown(context.Background()))
 	require.NoError(t, f.Shutdown(context.Background()))
 }
 
 func TestConfigValidate(t *testing.T) {
-	require.NoError(t, clientConfig("netpulse-gateway-{shard}.netpulse.svc:4317").Check())
-	err := Config{Client: configgrpc.ClientConfig{Endpoint: "netpulse-gateway:4317"}, QueueSize: -1, Timeout: time.Hour, MaxBatchPoints: -1}.Check()
+	require.NoError(t, clientConfig("netpulse-gateway-0.netpulse.svc:4317", "netpulse-gateway-1.netpulse.svc:4317").Check())
+	err := Config{Endpoints: []string{"a:1", " "}, QueueSize: -1, Timeout: time.Hour, MaxBatchPoints: -1}.Check()
 	require.Error(t, err)
-	for _, want := range []string{"client: endpoint", "{shard}", "queue_size", "timeout", "max_batch_points"} {
+	for _, want := range []string{"endpoints::1", "queue_size", "timeout", "max_batch_points"} {
 		assert.Contains(t, err.Error(), want)
 	}
 }
@@ -277,7 +276,7 @@ func newForTest(t *testing.T, endpoints map[int]string, c *counts, opts ...func(
 	for s := range endpoints {
 		shards = max(shards, s+1)
 	}
-	cfg := clientConfig("unused-{shard}:4317")
+	cfg := clientConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
