@@ -69,6 +69,38 @@ func (s *suite) shardsOnRealNodes(t *testing.T) {
 		return ""
 	})
 	s.figure("helm upgrade --set gateway.shards=%d → both shards leading their Leases: %.0f s", shards, d.Seconds())
+	// The shards relay (gateway.relay, the default): the agents' one Service has each
+	// shard's leader behind it, and only them.
+	d = s.awaitObjects(t, "netpulse-gateway-relay serving both leaders", time.Minute, func(map[string]corev1.Pod, map[string]*v1alpha1.PodNetworkHealth) string {
+		eps, err := s.cs.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=netpulse-gateway-relay"})
+		if err != nil {
+			return err.Error()
+		}
+		ready := map[string]bool{}
+		for _, sl := range eps.Items {
+			for _, ep := range sl.Endpoints {
+				if ep.TargetRef != nil && (ep.Conditions.Ready == nil || *ep.Conditions.Ready) {
+					ready[ep.TargetRef.Name] = true
+				}
+			}
+		}
+		var want []string
+		for i := range shards {
+			holder, err := s.shardLeader(ctx, i)
+			if err != nil {
+				return err.Error()
+			}
+			want = append(want, holder.Name)
+			if !ready[holder.Name] {
+				return fmt.Sprintf("shard %d's leader %s not behind the relay Service (%v)", i, holder.Name, ready)
+			}
+		}
+		if len(ready) != shards {
+			return fmt.Sprintf("the relay Service serves %v, want only the leaders %v", ready, want)
+		}
+		return ""
+	})
+	s.figure("netpulse-gateway-relay serves both shards' leaders %.0f s after they lead", d.Seconds())
 	victim := ""
 	for _, n := range s.cl.Nodes {
 		// Prefer a node that moved away from shard 0 (the single gateway's successor).
