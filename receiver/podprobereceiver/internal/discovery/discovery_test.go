@@ -79,6 +79,28 @@ func TestNodeWatch(t *testing.T) {
 
 	none := run(Options{})
 	require.Empty(t, none.Nodes())
+
+	// A status report that changes nothing a plan is made of (a kubelet's images) moves
+	// neither watch's version; a new address moves the address watch's, a zone both. A
+	// watch delivers one object's events in order, so when the later change has moved a
+	// version by one, the earlier report moved it by none.
+	ctx := context.Background()
+	zv, av := zones.Version(), addrs.Version()
+	n, err := cs.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
+	require.NoError(t, err)
+	n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{"example.com/image:2"}, SizeBytes: 2})
+	n, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	n.Status.Addresses[0].Address = "10.0.0.9"
+	n, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return addrs.Version() > av }, 10*time.Second, 50*time.Millisecond, "a new address")
+	require.Equal(t, av+1, addrs.Version(), "the images report moved nothing")
+	n.Labels[ZoneLabel] = "zone-c"
+	_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return zones.Version() > zv }, 10*time.Second, 50*time.Millisecond, "a new zone")
+	require.Equal(t, zv+1, zones.Version(), "neither the images nor the address moved the zones' watch")
 }
 
 // The peer watch caches a compact record per pod (cachedPod, not a corev1.Pod) and serves
@@ -180,4 +202,17 @@ func TestPeerWatch(t *testing.T) {
 	require.Equal(t, []string{"gated", "ready", "recent"}, names(pods))
 	require.True(t, next.IsZero())
 	require.Equal(t, []string{"gated", "ready", "recent"}, names(w.Peers(now, 0)))
+
+	// An annotation moves no plan; an address does.
+	v := w.Version()
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, "ready", metav1.GetOptions{})
+	require.NoError(t, err)
+	p.Annotations = map[string]string{"example.com/touched": "yes"}
+	p, err = cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	p.Status.PodIPs = []corev1.PodIP{{IP: "10.1.0.99"}}
+	_, err = cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return w.Version() > v }, 10*time.Second, 50*time.Millisecond, "a new address")
+	require.Equal(t, v+1, w.Version(), "the annotation moved nothing (one object's events arrive in order)")
 }
