@@ -259,12 +259,16 @@ spec:
 	resharded, err := cs.CoreV1().Secrets("netpulse").Get(ctx, "netpulse-gateway-tls", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotEqual(t, tlsSecret.Data, resharded.Data, "the certificate for one gateway was kept")
-	for _, host := range []string{"netpulse-gateway.netpulse.svc", "netpulse-gateway-0.netpulse.svc", "netpulse-gateway-1.netpulse.svc.cluster.local"} {
+	for _, host := range []string{"netpulse-gateway.netpulse.svc", "netpulse-gateway-0.netpulse.svc", "netpulse-gateway-1.netpulse.svc.cluster.local", "netpulse-gateway-relay.netpulse.svc"} {
 		verifyServingCert(t, resharded.Data, host)
 	}
+	// The shards relay (gateway.relay, the default): the agents send to the relay Service.
 	cm, err = cs.CoreV1().ConfigMaps("netpulse").Get(ctx, "netpulse-agent-config", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Contains(t, cm.Data["agent.yaml"], "otlp_grpc/shard-1")
+	require.Contains(t, cm.Data["agent.yaml"], "netpulse-gateway-relay.netpulse.svc:4317")
+	relaySvc, err := cs.CoreV1().Services("netpulse").Get(ctx, "netpulse-gateway-relay", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"app.kubernetes.io/name": "netpulse-gateway", "netpulse.io/gateway-leader": "true"}, relaySvc.Spec.Selector)
 	// Back to one gateway: the certificate, which covers it, is kept.
 	helmOK("upgrade", "netpulse", chart, "-n", "netpulse", "--reuse-values", "--set", "gateway.shards=1")
 	_, err = cs.AppsV1().Deployments("netpulse").Get(ctx, "netpulse-gateway", metav1.GetOptions{})
