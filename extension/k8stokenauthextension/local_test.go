@@ -490,3 +490,42 @@ func TestVerifierChecksClaimsItself(t *testing.T) {
 	verdict, o, _ := lf.a.verifier.verify(context.Background(), lf.tokenFor(t, lf.key, "agent-1", "uid-1", nil), lf.now)
 	assert.Equal(t, localAccepted, verdict, o.detail)
 }
+
+// A relay's token (the gateway's own pod, relay_service_accounts) is accepted without a
+// node claim, in the relay role: it observes nothing, and an unscheduled pod's token names
+// no node. An agent's token without one is still refused (TestLocalRejections).
+func TestLocalRelayTokenNeedsNoNode(t *testing.T) {
+	lf := newLocalFixture(t, func(c *Config) {
+		c.ServiceAccounts = []string{"netpulse/netpulse-agent", "netpulse/netpulse-gateway"}
+		c.AgentServiceAccounts = []string{"netpulse/netpulse-agent"}
+		c.RelayServiceAccounts = []string{"netpulse/netpulse-gateway"}
+	})
+	st := &accountStore{ap: lf.a.verifier.pods.accounts["netpulse/netpulse-gateway"]}
+	require.NoError(t, st.Replace([]any{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gw-0", Namespace: "netpulse", UID: "uid-g"},
+		Spec: corev1.PodSpec{ServiceAccountName: "netpulse-gateway"}}}, "1"))
+	relayClaims := func(node bool) map[string]any {
+		c := podClaims(lf.now, time.Hour, "gw-0", "uid-g", "node-1")
+		c["sub"] = "system:serviceaccount:netpulse:netpulse-gateway"
+		k := c["kubernetes.io"].(map[string]any)
+		k["serviceaccount"] = map[string]any{"name": "netpulse-gateway", "uid": "sa-g"}
+		if !node {
+			delete(k, "node")
+		}
+		return c
+	}
+	ctx, err := lf.a.Authenticate(context.Background(), bearer(sign(t, lf.key, relayClaims(false))))
+	require.NoError(t, err)
+	id, _, ok := identity.FromContext(ctx)
+	require.True(t, ok)
+	assert.Equal(t, identity.RoleRelay, id.Role)
+	assert.Equal(t, "gw-0", id.PodName)
+	assert.Empty(t, id.NodeName)
+	assert.Zero(t, lf.rv.calls.Load(), "no TokenReview")
+
+	// The agents' account without a node: refused, as before.
+	_, err = lf.a.Authenticate(context.Background(), bearer(lf.tokenFor(t, lf.key, "agent-1", "uid-1", func(c map[string]any) {
+		delete(c["kubernetes.io"].(map[string]any), "node")
+	})))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), reasonNotBoundToPod)
+}
