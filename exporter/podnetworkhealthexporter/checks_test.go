@@ -20,8 +20,10 @@ import (
 	"github.com/netpulse/netpulse/api/client/clientset/versioned/fake"
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/checks"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/relay"
 	"github.com/netpulse/netpulse/internal/checkstatus"
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/identity"
 )
 
 // checkResult is one pod_probe check record from reporter (namespace/pod@node).
@@ -99,4 +101,44 @@ func TestCheckResultsBindingIsWired(t *testing.T) {
 		require.NotNil(t, written.Vantage)
 		assert.Equal(t, "netpulse/agent-a", written.Vantage.ObserverPod)
 	}
+}
+
+// Shard 0 folds in check results another shard relayed (gateway.relay: agents send them to
+// the shard they reach): bound to the identity the relay vouches for on the Resource, as if
+// the agent had sent them itself; a relayed identity that is not the reporter the record
+// names is refused like any unauthenticated result.
+func TestCheckResultsFromARelay(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.RequireAuthenticatedObservers = true
+	cfg.Checks.Enabled = true
+	e, tt, _ := checkTestExporterWithTelemetry(t, cfg)
+	var written v1alpha1.NetworkCheckStatus
+	pnh := e.writer.Client().(*fake.Clientset)
+	pnh.PrependReactor("patch", "networkchecks", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" {
+			var ops []struct {
+				Value v1alpha1.NetworkCheckStatus `json:"value"`
+			}
+			require.NoError(t, json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &ops))
+			written = ops[0].Value
+		}
+		return true, &v1alpha1.NetworkCheck{}, nil
+	})
+	startChecks(t, e, kubefake.NewSimpleClientset(runningPod("shop", "web-0", "node-a", "10.0.0.1")), placedCheck("shop", "web-to-db"))
+	relayID := identity.Identity{Namespace: "netpulse", ServiceAccount: "netpulse-gateway", PodName: "gw-1", PodUID: "uid-gw", Role: identity.RoleRelay}
+	now := time.Now()
+	other := agentA
+	other.PodName, other.PodUID = "agent-b", "uid-b"
+	forged := relay.StampLogs(checkResult(v1alpha1.NetworkCheckKind, "shop", "web-to-db", "netpulse", "agent-a", "uid-a", "node-a", now, false), other)
+	require.NoError(t, e.consumeLogs(viaAuth(relayID), forged))
+	relayed := relay.StampLogs(checkResult(v1alpha1.NetworkCheckKind, "shop", "web-to-db", "netpulse", "agent-a", "uid-a", "node-a", now.Add(time.Second), true), agentA)
+	require.NoError(t, e.consumeLogs(viaAuth(relayID), relayed))
+	assert.Equal(t, map[string]int64{checks.SkipCheckUnauthentic: 1}, skippedByReason(t, tt), "the forged one")
+	e.checks.Reconcile(context.Background(), now.Add(2*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	e.writer.Run(ctx, 1)
+	require.Eventually(t, func() bool { return e.writer.PendingCount() == 0 }, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	assert.Len(t, written.Successes, 1, "the relayed result, folded in as the agent's")
+	assert.Empty(t, written.Failures)
 }

@@ -135,7 +135,7 @@ func newCheckController(e *pnhExporter, cfg ChecksConfig) *checks.Controller {
 		}
 	}
 	if e.cfg.RequireAuthenticatedObservers {
-		d.Bind = identity.MatchContext
+		d.Bind = identity.MatchResourceContext
 	}
 	return checks.New(checks.Config{
 		OpenShift:                  cfg.OpenShift,

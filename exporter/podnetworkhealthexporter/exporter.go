@@ -321,6 +321,15 @@ func (e *pnhExporter) owns(t observation.Target) bool {
 func (e *pnhExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 	if e.checks != nil {
 		e.checks.ConsumeLogs(ctx, ld)
+		return nil
+	}
+	// Another shard than 0, relaying: its agents' (and sidecars') check results go to shard
+	// 0, which folds them in, with the identity they were authenticated by; a relay's are
+	// not forwarded again.
+	if e.relay != nil {
+		if id, _, ok := identity.FromContext(ctx); ok && id.Role != identity.RoleRelay {
+			e.relay.ForwardLogs(relay.StampLogs(ld, id))
+		}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/netpulse/netpulse/api/v1alpha1"
 	"github.com/netpulse/netpulse/internal/planner"
 	"github.com/netpulse/netpulse/internal/shard"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 	"github.com/netpulse/netpulse/testbed/simcluster"
 )
 
@@ -305,6 +306,52 @@ func TestShardedCluster(t *testing.T) {
 	t.Logf("figure: sharded: 0 of %d objects rewritten in the 20 s after the takeover", len(before))
 
 	partition(ofOne[1], "replacement")
+
+	e.relayedCheck(t, ofOne[0])
+}
+
+// relayedCheck declares a check whose source pod runs on node, a node of shard 1: the agent
+// there runs it and sends its results to the shard it reaches (shard 1, its node's), which
+// relays them to shard 0, the only shard that folds check results in. The check reads
+// Reachable, written by shard 0, only through the relay.
+func (e *env) relayedCheck(t *testing.T, node string) {
+	t.Helper()
+	cl := e.cl
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := kubetest.EnsureNamespace(ctx, cl.Client, checksNamespace); err != nil {
+		t.Fatal(err)
+	}
+	web, err := cl.StartWorkload(ctx, simcluster.WorkloadOptions{Pod: workloadPod("web-relay", map[string]string{"app": "web-relay"}), Node: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cl.StopWorkload(context.Background(), web) }()
+	if _, err := cl.Serve(ctx, web, 8080); err != nil {
+		t.Fatal(err)
+	}
+	src, err := cl.StartWorkload(ctx, simcluster.WorkloadOptions{Pod: workloadPod("client-relay", map[string]string{"app": "client-relay"}), Node: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cl.StopWorkload(context.Background(), src) }()
+	ncs := e.api.pnh.NetpulseV1alpha1().NetworkChecks(checksNamespace)
+	if _, err := ncs.Create(ctx, networkCheck("relayed", "client-relay", v1alpha1.CheckTarget{Address: net.JoinHostPort(web.IPv4.String(), "8080")}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ncs.Delete(context.Background(), "relayed", metav1.DeleteOptions{}) }()
+	took := await(t, "the check from a pod on "+node+" (shard 1) Reachable, written by shard 0 from what shard 1 relayed", 2*time.Minute, func() string {
+		nc, err := ncs.Get(ctx, "relayed", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		c := meta.FindStatusCondition(nc.Status.Conditions, v1alpha1.ConditionReachable)
+		if c == nil || c.Status != metav1.ConditionTrue || len(nc.Status.Successes) == 0 {
+			return fmt.Sprintf("Reachable %v, %d successes", c, len(nc.Status.Successes))
+		}
+		return ""
+	})
+	t.Logf("figure: sharded: a declared check run on %s (shard 1's) reads Reachable %v after it was created, through the relay to shard 0", node, took.Round(100*time.Millisecond))
 }
 
 // relayed reads shard i's otelcol_pod_network_health_relay_datapoints: forwarded and lost

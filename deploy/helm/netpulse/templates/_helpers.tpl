@@ -67,31 +67,15 @@ split by shard (netpulse.shardAgentConfig). Rendered as YAML.
 {{/*
 netpulse.relayAgentConfig rewrites a merged agent configuration (.cfg, in place) for
 .shards gateway shards that relay (gateway.relay): pod_probe marks each target point with
-its owning shard (netpulse.shard) and sends its heartbeat; the metrics go, over one
+its owning shard (netpulse.shard) and sends its heartbeat; everything goes, over one
 connection, to netpulse-gateway-relay (any shard's leader, which forwards each point to its
-owner): otlp_grpc's endpoint becomes
-${env:NETPULSE_GATEWAY_ENDPOINT:-netpulse-gateway-relay.<namespace>.svc:4317}. Every other
-pipeline (the declared checks' results, which only shard 0 folds in) goes to
-otlp_grpc/shard-0 (otlp_grpc's settings, endpoint
-${env:NETPULSE_GATEWAY_ENDPOINT_0:-netpulse-gateway-0.<namespace>.svc:4317}), which
-connects only when an agent has a check's result to send. An exporter of a shard's own name
-in agent.config is merged over the generated one.
+owner and the declared checks' results to shard 0): otlp_grpc's endpoint becomes
+${env:NETPULSE_GATEWAY_ENDPOINT:-netpulse-gateway-relay.<namespace>.svc:4317}.
 */}}
 {{- define "netpulse.relayAgentConfig" -}}
 {{- $cfg := .cfg -}}
 {{- $_ := set $cfg.receivers.pod_probe "shards" .shards -}}
-{{- $exporter := $cfg.exporters.otlp_grpc -}}
-{{- $checks := deepCopy $exporter -}}
-{{- $_ = set $checks "endpoint" (printf "${env:NETPULSE_GATEWAY_ENDPOINT_0:-netpulse-gateway-0.%s.svc:4317}" .namespace) -}}
-{{- $_ = set $cfg.exporters "otlp_grpc/shard-0" (mustMergeOverwrite $checks (get $cfg.exporters "otlp_grpc/shard-0" | default (dict))) -}}
-{{- include "netpulse.setDefault" (dict "map" $exporter "key" "endpoint" "value" (printf "netpulse-gateway-relay.%s.svc:4317" .namespace)) -}}
-{{- range $name, $p := $cfg.service.pipelines -}}
-{{- if and $p (kindIs "slice" $p.exporters) (ne $name "metrics") -}}
-{{- $exporters := list -}}
-{{- range $p.exporters }}{{ $exporters = append $exporters (ternary "otlp_grpc/shard-0" . (eq . "otlp_grpc")) }}{{ end -}}
-{{- $_ = set $p "exporters" $exporters -}}
-{{- end -}}
-{{- end -}}
+{{- include "netpulse.setDefault" (dict "map" $cfg.exporters.otlp_grpc "key" "endpoint" "value" (printf "netpulse-gateway-relay.%s.svc:4317" .namespace)) -}}
 {{- end }}
 
 {{/*

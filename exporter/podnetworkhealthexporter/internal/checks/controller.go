@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,8 +64,9 @@ type Deps struct {
 	// Event queues an Event about obj at writequeue.CheckEvent priority; nil: no Events.
 	Event func(obj corev1.ObjectReference, typ, reason, msg string, at time.Time)
 	// Bind binds a result's reporter (its resource attributes) to the caller's
-	// authenticated identity; nil: no binding required.
-	Bind func(ctx context.Context, src identity.Source) identity.Binding
+	// authenticated identity, or to the one a relay vouches for on the Resource
+	// (identity.MatchResourceContext); nil: no binding required.
+	Bind func(ctx context.Context, src identity.Source, attrs pcommon.Map) identity.Binding
 	// Refused says whether the API refused a write for good (not worth a retry).
 	Refused func(error) bool
 	// Now is the clock (time.Now when nil).

@@ -98,7 +98,7 @@ func newHarness(t *testing.T, cfg Config, bind bool) *harness {
 		},
 	}
 	if bind {
-		d.Bind = identity.MatchContext
+		d.Bind = identity.MatchResourceContext
 	}
 	h.c = New(cfg, d)
 	t.Cleanup(h.c.Shutdown)

@@ -31,7 +31,7 @@ func (c *Controller) ConsumeLogs(ctx context.Context, ld plog.Logs) {
 		rNs, rPod, rUID, rNode := str(ra, contract.K8sNamespaceName), str(ra, contract.K8sPodName), str(ra, contract.K8sPodUID), str(ra, contract.K8sNodeName)
 		var bd *identity.Binding // nil: no binding required
 		if c.d.Bind != nil {
-			b := c.d.Bind(ctx, identity.Source{Namespace: rNs, PodName: rPod, PodUID: rUID, NodeName: rNode})
+			b := c.d.Bind(ctx, identity.Source{Namespace: rNs, PodName: rPod, PodUID: rUID, NodeName: rNode}, ra)
 			bd = &b
 		}
 		sls := rl.ScopeLogs()

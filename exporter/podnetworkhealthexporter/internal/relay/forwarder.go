@@ -13,6 +13,8 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.uber.org/zap"
@@ -108,6 +110,8 @@ type Forwarder struct {
 	stopped bool
 	conns   []*grpc.ClientConn
 	queues  []chan part
+	// logs: declared checks' results for shard 0, which folds them in (nil on shard 0).
+	logs chan plog.Logs
 	// ctx is cancelled by Shutdown: the senders stop, a request in flight is abandoned.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -172,6 +176,11 @@ func (f *Forwarder) Start(ctx context.Context, host component.Host, set componen
 		f.wg.Add(1)
 		go f.send(s, pmetricotlp.NewGRPCClient(f.conns[s]), q)
 	}
+	if f.self != 0 {
+		f.logs = make(chan plog.Logs, f.cfg.QueueSize)
+		f.wg.Add(1)
+		go f.sendLogs(plogotlp.NewGRPCClient(f.conns[0]))
+	}
 	f.started = true
 	return nil
 }
@@ -200,6 +209,52 @@ func (f *Forwarder) Forward(parts []pmetric.Metrics) {
 			f.result(s, n, OutcomeQueueFull)
 			f.log.Log(zap.WarnLevel, "relay: the queue to a shard is full; its points are dropped", zap.Int("shard", s), zap.Int("queue_size", f.cfg.QueueSize))
 		}
+	}
+}
+
+// ForwardLogs queues declared checks' results for shard 0 (ld carries each Resource's
+// relayed identity); it never blocks. Outcomes are reported as shard 0's, in records.
+func (f *Forwarder) ForwardLogs(ld plog.Logs) {
+	n := ld.LogRecordCount()
+	if n == 0 {
+		return
+	}
+	f.mu.Lock()
+	logs := f.logs
+	running := f.started && !f.stopped
+	f.mu.Unlock()
+	if !running || logs == nil {
+		f.result(0, n, OutcomeSendFailed)
+		return
+	}
+	select {
+	case logs <- ld:
+	default:
+		f.result(0, n, OutcomeQueueFull)
+	}
+}
+
+// sendLogs sends the queued check results to shard 0, one request each (they are rare: a
+// record per check and interval).
+func (f *Forwarder) sendLogs(client plogotlp.GRPCClient) {
+	defer f.wg.Done()
+	for {
+		var ld plog.Logs
+		select {
+		case <-f.ctx.Done():
+			return
+		case ld = <-f.logs:
+		}
+		n := ld.LogRecordCount()
+		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.Timeout)
+		_, err := client.Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
+		cancel()
+		if err != nil {
+			f.result(0, n, OutcomeSendFailed)
+			f.log.Log(zap.WarnLevel, "relay: forwarding check results to shard 0 failed; they are dropped", zap.Int("records", n), zap.Error(err))
+			continue
+		}
+		f.result(0, n, OutcomeForwarded)
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/collector/config/configgrpc"
 	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.uber.org/goleak"
@@ -285,4 +287,52 @@ func newForTest(t *testing.T, endpoints map[int]string, c *counts, opts ...func(
 	require.NoError(t, f.Start(context.Background(), componenttest.NewNopHost(), componenttest.NewNopTelemetrySettings()))
 	t.Cleanup(func() { _ = f.Shutdown(context.Background()) })
 	return f
+}
+
+// logServer is an OTLP logs receiver that keeps what it got.
+type logServer struct {
+	plogotlp.UnimplementedGRPCServer
+	mu  sync.Mutex
+	got []plog.Logs
+}
+
+func (s *logServer) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ld := plog.NewLogs()
+	req.Logs().CopyTo(ld)
+	s.got = append(s.got, ld)
+	return plogotlp.NewExportResponse(), nil
+}
+
+// Another shard than 0 sends the check results its agents sent it to shard 0, each Resource
+// carrying the reporter's authenticated identity (not what the sender wrote there).
+func TestForwardLogsToShardZero(t *testing.T) {
+	ls := &logServer{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	g := grpc.NewServer()
+	plogotlp.RegisterGRPCServer(g, ls)
+	go func() { _ = g.Serve(l) }()
+	defer g.Stop()
+	var c counts
+	f := New(clientConfig(l.Addr().String(), "127.0.0.1:1"), 1, 2, c.add, zap.NewNop())
+	require.NoError(t, f.Start(context.Background(), componenttest.NewNopHost(), componenttest.NewNopTelemetrySettings()))
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr(identity.RelayedPodName, "forged")
+	rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty().Body().SetStr("result")
+	f.ForwardLogs(StampLogs(ld, agent))
+	require.Eventually(t, func() bool { return c.get(OutcomeForwarded) == 1 }, 10*time.Second, 10*time.Millisecond)
+	ls.mu.Lock()
+	require.Len(t, ls.got, 1)
+	got, ok := identity.RelayedOf(ls.got[0].ResourceLogs().At(0).Resource().Attributes())
+	ls.mu.Unlock()
+	require.True(t, ok)
+	assert.Equal(t, agent, got)
+	v, _ := ld.ResourceLogs().At(0).Resource().Attributes().Get(identity.RelayedPodName)
+	assert.Equal(t, "forged", v.Str(), "StampLogs leaves its input alone")
+	require.NoError(t, f.Shutdown(context.Background()))
+	f.ForwardLogs(StampLogs(ld, agent))
+	assert.Equal(t, 1, c.get(OutcomeSendFailed), "after Shutdown: counted, not sent")
 }

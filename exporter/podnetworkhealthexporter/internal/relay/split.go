@@ -9,6 +9,7 @@ package relay // import "github.com/netpulse/netpulse/exporter/podnetworkhealthe
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/identity"
@@ -157,4 +158,16 @@ func splitPoints(m pmetric.Metric, shards, self int, owner Owner, target func(sh
 			})
 		}
 	}
+}
+
+// StampLogs returns a copy of ld with each Resource carrying id (identity.SetRelayed): the
+// declared checks' results a shard forwards to shard 0. ld is not modified.
+func StampLogs(ld plog.Logs, id identity.Identity) plog.Logs {
+	out := plog.NewLogs()
+	ld.CopyTo(out)
+	rls := out.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		identity.SetRelayed(rls.At(i).Resource().Attributes(), id)
+	}
+	return out
 }
