@@ -4,6 +4,8 @@ package main
 
 import (
 	podnetworkhealthexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
+	grpcadmissionextension "github.com/netpulse/netpulse/extension/grpcadmissionextension"
+	grpcbackoffextension "github.com/netpulse/netpulse/extension/grpcbackoffextension"
 	k8stokenauthextension "github.com/netpulse/netpulse/extension/k8stokenauthextension"
 	netpulseviewextension "github.com/netpulse/netpulse/extension/netpulseviewextension"
 	explicitbucketsprocessor "github.com/netpulse/netpulse/processor/explicitbucketsprocessor"
@@ -61,6 +63,8 @@ func components() (otelcol.Factories, error) {
 		filestorage.NewFactory(),
 		bearertokenauthextension.NewFactory(),
 		k8stokenauthextension.NewFactory(),
+		grpcadmissionextension.NewFactory(),
+		grpcbackoffextension.NewFactory(),
 		netpulseviewextension.NewFactory(),
 	)
 	if err != nil {
@@ -73,6 +77,8 @@ func components() (otelcol.Factories, error) {
 		filestorage.NewFactory().Type():              "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.159.0",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.159.0",
 		k8stokenauthextension.NewFactory().Type():    "github.com/netpulse/netpulse v0.0.0",
+		grpcadmissionextension.NewFactory().Type():   "github.com/netpulse/netpulse v0.0.0",
+		grpcbackoffextension.NewFactory().Type():     "github.com/netpulse/netpulse v0.0.0",
 		netpulseviewextension.NewFactory().Type():    "github.com/netpulse/netpulse v0.0.0",
 	})
 
