@@ -211,6 +211,7 @@ func referenceConfig(t *testing.T, ip, certFile, keyFile, readBuffer, writeBuffe
 		t.Fatal("gateway.yaml: no receivers.otlp.protocols.grpc or service.telemetry")
 	}
 	delete(grpc, "auth")
+	delete(grpc, "middlewares") // the admission bound: the gateway's, not the floor's
 	grpc["endpoint"] = net.JoinHostPort(ip, "4317")
 	tlsCfg, _ := grpc["tls"].(map[string]any)
 	if tlsCfg == nil {
@@ -413,7 +414,7 @@ func startGateway(ctx context.Context, t *testing.T, cl *benchCluster, bin, gwIP
 	const gwName = "netpulse-gateway-bench-0"
 	cl.createGatewayPod(ctx, t, gwName)
 	extra := filepath.Join(cl.dir, "pprof.yaml")
-	extraYAML := "extensions:\n  pprof:\n    endpoint: ${env:POD_IP}:1777\nservice:\n  extensions: [health_check, k8s_token_auth, pprof]\n"
+	extraYAML := "extensions:\n  pprof:\n    endpoint: ${env:POD_IP}:1777\nservice:\n  extensions: [health_check, k8s_token_auth, grpc_admission, pprof]\n"
 	if shards > 1 {
 		extraYAML += fmt.Sprintf("exporters:\n  pod_network_health:\n    shard:\n      count: %d\n      index: 0\n", shards)
 	}

@@ -7,15 +7,21 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"math/rand/v2"
 	"net"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	"github.com/netpulse/netpulse/internal/shard"
@@ -60,27 +66,100 @@ type fleet struct {
 	recordLatency atomic.Bool
 	latMu         sync.Mutex
 	latencies     []time.Duration
+
+	// exp: the agents send through a model of the shipped exporter (nil: one request a
+	// round, never retried).
+	exp    *exporterModel
+	queues []agentQueue
+	// dropped counts rounds the exporter model gave up: its queue full, retries exhausted
+	// or a permanent error.
+	dropped atomic.Int64
+	// born: when the fleet started; attempts and accepted count the requests sent and
+	// accepted in each second since (the arrival rate a restarted gateway sees).
+	born              time.Time
+	attempts, okBySec [perSecond]atomic.Int64
+	// lastOK: each agent's last accepted request (Unix nanoseconds).
+	lastOK []atomic.Int64
+}
+
+const perSecond = 4 * 3600
+
+// addrs: the addresses in an error message (one per agent: counted as one error kind).
+var addrs = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+:\d+`)
+
+// exporterModel is what the shipped agent's otlp_grpc exporter does around a round
+// (agent.yaml, exporterhelper's defaults in the collector this repo builds): a queue of
+// queueSize requests, up to consumers of them in flight at once, and each request retried
+// while its error is retryable (the OTLP exporter's rule: Unavailable, DeadlineExceeded
+// and the like), after 5 s, then ×1.5 up to 30 s, each wait ±50 % at random, for at most 5
+// minutes. gRPC's own reconnection backoff (1 s, ×1.6, ±20 %, up to 120 s) is the real one:
+// the fleet's connections are grpc-go's with its defaults, as the exporter's are.
+type exporterModel struct {
+	queueSize, consumers int
+	// maxDelay caps gRPC's reconnection backoff as agent.yaml's grpc_backoff middleware
+	// does (0: gRPC's default, 120 s).
+	maxDelay time.Duration
+}
+
+// agentQueue is one agent's exporter queue.
+type agentQueue struct {
+	mu     sync.Mutex
+	items  []pmetric.Metrics
+	active int
+}
+
+// retryable is the OTLP exporter's split of gRPC errors into retried and permanent.
+func retryable(err error) bool {
+	switch status.Code(err) {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Aborted, codes.OutOfRange, codes.Unavailable, codes.DataLoss:
+		return true
+	}
+	return false
 }
 
 func startFleet(endpoint string, caPool *x509.CertPool, ids []agentIdentity, interval time.Duration, shards int) (*fleet, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fleet{interval: interval, shards: shards, ids: ids, cancel: cancel, lastErrs: map[string]int{}}
+	f := &fleet{interval: interval, shards: shards, ids: ids, cancel: cancel, lastErrs: map[string]int{}, born: time.Now(),
+		lastOK: make([]atomic.Int64, len(ids)), queues: make([]agentQueue, len(ids))}
+	return f, f.start(ctx, endpoint, caPool)
+}
+
+// startFleetExporting is startFleet with the agents sending through exp.
+func startFleetExporting(endpoint string, caPool *x509.CertPool, ids []agentIdentity, interval time.Duration, exp exporterModel) (*fleet, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fleet{interval: interval, shards: 1, ids: ids, cancel: cancel, lastErrs: map[string]int{}, born: time.Now(),
+		lastOK: make([]atomic.Int64, len(ids)), queues: make([]agentQueue, len(ids)), exp: &exp}
+	return f, f.start(ctx, endpoint, caPool)
+}
+
+func (f *fleet) start(ctx context.Context, endpoint string, caPool *x509.CertPool) error {
+	ids, interval := f.ids, f.interval
 	start := time.Now().Add(-time.Hour) // the agents' receivers have been running for a while
 	host, _, _ := net.SplitHostPort(endpoint)
 	for i, id := range ids {
 		src := &net.TCPAddr{IP: id.ip}
-		conn, err := grpc.NewClient(endpoint,
+		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: caPool, ServerName: host, MinVersion: tls.VersionTLS12})),
 			grpc.WithPerRPCCredentials(bearer(id.token)),
 			grpc.WithDefaultCallOptions(grpc.UseCompressor(gzip.Name)),
 			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 				d := net.Dialer{LocalAddr: src}
 				return d.DialContext(ctx, "tcp", addr)
-			}))
+			}),
+		}
+		if f.exp != nil {
+			// agent.yaml's keepalive and grpc_backoff, with the rest of the exporter.
+			opts = append(opts, grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 5 * time.Second, PermitWithoutStream: true}))
+			if f.exp.maxDelay > 0 {
+				bc := backoff.DefaultConfig
+				bc.MaxDelay = f.exp.maxDelay
+				opts = append(opts, grpc.WithConnectParams(grpc.ConnectParams{Backoff: bc, MinConnectTimeout: 20 * time.Second}))
+			}
+		}
+		conn, err := grpc.NewClient(endpoint, opts...)
 		if err != nil {
-			cancel()
 			f.close()
-			return nil, err
+			return err
 		}
 		f.conns = append(f.conns, conn)
 		f.agents = append(f.agents, syntheticagent.NewAgent(id.pod.Name, string(id.pod.UID), id.pod.Namespace, id.pod.Spec.NodeName, id.ip.String(), start, uint64(i)))
@@ -90,7 +169,7 @@ func startFleet(endpoint string, caPool *x509.CertPool, ids []agentIdentity, int
 		f.wg.Add(1)
 		go f.run(ctx, i, t0.Add(time.Duration(i)*interval/time.Duration(len(ids))))
 	}
-	return f, nil
+	return nil
 }
 
 func (f *fleet) run(ctx context.Context, i int, first time.Time) {
@@ -114,7 +193,6 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 	}
 	ticker := time.NewTicker(f.interval)
 	defer ticker.Stop()
-	accepted := false
 	for r := 0; ; r++ {
 		if f.paused.Load() {
 			select {
@@ -130,34 +208,10 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 		if f.shards > 1 {
 			f.agents[i].Heartbeat(md, now, int64(r+1))
 		}
-		points := md.DataPointCount()
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		f.inFlight.Add(1)
-		sent := time.Now()
-		_, err := client.Export(rctx, pmetricotlp.NewExportRequestFromMetrics(md))
-		took := time.Since(sent)
-		f.inFlight.Add(-1)
-		cancel()
-		switch {
-		case err == nil:
-			if f.recordLatency.Load() {
-				f.latMu.Lock()
-				f.latencies = append(f.latencies, took)
-				f.latMu.Unlock()
-			}
-			f.okRequests.Add(1)
-			f.okPoints.Add(int64(points))
-			if !accepted {
-				accepted = true
-				f.firstOK.Add(1)
-			}
-		case ctx.Err() != nil:
+		if f.exp != nil {
+			f.enqueue(ctx, i, client, md)
+		} else if err := f.attempt(ctx, i, client, md); err != nil && ctx.Err() != nil {
 			return
-		default:
-			f.failed.Add(1)
-			f.errMu.Lock()
-			f.lastErrs[status.Code(err).String()+": "+status.Convert(err).Message()]++
-			f.errMu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
@@ -165,6 +219,125 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 		case <-ticker.C:
 		}
 	}
+}
+
+// attempt sends md once and accounts for it.
+func (f *fleet) attempt(ctx context.Context, i int, client pmetricotlp.GRPCClient, md pmetric.Metrics) error {
+	points := md.DataPointCount()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	f.inFlight.Add(1)
+	f.count(&f.attempts)
+	sent := time.Now()
+	_, err := client.Export(rctx, pmetricotlp.NewExportRequestFromMetrics(md))
+	took := time.Since(sent)
+	f.inFlight.Add(-1)
+	switch {
+	case err == nil:
+		if f.recordLatency.Load() {
+			f.latMu.Lock()
+			f.latencies = append(f.latencies, took)
+			f.latMu.Unlock()
+		}
+		f.okRequests.Add(1)
+		f.okPoints.Add(int64(points))
+		f.count(&f.okBySec)
+		if f.lastOK[i].Swap(time.Now().UnixNano()) == 0 {
+			f.firstOK.Add(1)
+		}
+	case ctx.Err() != nil:
+	default:
+		f.failed.Add(1)
+		f.errMu.Lock()
+		f.lastErrs[status.Code(err).String()+": "+addrs.ReplaceAllString(status.Convert(err).Message(), "ADDR")]++
+		f.errMu.Unlock()
+	}
+	return err
+}
+
+func (f *fleet) count(perSec *[perSecond]atomic.Int64) {
+	if s := int(time.Since(f.born) / time.Second); s < perSecond {
+		perSec[s].Add(1)
+	}
+}
+
+// enqueue puts a round in agent i's exporter queue (dropped when full) and starts a
+// consumer if fewer than the model's are running.
+func (f *fleet) enqueue(ctx context.Context, i int, client pmetricotlp.GRPCClient, md pmetric.Metrics) {
+	q := &f.queues[i]
+	q.mu.Lock()
+	if len(q.items) >= f.exp.queueSize {
+		q.mu.Unlock()
+		f.dropped.Add(1)
+		return
+	}
+	q.items = append(q.items, md)
+	spawn := q.active < f.exp.consumers
+	if spawn {
+		q.active++
+	}
+	q.mu.Unlock()
+	if spawn {
+		f.wg.Add(1)
+		go f.consume(ctx, i, client, q)
+	}
+}
+
+// consume sends agent i's queued rounds, each retried as the exporter does, until the
+// queue is empty.
+func (f *fleet) consume(ctx context.Context, i int, client pmetricotlp.GRPCClient, q *agentQueue) {
+	defer f.wg.Done()
+	for {
+		q.mu.Lock()
+		if len(q.items) == 0 || ctx.Err() != nil {
+			q.active--
+			q.mu.Unlock()
+			return
+		}
+		md := q.items[0]
+		q.items = q.items[1:]
+		q.mu.Unlock()
+		began, backoff := time.Now(), 5*time.Second
+		for {
+			err := f.attempt(ctx, i, client, md)
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+			wait := time.Duration(float64(backoff) * (0.5 + rand.Float64()))
+			if !retryable(err) || time.Since(began)+wait > 5*time.Minute {
+				f.dropped.Add(1)
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+			backoff = min(backoff*3/2, 30*time.Second)
+		}
+	}
+}
+
+// acceptedSince counts the agents with a request accepted after t.
+func (f *fleet) acceptedSince(t time.Time) int {
+	n := 0
+	for i := range f.lastOK {
+		if f.lastOK[i].Load() > t.UnixNano() {
+			n++
+		}
+	}
+	return n
+}
+
+// peak is the largest count of one second in [from, to) and that second's start.
+func (f *fleet) peak(perSec *[perSecond]atomic.Int64, from, to time.Time) (int64, time.Time) {
+	var best int64
+	var at time.Time
+	for s := max(0, int(from.Sub(f.born)/time.Second)); s < min(perSecond, int(to.Sub(f.born)/time.Second)+1); s++ {
+		if v := perSec[s].Load(); v > best {
+			best, at = v, f.born.Add(time.Duration(s)*time.Second)
+		}
+	}
+	return best, at
 }
 
 // pause stops the rounds and waits until no request is in flight (at most timeout);

@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/netpulse/netpulse/testbed/disttest"
+	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
 // TestIngestFanIn: one gateway at fan-in (issue #39 item 5). Where TestIngestBench compares
@@ -35,6 +38,16 @@ import (
 // NETPULSE_INGEST_AGENTS (default 2000), NETPULSE_INGEST_INTERVAL (default 10s),
 // NETPULSE_INGEST_WINDOW (default 5m), NETPULSE_INGEST_ADMIT_TIMEOUT (default 10m) and
 // NETPULSE_INGEST_GOMEMLIMIT (default the Deployment's 400MiB) tune it.
+// NETPULSE_INGEST_RESTART_DOWN=D (e.g. 30s) adds issue #39 item 6's question, a gateway
+// restart at fan-in: the agents send through a model of the shipped exporter (its queue,
+// consumers and retries, read from agent.yaml: exporterModel), and after the window the
+// gateway is stopped (SIGTERM, as the kubelet does), left down for D and started again on
+// the same address; reported are how long until every agent has a request accepted again,
+// the peak of requests arriving (and accepted) in one second against the steady N/interval,
+// the rounds lost, the new gateway's CPU and RSS while the fleet comes back, and its token
+// verifications and TokenReviews (verification is local: none is expected).
+// NETPULSE_INGEST_AGENT_CONSUMERS and NETPULSE_INGEST_AGENT_MAX_DELAY override the model's
+// consumers and reconnection backoff cap (agent.yaml's otherwise; 0s: gRPC's default).
 // The run stops (fails) when the machine's MemAvailable falls below
 // NETPULSE_INGEST_MIN_AVAILABLE_MB (default 6144), so that a too-large N does not swap or
 // OOM a shared machine.
@@ -64,7 +77,18 @@ func TestIngestFanIn(t *testing.T) {
 	t.Logf("gateway idle: RSS %.1f MB", procStatus(gwPid, "VmRSS")/1e6)
 	before := gw.telemetry(t)
 
-	f, err := startFleet(net.JoinHostPort(gwIP, "4317"), cl.tls.CAPool, cl.agents, interval, 1)
+	restartDown := envDuration(t, "NETPULSE_INGEST_RESTART_DOWN", 0)
+	var f *fleet
+	var err error
+	if restartDown > 0 {
+		exp := shippedExporter(t)
+		exp.consumers = envInt(t, "NETPULSE_INGEST_AGENT_CONSUMERS", exp.consumers)
+		exp.maxDelay = envDuration(t, "NETPULSE_INGEST_AGENT_MAX_DELAY", exp.maxDelay)
+		t.Logf("the agents send through the exporter model: queue %d, %d consumers, reconnection backoff capped at %v (0: gRPC's 120 s)", exp.queueSize, exp.consumers, exp.maxDelay)
+		f, err = startFleetExporting(net.JoinHostPort(gwIP, "4317"), cl.tls.CAPool, cl.agents, interval, exp)
+	} else {
+		f, err = startFleet(net.JoinHostPort(gwIP, "4317"), cl.tls.CAPool, cl.agents, interval, 1)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +189,154 @@ func TestIngestFanIn(t *testing.T) {
 	if failed*10 > requests+failed {
 		t.Errorf("%d of %d requests failed in the measured window", failed, requests+failed)
 	}
+	if restartDown > 0 {
+		restartAtFanIn(ctx, t, restartRun{cl: cl, bin: bin, gwIP: gwIP, env: env, gw: gw, f: f, n: n, interval: interval,
+			down: restartDown, timeout: admitTimeout, minAvailable: minAvailable})
+	}
+}
+
+type restartRun struct {
+	cl             *benchCluster
+	bin, gwIP      string
+	env            []string
+	gw             *collector
+	f              *fleet
+	n              int
+	interval, down time.Duration
+	timeout        time.Duration
+	minAvailable   float64
+}
+
+// restartAtFanIn stops the gateway, leaves it down, starts it again and measures the fleet
+// coming back (TestIngestFanIn's NETPULSE_INGEST_RESTART_DOWN).
+func restartAtFanIn(ctx context.Context, t *testing.T, r restartRun) {
+	f := r.f
+	steady := float64(r.n) / r.interval.Seconds()
+	failed0, dropped0, ok0 := f.failed.Load(), f.dropped.Load(), f.okRequests.Load()
+	stopAt := time.Now()
+	if err := r.gw.proc.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restart: the gateway stopped %v after SIGTERM; down for %v", time.Since(stopAt).Round(100*time.Millisecond), r.down)
+	time.Sleep(r.down)
+	startAt := time.Now()
+	gw := startGateway(ctx, t, r.cl, r.bin, r.gwIP, r.env, 1, "", "")
+	pid := gw.proc.Pid()
+	readyAt := time.Now()
+	cpu0, err := cpuSeconds(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rssMax float64
+	lastLog := time.Now()
+	for f.acceptedSince(startAt) < r.n {
+		if gw.proc.Exited() {
+			t.Fatalf("the restarted gateway exited: %v\n%s", gw.proc.Err(), gw.proc.LogTail(40))
+		}
+		if avail := memAvailable(); avail < r.minAvailable {
+			t.Fatalf("stopped during the restart: the machine has %.0f MB available; %d of %d agents back", avail/1e6, f.acceptedSince(startAt), r.n)
+		}
+		if time.Since(startAt) > r.timeout {
+			t.Fatalf("only %d of %d agents had a request accepted %v after the restart: %v\n%s", f.acceptedSince(startAt), r.n, r.timeout, f.errors(), gw.proc.LogTail(20))
+		}
+		rssMax = max(rssMax, procStatus(pid, "VmRSS"))
+		if time.Since(lastLog) >= 10*time.Second {
+			lastLog = time.Now()
+			t.Logf("restart: %d of %d agents back after %v, gateway RSS %.0f MB", f.acceptedSince(startAt), r.n, time.Since(startAt).Round(time.Second), procStatus(pid, "VmRSS")/1e6)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	backAt := time.Now()
+	// Then one more round: the backlog's tail, and the steady state again.
+	for time.Since(backAt) < 2*r.interval {
+		time.Sleep(time.Second)
+		rssMax = max(rssMax, procStatus(pid, "VmRSS"))
+	}
+	cpu1, err := cpuSeconds(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endAt := time.Now()
+	peakSent, peakSentAt := f.peak(&f.attempts, startAt, endAt)
+	peakOK, peakOKAt := f.peak(&f.okBySec, startAt, endAt)
+	var firstOK time.Time
+	for s := int(startAt.Sub(f.born) / time.Second); s < perSecond; s++ {
+		if f.okBySec[s].Load() > 0 {
+			firstOK = f.born.Add(time.Duration(s) * time.Second)
+			break
+		}
+	}
+	failed, dropped, ok := f.failed.Load()-failed0, f.dropped.Load()-dropped0, f.okRequests.Load()-ok0
+	tel, err := gw.tryScrape("8888")
+	if err != nil {
+		t.Errorf("the restarted gateway's telemetry: %v", err)
+	}
+	reviews, local := sum(tel, "otelcol_k8s_token_auth_token_reviews"), sum(tel, "otelcol_k8s_token_auth_local_verifications")
+	t.Logf("restart at fan-in: %d agents, down %v (stop took %v); the new gateway ready (Lease held) %v after its start, the first request accepted in the second %v after it; "+
+		"every agent back %v after its start; requests arriving in one second: peak %d (%.1f× the steady %.0f/s) at +%v, accepted: peak %d at +%v; "+
+		"from the stop to one round after all were back: %d accepted, %d failed attempts %v, %d rounds lost (queue full, retries exhausted); "+
+		"the new gateway's CPU %.1f s over %v (%.2f cores), RSS max %.0f MB; token verifications: %v local, %v TokenReviews",
+		r.n, r.down, startAt.Sub(stopAt).Round(100*time.Millisecond)-r.down, readyAt.Sub(startAt).Round(100*time.Millisecond), firstOK.Sub(startAt).Round(time.Second),
+		backAt.Sub(startAt).Round(100*time.Millisecond), peakSent, float64(peakSent)/steady, steady, peakSentAt.Sub(startAt).Round(time.Second), peakOK, peakOKAt.Sub(startAt).Round(time.Second),
+		ok, failed, f.errors(), dropped, cpu1-cpu0, endAt.Sub(readyAt).Round(time.Second), (cpu1-cpu0)/endAt.Sub(readyAt).Seconds(), rssMax/1e6, local, reviews)
+	fmt.Printf("BENCH ingest_restart_n%d down=%.0fs consumers=%d max_delay=%.0fs back_after=%.1fs peak_sent_per_s=%d peak_ratio=%.2f peak_ok_per_s=%d failed=%d lost=%d cpu_cores=%.3f rss_max=%.0fMB token_reviews=%.0f\n",
+		r.n, r.down.Seconds(), f.exp.consumers, f.exp.maxDelay.Seconds(), backAt.Sub(startAt).Seconds(), peakSent, float64(peakSent)/steady, peakOK, failed, dropped, (cpu1-cpu0)/endAt.Sub(readyAt).Seconds(), rssMax/1e6, reviews)
+	if reviews > 0 {
+		t.Errorf("the restarted gateway made %v TokenReviews: verification is local", reviews)
+	}
+}
+
+// shippedExporter reads the agent's exporter queue from deploy/agent-gateway/config/agent.yaml
+// (exporterhelper's defaults where it says nothing: 1,000 requests, 10 consumers).
+func shippedExporter(t *testing.T) exporterModel {
+	t.Helper()
+	data, err := os.ReadFile(kubetest.DeployPath("agent-gateway", "config", "agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Extensions struct {
+			Backoff *struct {
+				MaxDelay string `json:"max_delay"`
+			} `json:"grpc_backoff"`
+		} `json:"extensions"`
+		Exporters struct {
+			OTLP struct {
+				Queue struct {
+					Size      *int `json:"queue_size"`
+					Consumers *int `json:"num_consumers"`
+				} `json:"sending_queue"`
+				Middlewares []struct {
+					ID string `json:"id"`
+				} `json:"middlewares"`
+			} `json:"otlp_grpc"`
+		} `json:"exporters"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatalf("agent.yaml: %v", err)
+	}
+	exp := exporterModel{queueSize: 1000, consumers: 10}
+	if q := cfg.Exporters.OTLP.Queue; q.Size != nil {
+		exp.queueSize = *q.Size
+	}
+	if q := cfg.Exporters.OTLP.Queue; q.Consumers != nil {
+		exp.consumers = *q.Consumers
+	}
+	// The grpc_backoff middleware (only max_delay differs from gRPC's defaults there).
+	for _, m := range cfg.Exporters.OTLP.Middlewares {
+		if m.ID != "grpc_backoff" || cfg.Extensions.Backoff == nil {
+			continue
+		}
+		exp.maxDelay = 10 * time.Second // the extension's default
+		if v := cfg.Extensions.Backoff.MaxDelay; v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("agent.yaml: grpc_backoff max_delay: %v", err)
+			}
+			exp.maxDelay = d
+		}
+	}
+	return exp
 }
 
 // procStatus is a kB field of /proc/<pid>/status (VmRSS, VmHWM) in bytes, 0 if unreadable.
