@@ -418,6 +418,10 @@ func startGateway(ctx context.Context, t *testing.T, cl *benchCluster, bin, gwIP
 	if shards > 1 {
 		extraYAML += fmt.Sprintf("exporters:\n  pod_network_health:\n    shard:\n      count: %d\n      index: 0\n", shards)
 	}
+	// NETPULSE_INGEST_MAX_IN_FLIGHT overrides grpc_admission's bound (gateway.yaml's otherwise).
+	if v := os.Getenv("NETPULSE_INGEST_MAX_IN_FLIGHT"); v != "" {
+		extraYAML = strings.Replace(extraYAML, "extensions:\n", "extensions:\n  grpc_admission:\n    max_in_flight: "+v+"\n", 1)
+	}
 	if readBuffer != "" || writeBuffer != "" {
 		extraYAML += "receivers:\n  otlp:\n    protocols:\n      grpc:" + readBufferYAML(readBuffer, "        ") +
 			bufferYAML("write_buffer_size", writeBuffer, "        ") + "\n"

@@ -23,5 +23,7 @@
 // TestIngestFanIn (NETPULSE_BENCH=1, not in `make bench`) is the other question: how many
 // agents' connections one gateway holds at the shipped 10 s rounds, gateway.yaml untouched
 // and no reference, read as an operator sizes a replica (resident set, CPU over minutes,
-// the GC's share, the agents' export latency, time until every agent is admitted).
+// the GC's share, the agents' export latency, time until every agent is admitted); with
+// NETPULSE_INGEST_RESTART_DOWN it then restarts the gateway and measures the fleet coming
+// back (issue #39 item 6).
 package ingestbench

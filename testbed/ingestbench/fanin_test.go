@@ -47,7 +47,8 @@ import (
 // the rounds lost, the new gateway's CPU and RSS while the fleet comes back, and its token
 // verifications and TokenReviews (verification is local: none is expected).
 // NETPULSE_INGEST_AGENT_CONSUMERS and NETPULSE_INGEST_AGENT_MAX_DELAY override the model's
-// consumers and reconnection backoff cap (agent.yaml's otherwise; 0s: gRPC's default).
+// consumers and reconnection backoff cap (agent.yaml's otherwise; 0s: gRPC's default), and
+// NETPULSE_INGEST_MAX_IN_FLIGHT the gateway's grpc_admission bound (gateway.yaml's otherwise).
 // The run stops (fails) when the machine's MemAvailable falls below
 // NETPULSE_INGEST_MIN_AVAILABLE_MB (default 6144), so that a too-large N does not swap or
 // OOM a shared machine.
