@@ -288,7 +288,7 @@ func startEnv() (*env, error) {
 		// their relay token extension runs; the lists above replace the rendered ones.
 		viewConfig = strings.NewReplacer(
 			"service_accounts: [netpulse/netpulse-agent, checks/default]", "service_accounts: [netpulse/netpulse-agent, checks/default, netpulse/netpulse-gateway]",
-			"extensions: [health_check, k8s_token_auth, grpc_admission, netpulse_view]", "extensions: [health_check, k8s_token_auth, grpc_admission, netpulse_view, bearertokenauth/relay]",
+			"extensions: [health_check, k8s_token_auth, grpc_admission, netpulse_view]", "extensions: [health_check, k8s_token_auth, grpc_admission, netpulse_view, bearertokenauth/relay, grpc_backoff]",
 		).Replace(viewConfig)
 	}
 	if err := os.WriteFile(e.gwExtra[0], []byte(viewConfig), 0o644); err != nil {

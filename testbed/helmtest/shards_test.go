@@ -331,6 +331,10 @@ func TestTemplateShardsRelay(t *testing.T) {
 	require.Equal(t, "bearertokenauth/relay", nested(relay, "client", "auth", "authenticator"))
 	require.Equal(t, "${env:NETPULSE_RELAY_CA_FILE:-/var/run/secrets/netpulse/tls/ca.crt}", nested(relay, "client", "tls", "ca_file"))
 	require.Contains(t, nested(g, "service", "extensions"), "bearertokenauth/relay")
+	// A restarted shard's peers reconnect within a round, as the agents do.
+	require.Equal(t, []any{map[string]any{"id": "grpc_backoff"}}, nested(relay, "client", "middlewares"))
+	require.Equal(t, "10s", nested(g, "extensions", "grpc_backoff", "max_delay"))
+	require.Contains(t, nested(g, "service", "extensions"), "grpc_backoff")
 	auth := nested(g, "extensions", "k8s_token_auth").(map[string]any)
 	require.Equal(t, []any{"netpulse/netpulse-agent", "netpulse/netpulse-gateway"}, auth["service_accounts"])
 	require.Equal(t, []any{"netpulse/netpulse-agent"}, auth["agent_service_accounts"])

@@ -176,7 +176,7 @@ netpulse.relayGatewayConfig rewrites a merged gateway configuration (.cfg, in pl
 .shards relaying shards (gateway.relay): pod_network_health's relay (one connection per
 other shard: endpoints ${env:NETPULSE_RELAY_ENDPOINT_<i>:-netpulse-gateway-<i>.<namespace>.svc:4317},
 TLS against the gateway's own CA, the gateway pod's projected token through
-bearertokenauth/relay); k8s_token_auth accepts the gateway's own service account as a relay
+bearertokenauth/relay, reconnection backoff capped by grpc_backoff); k8s_token_auth accepts the gateway's own service account as a relay
 (relay_service_accounts); k8s_net_attributes keeps the identity a relay vouched for on each
 Resource for pod_network_health, and metrics/export runs a copy of it that removes it
 (k8s_net_attributes/export) after filter/own_shard, which keeps only this shard's points
@@ -191,12 +191,15 @@ gateway.config what to change of it.
 {{- range $i := until .shards -}}
 {{- $endpoints = append $endpoints (printf "${env:NETPULSE_RELAY_ENDPOINT_%d:-netpulse-gateway-%d.%s.svc:4317}" $i $i $ns) -}}
 {{- end -}}
-{{- $client := dict "tls" (dict "ca_file" "${env:NETPULSE_RELAY_CA_FILE:-/var/run/secrets/netpulse/tls/ca.crt}") "auth" (dict "authenticator" "bearertokenauth/relay") "keepalive" (dict "time" "10s" "timeout" "5s") -}}
+{{- $client := dict "tls" (dict "ca_file" "${env:NETPULSE_RELAY_CA_FILE:-/var/run/secrets/netpulse/tls/ca.crt}") "auth" (dict "authenticator" "bearertokenauth/relay") "keepalive" (dict "time" "10s" "timeout" "5s") "middlewares" (list (dict "id" "grpc_backoff")) -}}
 {{- $relay := dict "enabled" true "endpoints" $endpoints "client" $client -}}
 {{- $_ := set $pnh "relay" (mustMergeOverwrite $relay (default (dict) $pnh.relay)) -}}
 {{- $_ = set $cfg.extensions "bearertokenauth/relay" (mustMergeOverwrite (dict "filename" "${env:NETPULSE_RELAY_TOKEN_FILE:-/var/run/secrets/netpulse/relay-token/token}") (get $cfg.extensions "bearertokenauth/relay" | default (dict))) -}}
-{{- $exts := $cfg.service.extensions -}}
-{{- if not (has "bearertokenauth/relay" $exts) }}{{ $_ = set $cfg.service "extensions" (append $exts "bearertokenauth/relay") }}{{ end -}}
+{{- /* A restarted shard's peers reconnect within a round, as the agents do (grpc_backoff). */ -}}
+{{- $_ = set $cfg.extensions "grpc_backoff" (mustMergeOverwrite (dict "max_delay" "10s") (get $cfg.extensions "grpc_backoff" | default (dict))) -}}
+{{- range $ext := list "bearertokenauth/relay" "grpc_backoff" -}}
+{{- if not (has $ext $cfg.service.extensions) }}{{ $_ := set $cfg.service "extensions" (append $cfg.service.extensions $ext) }}{{ end -}}
+{{- end -}}
 {{- $auth := $cfg.extensions.k8s_token_auth -}}
 {{- $agents := default $auth.service_accounts $auth.agent_service_accounts -}}
 {{- $gateway := printf "%s/netpulse-gateway" $ns -}}
