@@ -43,7 +43,8 @@ import (
 // consumers and retries, read from agent.yaml: exporterModel), and after the window the
 // gateway is stopped (SIGTERM, as the kubelet does), left down for D and started again on
 // the same address; reported are how long until every agent has a request accepted again,
-// the peak of requests arriving (and accepted) in one second against the steady N/interval,
+// the most attempts the agents made in one second (those failing in the agent while gRPC
+// waits to reconnect included) against the steady N/interval, the most accepted in one second,
 // the rounds lost, the new gateway's CPU and RSS while the fleet comes back, and its token
 // verifications and TokenReviews (verification is local: none is expected).
 // NETPULSE_INGEST_AGENT_CONSUMERS and NETPULSE_INGEST_AGENT_MAX_DELAY override the model's
@@ -274,7 +275,7 @@ func restartAtFanIn(ctx context.Context, t *testing.T, r restartRun) {
 	}
 	reviews, local := sum(tel, "otelcol_k8s_token_auth_token_reviews"), sum(tel, "otelcol_k8s_token_auth_local_verifications")
 	t.Logf("restart at fan-in: %d agents, down %v (stop took %v); the new gateway ready (Lease held) %v after its start, the first request accepted in the second %v after it; "+
-		"every agent back %v after its start; requests arriving in one second: peak %d (%.1f× the steady %.0f/s) at +%v, accepted: peak %d at +%v; "+
+		"every agent back %v after its start; the agents' attempts in one second (failed in the agent included): peak %d (%.1f× the steady %.0f/s) at +%v, accepted: peak %d at +%v; "+
 		"from the stop to one round after all were back: %d accepted, %d failed attempts %v, %d rounds lost (queue full, retries exhausted); "+
 		"the new gateway's CPU %.1f s over %v (%.2f cores), RSS max %.0f MB; token verifications: %v local, %v TokenReviews",
 		r.n, r.down, startAt.Sub(stopAt).Round(100*time.Millisecond)-r.down, readyAt.Sub(startAt).Round(100*time.Millisecond), firstOK.Sub(startAt).Round(time.Second),
