@@ -55,7 +55,7 @@ func Resource(resource string) schema.GroupResource {
 }
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &PodNetworkHealth{}, &PodNetworkHealthList{}, &NetworkCheck{}, &NetworkCheckList{}, &ZoneNetworkHealth{}, &ZoneNetworkHealthList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &PodNetworkHealth{}, &PodNetworkHealthList{}, &NetworkCheck{}, &NetworkCheckList{}, &ZoneNetworkHealth{}, &ZoneNetworkHealthList{}, &NetworkHealthSummary{}, &NetworkHealthSummaryList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

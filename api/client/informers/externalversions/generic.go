@@ -50,6 +50,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		// Group=netpulse.io, Version=v1alpha1
 	case apiv1alpha1.SchemeGroupVersion.WithResource("networkchecks"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().NetworkChecks().Informer()}, nil
+	case apiv1alpha1.SchemeGroupVersion.WithResource("networkhealthsummaries"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().NetworkHealthSummaries().Informer()}, nil
 	case apiv1alpha1.SchemeGroupVersion.WithResource("podnetworkhealths"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Netpulse().V1alpha1().PodNetworkHealths().Informer()}, nil
 	case apiv1alpha1.SchemeGroupVersion.WithResource("zonenetworkhealths"):

@@ -16,6 +16,14 @@ type NetworkCheckListerExpansion interface{}
 // NetworkCheckNamespaceLister.
 type NetworkCheckNamespaceListerExpansion interface{}
 
+// NetworkHealthSummaryListerExpansion allows custom methods to be added to
+// NetworkHealthSummaryLister.
+type NetworkHealthSummaryListerExpansion interface{}
+
+// NetworkHealthSummaryNamespaceListerExpansion allows custom methods to be added to
+// NetworkHealthSummaryNamespaceLister.
+type NetworkHealthSummaryNamespaceListerExpansion interface{}
+
 // PodNetworkHealthListerExpansion allows custom methods to be added to
 // PodNetworkHealthLister.
 type PodNetworkHealthListerExpansion interface{}

@@ -16,6 +16,8 @@ import (
 type Interface interface {
 	// NetworkChecks returns a NetworkCheckInformer.
 	NetworkChecks() NetworkCheckInformer
+	// NetworkHealthSummaries returns a NetworkHealthSummaryInformer.
+	NetworkHealthSummaries() NetworkHealthSummaryInformer
 	// PodNetworkHealths returns a PodNetworkHealthInformer.
 	PodNetworkHealths() PodNetworkHealthInformer
 	// ZoneNetworkHealths returns a ZoneNetworkHealthInformer.
@@ -36,6 +38,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // NetworkChecks returns a NetworkCheckInformer.
 func (v *version) NetworkChecks() NetworkCheckInformer {
 	return &networkCheckInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// NetworkHealthSummaries returns a NetworkHealthSummaryInformer.
+func (v *version) NetworkHealthSummaries() NetworkHealthSummaryInformer {
+	return &networkHealthSummaryInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // PodNetworkHealths returns a PodNetworkHealthInformer.

@@ -19,6 +19,7 @@ import (
 type NetpulseV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	NetworkChecksGetter
+	NetworkHealthSummariesGetter
 	PodNetworkHealthsGetter
 	ZoneNetworkHealthsGetter
 }
@@ -30,6 +31,10 @@ type NetpulseV1alpha1Client struct {
 
 func (c *NetpulseV1alpha1Client) NetworkChecks(namespace string) NetworkCheckInterface {
 	return newNetworkChecks(c, namespace)
+}
+
+func (c *NetpulseV1alpha1Client) NetworkHealthSummaries(namespace string) NetworkHealthSummaryInterface {
+	return newNetworkHealthSummaries(c, namespace)
 }
 
 func (c *NetpulseV1alpha1Client) PodNetworkHealths(namespace string) PodNetworkHealthInterface {

@@ -10,6 +10,8 @@ package v1alpha1
 
 type NetworkCheckExpansion interface{}
 
+type NetworkHealthSummaryExpansion interface{}
+
 type PodNetworkHealthExpansion interface{}
 
 type ZoneNetworkHealthExpansion interface{}

@@ -22,6 +22,10 @@ func (c *FakeNetpulseV1alpha1) NetworkChecks(namespace string) v1alpha1.NetworkC
 	return newFakeNetworkChecks(c, namespace)
 }
 
+func (c *FakeNetpulseV1alpha1) NetworkHealthSummaries(namespace string) v1alpha1.NetworkHealthSummaryInterface {
+	return newFakeNetworkHealthSummaries(c, namespace)
+}
+
 func (c *FakeNetpulseV1alpha1) PodNetworkHealths(namespace string) v1alpha1.PodNetworkHealthInterface {
 	return newFakePodNetworkHealths(c, namespace)
 }
