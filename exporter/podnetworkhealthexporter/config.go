@@ -101,6 +101,8 @@ type Config struct {
 	ReadinessGate  ReadinessGateConfig  `mapstructure:"readiness_gate"`
 	Gray           GrayConfig           `mapstructure:"gray"`
 	Checks         ChecksConfig         `mapstructure:"checks"`
+	// Summary: the writer's NetworkHealthSummary (docs/api.md).
+	Summary SummaryConfig `mapstructure:"summary"`
 	// Shard: this gateway's share of the targets when several gateway shards judge them
 	// (docs/sharding.md).
 	Shard ShardConfig `mapstructure:"shard"`
@@ -108,6 +110,19 @@ type Config struct {
 	// own their targets, so each agent holds one connection (to any shard) instead of one
 	// to every shard (docs/sharding.md, One connection per agent).
 	Relay RelayConfig `mapstructure:"relay"`
+}
+
+// SummaryConfig: the writer keeps one NetworkHealthSummary per Lease it leads (in the
+// Lease's namespace, under its name): targets judged, Unreachable and Degraded (with their
+// nodes), observers, queued writes, and whether every verdict is written (Complete). It is
+// rewritten only when a figure changes, at most once per MinInterval; it is current while
+// the Lease is renewed. Needs leader_election (it names the Lease) and the gateway's RBAC
+// for networkhealthsummaries; a namespace-restricted writer (all-in-one) writes none.
+type SummaryConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// MinInterval bounds the summary's writes (default 30s: at most 2 a minute, 0.033/s of
+	// a shard's write budget).
+	MinInterval time.Duration `mapstructure:"min_interval"`
 }
 
 // RelayConfig: forward each authenticated agent's points to the shard that owns their
@@ -479,6 +494,20 @@ func (c *Config) Validate() error {
 		add("readiness_gate::min_reaching_nodes: %d with require_authenticated_observers: want at least 2, so that no single agent decides another pod's readiness", rg.MinReachingNodes)
 	}
 	return kubeclient.JoinErrors(errs...)
+}
+
+// Validate checks the summary's settings.
+func (s SummaryConfig) Validate() error {
+	if s.Enabled && (s.MinInterval < time.Second || s.MinInterval > time.Hour) {
+		return fmt.Errorf("min_interval: %v out of range [1s, 1h]", s.MinInterval)
+	}
+	return nil
+}
+
+// writesSummary: the summary names the writer's Lease, so it needs leader election; a
+// namespace-restricted writer (all-in-one: each agent its own pairs) judges no targets.
+func (c *Config) writesSummary() bool {
+	return c.Summary.Enabled && c.LeaderElection.Enabled && c.Namespace == ""
 }
 
 // checkRelay checks relay.enabled's needs and settings.

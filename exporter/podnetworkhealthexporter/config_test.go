@@ -43,6 +43,10 @@ func TestDefaultConfig(t *testing.T) {
 	require.Equal(t, 1, cfg.ReadinessGate.MinReachingNodes)
 	require.True(t, cfg.Zones.Enabled, "zone localisation is on: it only removes zone-shaped failures from the node quorum and reports them")
 	require.True(t, cfg.Zones.WriteObjects)
+	require.Equal(t, SummaryConfig{Enabled: true, MinInterval: 30 * time.Second}, cfg.Summary)
+	require.True(t, cfg.writesSummary(), "a gateway with leader election writes its summary")
+	cfg.Namespace = "netpulse"
+	require.False(t, cfg.writesSummary(), "a namespace-restricted writer (all-in-one) judges no targets: no summary")
 }
 
 func TestFullConfig(t *testing.T) {
@@ -57,6 +61,7 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, 5*time.Second, cfg.MinProbeInterval)
 	require.Equal(t, 5, cfg.MaxEchoesPerRound)
 	require.Equal(t, ShardConfig{Count: 4, Index: 3}, cfg.Shard)
+	require.Equal(t, SummaryConfig{Enabled: true, MinInterval: time.Minute}, cfg.Summary)
 	require.Equal(t, ZonesConfig{Enabled: true, MinNodes: 3, MinFailingShare: 0.9, MinHealthyShare: 0.9, MinHold: 2 * time.Minute, Retention: time.Hour}, cfg.Zones)
 	require.Equal(t, GrayConfig{Enabled: true, Window: 20 * time.Minute, SlotWidth: time.Minute,
 		Loss:    GrayLossConfig{Background: 0.0005, Threshold: 0.01, Evidence: 15},
@@ -99,6 +104,7 @@ func TestInvalidConfigNamesFields(t *testing.T) {
 		"zones: min_hold: 2h0m0s out of range [0, 1h]",
 		"zones: retention: 10s out of range [1m, 24h]",
 		"shard: index: 2 out of range [0, count-1=1]",
+		"summary: min_interval: 2h0m0s out of range [1s, 1h]",
 		"readiness_gate: enabled: requires the alpha feature gate: run with --feature-gates=exporter.podnetworkhealth.readinessGate",
 		"readiness_gate: max_flips_per_minute: 0 out of range",
 		"gray: window: 10h0m0s must span 1 to 240 slots of slot_width 30s",

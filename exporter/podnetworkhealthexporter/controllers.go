@@ -54,6 +54,19 @@ func (e *pnhExporter) newControllers() {
 	if e.readiness != nil {
 		e.controllers = append(e.controllers, e.readiness)
 	}
+	// Last: it counts what the others queued this tick.
+	if cfg.writesSummary() {
+		e.controllers = append(e.controllers, newSummary(cfg, d))
+	}
+}
+
+// newSummary is the NetworkHealthSummary controller of this writer's Lease. Its targets
+// are judged once every observer has sent a few rounds (3 x max_probe_interval).
+func newSummary(cfg *Config, d controllers.Deps) *controllers.Summary {
+	lease := leaseOf(cfg.LeaderElection, cfg.Shard)
+	return controllers.NewSummary(&plan.Summary{MinInterval: cfg.Summary.MinInterval, WarmUp: 3 * cfg.MaxProbeInterval,
+		Writer: plan.SummaryWriter{LeaseName: lease.LeaseName, Identity: lease.Identity, Shard: cfg.Shard.Index, Shards: cfg.Shard.Count}},
+		lease.LeaseNamespace, d)
 }
 
 // controllerDeps is what every controller gets of the exporter: the engine, the writer

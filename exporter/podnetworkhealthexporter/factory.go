@@ -94,6 +94,7 @@ func createDefaultConfig() component.Config {
 			MinHealthyShare: zones.DefaultMinHealthyShare, MinHold: plan.DefaultZoneMinHold, Retention: plan.DefaultZoneRetention},
 		ReadinessGate: ReadinessGateConfig{ConditionType: "netpulse.io/network-ready", MaxFlipsPerMinute: 60, MinReachingNodes: 1, FailOpenTimeout: DefaultFailOpenTimeout},
 		Shard:         ShardConfig{Count: 1},
+		Summary:       SummaryConfig{Enabled: true, MinInterval: 30 * time.Second},
 		Gray: GrayConfig{Enabled: true, Window: 30 * time.Minute, SlotWidth: 30 * time.Second,
 			Loss:    GrayLossConfig{Background: gray.DefaultBackground, Threshold: gray.DefaultThreshold, Evidence: gray.DefaultEvidence},
 			Latency: GrayLatencyConfig{Relative: gray.DefaultRelative, Margin: gray.DefaultMargin, Rounds: gray.DefaultLatencyRounds}},

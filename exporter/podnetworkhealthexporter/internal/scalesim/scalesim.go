@@ -37,6 +37,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -228,6 +229,17 @@ type Result struct {
 	// requests by verb and resource from the roll's start to 10 minutes after its end.
 	RolledUnreachable int
 	Roll              map[string]int
+	// SummaryWrites: the NetworkHealthSummary's status writes (inside Writes).
+	// CompleteAt: from the start until the summary first read Complete=True (every
+	// verdict written, the warm-up over), with PendingAtComplete writes still queued (first
+	// writes of healthy pairs). CompleteAfterFault: from the fault until it read
+	// Complete=True again with the dead target's verdicts written.
+	SummaryWrites                  int
+	CompleteAt, CompleteAfterFault time.Duration
+	PendingAtComplete              int
+	// TargetsAtComplete and UnknownAtComplete: the summary's targets, and those not
+	// judged yet, when it first read Complete.
+	TargetsAtComplete, UnknownAtComplete int
 	// Wall is the real time the run took.
 	Wall time.Duration
 }
@@ -373,6 +385,9 @@ type sim struct {
 	nodeByName           map[string]*corev1.Node
 	lastNodes            time.Time
 	rolled               map[string]bool // UIDs of rolled pods
+	// The writer's NetworkHealthSummary (controllers.Summary's core), judged every 5 s.
+	summary     *plan.Summary
+	lastSummary time.Time
 }
 
 type pairID struct{ s, t int32 }
@@ -550,6 +565,11 @@ func (s *sim) lead(e *plan.Engine, now time.Time) (*apply.Writer, context.Cancel
 		existing = append(existing, plan.PersistedOf(o))
 	}
 	e.Resume(existing, now)
+	if s.summary == nil {
+		s.summary = &plan.Summary{MinInterval: 30 * time.Second, WarmUp: 3 * s.iv, // the exporter's: 3 x max_probe_interval
+			Writer: plan.SummaryWriter{LeaseName: summaryLease, Identity: "scalesim", Shard: 0, Shards: max(s.cfg.Shards, 1)}}
+	}
+	s.summary.Lead(now)
 	term, end := context.WithCancel(s.ctx)
 	w.Run(term, 2) // the exporter's default workers
 	return w, end, nil
@@ -804,6 +824,36 @@ func (s *sim) reconcile(at time.Time) {
 		s.drainedAt = at
 	}
 	s.res.ObjectsMax = max(s.res.ObjectsMax, s.e.Objects())
+	s.reconcileSummary(at)
+}
+
+// summaryNamespace and summaryLease: where the simulated writer's summary lives.
+const summaryNamespace, summaryLease = "netpulse", "netpulse-gateway-0"
+
+// reconcileSummary is controllers.Summary's reconcile, and the figures of its
+// Complete condition.
+func (s *sim) reconcileSummary(at time.Time) {
+	if at.Sub(s.lastSummary) < 5*time.Second {
+		return
+	}
+	s.lastSummary = at
+	in := plan.SummaryInput{Targets: s.e.Targets(), Gray: s.e.GrayStatuses(), Observers: s.e.Observers()}
+	in.PendingVerdict, in.Pending = s.w.PendingVerdicts(summaryNamespace, summaryLease)
+	st, write := s.summary.Plan(in, at)
+	if write {
+		s.w.Summary(summaryNamespace, summaryLease, st)
+		s.res.SummaryWrites++
+	}
+	if !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionComplete) {
+		return
+	}
+	if s.res.CompleteAt == 0 {
+		s.res.CompleteAt, s.res.PendingAtComplete = at.Sub(s.t0), in.Pending
+		s.res.TargetsAtComplete, s.res.UnknownAtComplete = int(st.Targets), int(st.UnknownTargets)
+	}
+	if s.deadQueued && s.res.CompleteAfterFault == 0 {
+		s.res.CompleteAfterFault = at.Sub(s.faultAt)
+	}
 }
 
 // collect fills the figures measured at the end: objects, detection, requests, series.
