@@ -99,6 +99,7 @@ func TestView(t *testing.T) {
 	t.Run("live", func(t *testing.T) { testLive(t, base, cp) })
 	t.Run("zone pairs", func(t *testing.T) { testZonePairs(t, base, cp) })
 	t.Run("gray", func(t *testing.T) { testGray(t, base, cp) })
+	t.Run("status", func(t *testing.T) { testStatus(t, cp.Kubeconfig, cp) })
 }
 
 // testGray: a pair's gray verdict (Degraded PacketLoss, written as the exporter would)

@@ -53,7 +53,7 @@ func NewCommand(streams Streams) *cobra.Command {
 	o := &options{streams: streams, now: time.Now}
 	root := &cobra.Command{
 		Use:   "kubectl-netpulse",
-		Short: "netpulse's pod-network connectivity: matrix, why, top, serve",
+		Short: "netpulse's pod-network connectivity: matrix, why, top, status, serve",
 		Long: `kubectl netpulse shows what netpulse's pod_network_health exporter judged: which nodes
 and pods cannot reach which, since when, and how fast the rest are. It reads the
 PodNetworkHealth objects (all namespaces unless -n is given), the nodes' zone label and
@@ -74,7 +74,7 @@ Rows are observer nodes, columns target nodes. A cell without an object is "no o
 	fl.StringVar(&o.conditionType, "condition-type", matrix.DefaultConditionType, "the node condition the exporter writes (node_conditions.type)")
 	fl.StringVar(&o.podSelector, "pod-selector", viewserver.DefaultPodSelector, `label selector of the agent pods that place pod targets on nodes ("-": none)`)
 	fl.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound of the API requests")
-	root.AddCommand(o.matrixCommand(), o.whyCommand(), o.topCommand(), o.serveCommand())
+	root.AddCommand(o.matrixCommand(), o.whyCommand(), o.topCommand(), o.statusCommand(), o.serveCommand())
 	return root
 }
 

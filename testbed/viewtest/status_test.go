@@ -1,0 +1,62 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package viewtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/netpulse/netpulse/api/client/clientset/versioned"
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/testbed/kubetest"
+)
+
+// testStatus: `kubectl netpulse status` on a real API server reads each writer's
+// NetworkHealthSummary and the Lease beside it: a summary judged an hour ago whose writer
+// renews its Lease is current; one whose Lease another replica took over is not, and says
+// why.
+func testStatus(t *testing.T, kubeconfig string, cp *kubetest.ControlPlane) {
+	ctx := context.Background()
+	kube, err := cp.Clientset()
+	require.NoError(t, err)
+	nc, err := versioned.NewForConfig(cp.Config)
+	require.NoError(t, err)
+	const ns = "netpulse-status"
+	require.NoError(t, kubetest.EnsureNamespace(ctx, kube, ns))
+	now := time.Now()
+	for i, w := range []struct{ lease, writer, holder string }{{"netpulse-gateway-0", "gw-a", "gw-a"}, {"netpulse-gateway-1", "gw-b", "gw-c"}} {
+		_, err := kube.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: w.lease},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(w.holder), LeaseDurationSeconds: ptr.To[int32](15),
+				RenewTime: &metav1.MicroTime{Time: now}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		s, err := nc.NetpulseV1alpha1().NetworkHealthSummaries(ns).Create(ctx, &v1alpha1.NetworkHealthSummary{ObjectMeta: metav1.ObjectMeta{Name: w.lease}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		s.Status = v1alpha1.NetworkHealthSummaryStatus{LeaseName: w.lease, Writer: w.writer, Shard: int32(i), Shards: 2,
+			LastJudgedTime: &metav1.Time{Time: now.Add(-time.Hour)}, Targets: 6, ReachableTargets: 5, UnreachableTargets: 1,
+			UnreachableNodes: []string{"node-5"}, UnreachableNodeCount: 1, Observers: 12,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionComplete, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonVerdictsWritten,
+				Message: "every verdict of 6 targets is written", LastTransitionTime: metav1.Now()}}}
+		_, err = nc.NetpulseV1alpha1().NetworkHealthSummaries(ns).UpdateStatus(ctx, s, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	out, err := run(t, kubeconfig, "status", "-n", ns)
+	require.NoError(t, err)
+	t.Log("\n" + out)
+	assert.Regexp(t, `netpulse-status/netpulse-gateway-0\s+0/2\s+6\s+1\s+0\s+0\s+12 \(0 silent\)\s+True\s+yes`, out)
+	assert.Regexp(t, `netpulse-status/netpulse-gateway-1\s+1/2\s+6\s+1\s+0\s+0\s+12 \(0 silent\)\s+True\s+NO`, out)
+	assert.Regexp(t, `netpulse-status/netpulse-gateway-0: Lease renewed \d+s ago by gw-a`, out)
+	assert.Contains(t, out, "netpulse-status/netpulse-gateway-1: Lease held by gw-c, not by gw-b that wrote this")
+	assert.Contains(t, out, "netpulse-status/netpulse-gateway-0: Unreachable targets on node-5")
+
+	out, err = run(t, kubeconfig, "status", "-n", "default")
+	require.NoError(t, err)
+	assert.Equal(t, "no NetworkHealthSummary in namespace default: no gateway writer, or one older than it\n", out)
+}
