@@ -58,6 +58,12 @@ type Config struct {
 	// FailingPairRetention keeps the object of a rotating pair that failed this long after
 	// its last failure, so its outage stays readable.
 	FailingPairRetention time.Duration `mapstructure:"failing_pair_retention"`
+	// PairObjects: which pairs get PodNetworkHealth objects. "all" (default): every stable
+	// pair, and rotating pairs while failing. "problems": stable pairs too only while they
+	// are Unreachable or Degraded, deleted failing_pair_retention after their last problem;
+	// the writer's NetworkHealthSummary stands for the healthy ones, so a cold start writes
+	// the problems and the summary instead of an object per pair (docs/sharding.md).
+	PairObjects string `mapstructure:"pair_objects"`
 	// MaxProbeInterval is the longest probe interval of the agents (after the planner
 	// stretched it to the probe budget): a cumulative point first seen with a longer history
 	// only sets a baseline, and cumulative streams idle for 3x this are forgotten.
@@ -111,6 +117,12 @@ type Config struct {
 	// to every shard (docs/sharding.md, One connection per agent).
 	Relay RelayConfig `mapstructure:"relay"`
 }
+
+// Values of pair_objects.
+const (
+	PairObjectsAll      = "all"
+	PairObjectsProblems = "problems"
+)
 
 // SummaryConfig: the writer keeps one NetworkHealthSummary per Lease it leads (in the
 // Lease's namespace, under its name): targets judged, Unreachable and Degraded (with their
@@ -452,6 +464,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxStableTargetsPerSource < 1 || c.MaxStableTargetsPerSource > 4096 {
 		add("max_stable_targets_per_source: %d out of range [1, 4096] (k8s_net_attributes' max_stable_targets_per_source)", c.MaxStableTargetsPerSource)
+	}
+	if c.PairObjects != PairObjectsAll && c.PairObjects != PairObjectsProblems {
+		add("pair_objects: %q: want %q or %q", c.PairObjects, PairObjectsAll, PairObjectsProblems)
 	}
 	if c.Workers < 1 || c.Workers > 64 {
 		add("workers: %d out of range [1, 64]", c.Workers)

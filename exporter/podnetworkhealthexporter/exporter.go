@@ -175,6 +175,7 @@ func engineConfig(cfg *Config) verdict.Config {
 		TargetRecovery:       cfg.TargetRecovery,
 		TargetTTL:            cfg.TargetTTL,
 		FailingPairRetention: cfg.FailingPairRetention,
+		ProblemsOnly:         cfg.PairObjects == PairObjectsProblems,
 		Namespace:            cfg.Namespace,
 		WritesPerSecond:      float64(cfg.QPS),
 		MaxProbeInterval:     cfg.MaxProbeInterval,

@@ -74,6 +74,7 @@ func createDefaultConfig() component.Config {
 		TargetQuorum:              3,
 		TargetRecovery:            2,
 		FailingPairRetention:      30 * time.Minute,
+		PairObjects:               PairObjectsAll,
 		MaxProbeInterval:          time.Minute,
 		MinProbeInterval:          time.Second,
 		MaxEchoesPerRound:         10,

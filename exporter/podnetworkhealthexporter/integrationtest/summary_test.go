@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	pnhexporter "github.com/netpulse/netpulse/exporter/podnetworkhealthexporter"
 )
 
 // summaryOf reads the NetworkHealthSummary of the Lease (nil: none yet).
@@ -41,18 +42,22 @@ func summaryText(o *v1alpha1.NetworkHealthSummary) string {
 }
 
 // The writer's NetworkHealthSummary on a real API server, with the gateway's RBAC from
-// deploy/: six agents in a mesh. It appears beside the writer's Lease, under its name;
-// reads Complete once the term's targets are judged and their verdicts written; is not
-// rewritten while nothing changes (the Lease says it is current); and names a
-// partitioned node's target as Unreachable, then none after the heal.
+// deploy/ and pair_objects: problems: six agents in a mesh. The summary appears beside
+// the writer's Lease, under its name; reads Complete once the term's targets are judged
+// and their verdicts written; is not rewritten while nothing changes (the Lease says it is
+// current); and names a partitioned node's target as Unreachable, then none after the
+// heal. No PodNetworkHealth exists while the mesh is healthy; the partitioned node's pairs
+// get objects that read Unreachable, then Reachable, and are deleted after the retention.
 func TestSummaryObject(t *testing.T) {
 	requireCluster(t)
 	ctx := context.Background()
-	const lease = "pnh-summary"
-	m := newMesh(t, "summary", 6)
+	const lease, ns = "pnh-summary", "summary"
+	m := newMesh(t, ns, 6)
 	cfg := testConfig(lease)
 	cfg.MaxProbeInterval = 2 * time.Second // the warm-up: 3 intervals
 	cfg.Summary.MinInterval = time.Second
+	cfg.PairObjects = pnhexporter.PairObjectsProblems
+	cfg.FailingPairRetention = time.Minute
 	exp := startExporter(t, cfg, "gw-sum", nil)
 	defer func() { require.NoError(t, exp.Shutdown(ctx)) }()
 	m.run(exp)
@@ -86,14 +91,39 @@ func TestSummaryObject(t *testing.T) {
 	time.Sleep(8 * time.Second)
 	steady := summaryOf(t, lease)
 	require.Equal(t, rv, steady.ResourceVersion, "a steady mesh rewrote its summary: %s", summaryText(steady))
+	require.Empty(t, pairObjects(t, ns), "pair_objects: problems writes no object for a healthy pair")
 
 	m.set(2, true)
 	await("a node partitioned", func(s v1alpha1.NetworkHealthSummaryStatus) bool {
 		return s.UnreachableTargets == 1 && len(s.UnreachableNodes) == 1 && s.UnreachableNodes[0] == m.targets[2].Node
 	})
 	require.Equal(t, int32(1), last.Status.UnreachableNodeCount)
+	towards := func(verdict v1alpha1.Reachability) func() bool {
+		return func() bool {
+			n := 0
+			for _, o := range pairObjects(t, ns) {
+				if o.Spec.TargetPodRef != nil && o.Spec.TargetPodRef.Name == m.targets[2].Pod && o.Status.Reachability == verdict {
+					n++
+				}
+			}
+			return n > 0
+		}
+	}
+	require.Eventually(t, towards(v1alpha1.Unreachable), 20*time.Second, 200*time.Millisecond, "no Unreachable object towards the partitioned pod")
 	m.set(2, false)
+	healed := time.Now()
 	await("healed", func(s v1alpha1.NetworkHealthSummaryStatus) bool {
 		return s.UnreachableTargets == 0 && s.ReachableTargets == 6 && len(s.UnreachableNodes) == 0
 	})
+	require.Eventually(t, towards(v1alpha1.Reachable), 20*time.Second, 200*time.Millisecond, "the recovery was not written")
+	require.Eventually(t, func() bool { return len(pairObjects(t, ns)) == 0 }, 2*time.Minute, time.Second,
+		"the healed pairs' objects outlived failing_pair_retention (1m)")
+	t.Logf("FIGURE pair_objects: problems: the healed pairs' objects deleted %v after the heal (failing_pair_retention 1m)", time.Since(healed).Round(time.Second))
+}
+
+// pairObjects lists the PodNetworkHealth objects of ns.
+func pairObjects(t *testing.T, ns string) []v1alpha1.PodNetworkHealth {
+	l, err := pnhClient.NetpulseV1alpha1().PodNetworkHealths(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	return l.Items
 }

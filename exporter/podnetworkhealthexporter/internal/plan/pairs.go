@@ -102,6 +102,9 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 	if !st.HasObject && !st.Stable && s.Verdict != observation.VerdictUnreachable {
 		return ObjectWrite{}, false // a candidate without a verdict against it: no object
 	}
+	if !st.HasObject && st.ProblemsOnly && !pairProblem(st) {
+		return ObjectWrite{}, false // pair_objects: problems; the summary stands for it
+	}
 	if st.Seeded {
 		// Resumed from the API: it says nothing new yet, unless its observer fell silent;
 		// then only the object's Reachable condition is restated.
@@ -129,7 +132,7 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 	prio := Priority(0)
 	switch {
 	case write:
-		prio = priorityOf(reason, st.Stable)
+		prio = priorityOf(reason, st.Stable && !st.ProblemsOnly)
 		if reason == ReasonVerdict && !alarming(st.Last.Written.Verdict, s.Verdict) {
 			// Towards or between Unknowns (an observer silent, a target going away): no
 			// outage begins or ends, so it goes behind those that do. In a DaemonSet roll
@@ -160,13 +163,20 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 		return ObjectWrite{}, false
 	}
 	return ObjectWrite{
-		enteredGray: st.HasObject && isGray(degradedText) && !isGray(st.Last.Degraded),
+		enteredGray: (st.HasObject || st.ProblemsOnly) && isGray(degradedText) && !isGray(st.Last.Degraded),
 		Key:         st.Key, Summary: s, BadObserverNode: st.BadObserverNode, SilentObserver: st.SilentObserver, Disruption: st.Disruption,
 		DegradedFamilies: st.DegradedFamilies, DegradedSince: st.DegradedSince, Gray: st.Gray, Reason: reason,
 		Priority: prio,
 		record: verdict.ObjectRecord{Written: observation.WrittenFrom(s, now), BadObserver: st.BadObserverNode != "",
 			Degraded: degradedText, Silent: st.SilentObserver != "", Disruption: st.Disruption},
 	}, true
+}
+
+// pairProblem reports whether a pair without an object has something to say that
+// pair_objects: problems writes: Unreachable, or Reachable and Degraded (a family
+// failing, an MTU black hole, a gray verdict).
+func pairProblem(st verdict.PairState) bool {
+	return st.Summary.Verdict == observation.VerdictUnreachable || len(st.DegradedFamilies) > 0 || st.Summary.MTUBlackHole || st.Gray.Reason != ""
 }
 
 // Degraded records of gray verdicts (ObjectRecord.Degraded): the condition's reason.

@@ -276,6 +276,8 @@ func TestScaleShardBench(t *testing.T) {
 		k, m := syntheticagent.ShippedK, syntheticagent.ShippedStablePeers
 		// Every 4th pod is dual-stack and probed over both families: 1.25 probes a target.
 		cfg := Config{N: n, Shards: shards, Duration: dur, FaultAt: dur * 2 / 3, ProbeBudget: float64(n*(k+m)) * 1.25 / 10, QPS: qps}
+		// NETPULSE_SCALE_PAIR_OBJECTS=problems: the exporter's pair_objects: problems.
+		cfg.Engine.ProblemsOnly = os.Getenv("NETPULSE_SCALE_PAIR_OBJECTS") == "problems"
 		r, err := Run(t, cfg)
 		require.NoError(t, err)
 		logResult(t, r)

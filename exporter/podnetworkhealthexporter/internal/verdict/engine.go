@@ -41,6 +41,12 @@ type Config struct {
 	// FailingPairRetention: the object of a rotating pair that failed is kept this long
 	// after its last failure, so its outage stays readable (default 30m).
 	FailingPairRetention time.Duration
+	// ProblemsOnly: stable pairs get objects only as rotating ones do, for a problem: when
+	// Unreachable, or Degraded (a family failing, an MTU black hole, a gray verdict); the
+	// object is deleted once it has read Reachable and clean for FailingPairRetention
+	// since its last problem was written (or since a takeover). The writer's
+	// NetworkHealthSummary stands for the healthy pairs (pair_objects: problems).
+	ProblemsOnly bool
 	// FailingPairsPerSource bounds the rotating pairs of one source tracked because they
 	// failed while others reached their target (default 1), so that objects stay
 	// <= (M+1)·N plus declared pairs under any fault. The bound is per source, not shared:
@@ -197,7 +203,11 @@ type Engine struct {
 	writtenSilent      map[observation.PairKey]bool
 	// writtenDisruption: the disruption an object was written with ("" none).
 	writtenDisruption map[observation.PairKey]string
-	fullPass          bool
+	// problemAt: the newest write of a pair's object that recorded a problem (or the
+	// takeover, for an object resumed from the API); Config.ProblemsOnly deletes a clean
+	// object FailingPairRetention after it. Kept only with ProblemsOnly.
+	problemAt map[observation.PairKey]time.Time
+	fullPass  bool
 	// badNodes are the nodes the node judgement found unable to reach the pod network:
 	// their observers' failures are not evidence against targets.
 	badNodes map[string]bool
@@ -261,6 +271,7 @@ func New(cfg Config) *Engine {
 		writtenDegraded:    map[observation.PairKey]string{},
 		writtenSilent:      map[observation.PairKey]bool{},
 		writtenDisruption:  map[observation.PairKey]string{},
+		problemAt:          map[observation.PairKey]time.Time{},
 		badNodes:           map[string]bool{},
 		seededBad:          map[string]bool{},
 		nodes:              nodeStates{},

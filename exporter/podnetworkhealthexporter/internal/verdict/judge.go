@@ -35,6 +35,8 @@ type PairState struct {
 	Summary observation.Summary
 	// Stable: observed as a stable pair (otherwise a rotating pair followed while failing).
 	Stable bool
+	// ProblemsOnly: a stable pair that gets an object only for a problem (Config.ProblemsOnly).
+	ProblemsOnly bool
 	// Seeded: resumed from the API and not observed since.
 	Seeded bool
 	// HasObject and Last: whether the pair has an object, and what was written to it.
@@ -268,6 +270,10 @@ func (e *Engine) expirePairs(now time.Time, pairKeys map[observation.PairKey]str
 			}
 		case !p.stable && !failing && !retained:
 			drop(k)
+		case p.stable && e.cfg.ProblemsOnly && !failing && !retained && e.problemObjectSpent(k, now):
+			// Reachable and clean for the retention: the object goes, the pair stays.
+			e.forgetObject(k)
+			deletes = append(deletes, k)
 		case !p.stable && e.observerDistrusted(k.SourceUID):
 			// A rotating pair of an observer whose node lost the pod network: its
 			// failures are the observer's, not the path's. Not followed, and no object
@@ -278,6 +284,19 @@ func (e *Engine) expirePairs(now time.Time, pairKeys map[observation.PairKey]str
 		}
 	}
 	return deletes
+}
+
+// problemObjectSpent reports whether k has an object that records no problem and whose
+// last problem was written FailingPairRetention ago or more (caller holds mu).
+func (e *Engine) problemObjectSpent(k observation.PairKey, now time.Time) bool {
+	_, had := e.written[k]
+	return had && !e.recordOf(k).problem() && now.Sub(e.problemAt[k]) >= e.cfg.FailingPairRetention
+}
+
+// problem reports whether an object record says something is wrong: not Reachable,
+// Degraded, its observer silent or blamed, or an expected disruption.
+func (r ObjectRecord) problem() bool {
+	return r.Written.Verdict != observation.VerdictReachable || r.Degraded != "" || r.Silent || r.BadObserver || r.Disruption != ""
 }
 
 // failedOnlyLeaving reports whether p's failing rounds all began after its target pod was
@@ -356,7 +375,7 @@ func (e *Engine) duePairs(now time.Time, pairKeys map[observation.PairKey]struct
 			continue
 		}
 		_, hasObject := e.written[k]
-		st := PairState{Key: k, Summary: s, Stable: p.stable, Seeded: p.seeded, HasObject: hasObject, Last: e.recordOf(k)}
+		st := PairState{Key: k, Summary: s, Stable: p.stable, ProblemsOnly: p.stable && e.cfg.ProblemsOnly, Seeded: p.seeded, HasObject: hasObject, Last: e.recordOf(k)}
 		if ob := e.observers[k.SourceUID]; ob != nil && ob.silent {
 			st.SilentObserver = k.SourceNamespace + "/" + k.SourcePod
 		}
@@ -403,6 +422,7 @@ func (e *Engine) forgetObject(k observation.PairKey) {
 	delete(e.writtenDegraded, k)
 	delete(e.writtenSilent, k)
 	delete(e.writtenDisruption, k)
+	delete(e.problemAt, k)
 }
 
 // Record keeps what the plan stage decided to write for k. It reports false, keeping
@@ -422,6 +442,9 @@ func (e *Engine) Record(k observation.PairKey, r ObjectRecord) bool {
 		e.writtenDisruption[k] = r.Disruption
 	} else {
 		delete(e.writtenDisruption, k)
+	}
+	if e.cfg.ProblemsOnly && r.problem() {
+		e.problemAt[k] = r.Written.At
 	}
 	return true
 }

@@ -53,6 +53,9 @@ func (e *Engine) Resume(objs []Persisted, now time.Time) {
 			e.writtenBadObserver[k] = o.BadObserverNode != ""
 			e.writtenDegraded[k] = o.DegradedFamilies
 			e.writtenSilent[k] = o.SilentObserver
+			if e.cfg.ProblemsOnly {
+				e.problemAt[k] = now // the retention counts from the takeover
+			}
 		}
 		// Every object's observer is known from the takeover on: if it does not report
 		// within silentAfter, its objects read ObserverSilent (and stay until its pod is
@@ -127,6 +130,7 @@ func (e *Engine) EndTerm() {
 	clear(e.writtenDegraded)
 	clear(e.writtenSilent)
 	clear(e.writtenDisruption)
+	clear(e.problemAt)
 	clear(e.seededBad)
 	e.nodes = nodeStates{}
 	e.grayNodes = nodeStates{}
