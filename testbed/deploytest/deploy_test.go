@@ -125,6 +125,12 @@ func TestKubectlApplyVariants(t *testing.T) {
 		{"", "pods", "", "patch", "shop", false},
 		{"coordination.k8s.io", "leases", "", "update", "netpulse", true},
 		{"coordination.k8s.io", "leases", "", "delete", "netpulse", false},
+		// The writer's summary beside its Lease: created once, its status updated, nothing else.
+		{"netpulse.io", "networkhealthsummaries", "", "create", "netpulse", true},
+		{"netpulse.io", "networkhealthsummaries", "status", "update", "netpulse", true},
+		{"netpulse.io", "networkhealthsummaries", "", "update", "netpulse", false},
+		{"netpulse.io", "networkhealthsummaries", "", "delete", "netpulse", false},
+		{"netpulse.io", "networkhealthsummaries", "", "create", "shop", false},
 		// checks.explain_network_policy: the policies and namespaces are watched, never written.
 		{"networking.k8s.io", "networkpolicies", "", "watch", "", true},
 		{"networking.k8s.io", "networkpolicies", "", "create", "shop", false},

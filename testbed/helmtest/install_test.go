@@ -90,7 +90,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 				rest = append(rest, doc)
 			}
 		}
-		require.Len(t, crds, 3, name) // PodNetworkHealth, NetworkCheck and ZoneNetworkHealth
+		require.Len(t, crds, 4, name) // PodNetworkHealth, NetworkCheck, ZoneNetworkHealth and NetworkHealthSummary
 		dir := t.TempDir()
 		for file, docs := range map[string][]string{"crds.yaml": crds, "rest.yaml": rest} {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, file), []byte(strings.Join(docs, "\n---\n")), 0o644))

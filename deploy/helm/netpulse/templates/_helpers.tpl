@@ -135,7 +135,7 @@ pipeline of a shard's own name in agent.config is merged over the generated one.
 {{/*
 The gateway's collector configuration: files/config/gateway.yaml (a copy of
 deploy/agent-gateway/config/gateway.yaml) with the switches, the token audience, the flap
-window, the write budget, the Lease timings and the release namespace applied, then .Values.gateway.config deep-merged over it;
+window, the pair objects, the write budget, the Lease timings and the release namespace applied, then .Values.gateway.config deep-merged over it;
 with gateway.shards > 1, pod_network_health's shard (count, and the index from the
 Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 */}}
@@ -147,6 +147,7 @@ Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 {{- $pnh := $cfg.exporters.pod_network_health -}}
 {{- $_ = set $pnh.node_conditions "enabled" .Values.nodeConditions.enabled -}}
 {{- include "netpulse.setDefault" (dict "map" $pnh "key" "flap_window" "value" .Values.gateway.flapWindow) -}}
+{{- $_ = set $pnh "pair_objects" .Values.gateway.pairObjects -}}
 {{- if .Values.readinessGate.enabled -}}
 {{- $_ = set $pnh "readiness_gate" (mustMergeOverwrite (default (dict) $pnh.readiness_gate) (dict "enabled" true "min_reaching_nodes" .Values.readinessGate.minReachingNodes "fail_open_timeout" .Values.readinessGate.failOpenTimeout)) -}}
 {{- end -}}
