@@ -23,6 +23,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -158,6 +160,10 @@ func startExporter(t *testing.T, cfg *pnhexporter.Config, identity string, tt *c
 	set := exportertest.NewNopSettings(metadata.Type)
 	if tt != nil {
 		set.TelemetrySettings = tt.NewTelemetrySettings()
+	}
+	if os.Getenv("NETPULSE_TEST_LOG") != "" {
+		// The exporter's log in the test's output (shown for a failing test, or with -v).
+		set.Logger = zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	}
 	exp, err := pnhexporter.NewFactory().CreateMetrics(context.Background(), set, cfg)
 	require.NoError(t, err)

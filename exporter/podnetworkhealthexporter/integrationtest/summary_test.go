@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,6 +53,10 @@ func TestSummaryObject(t *testing.T) {
 	requireCluster(t)
 	ctx := context.Background()
 	const lease, ns = "pnh-summary", "summary"
+	// The summary counts every target and observer its writer knows, and a writer resumes
+	// every object in the API: the earlier tests' objects go first, so the counts are this
+	// mesh's.
+	deleteAllPairObjects(t)
 	m := newMesh(t, ns, 6)
 	cfg := testConfig(lease)
 	cfg.MaxProbeInterval = 2 * time.Second // the warm-up: 3 intervals
@@ -66,14 +71,16 @@ func TestSummaryObject(t *testing.T) {
 	var last *v1alpha1.NetworkHealthSummary
 	await := func(what string, ok func(s v1alpha1.NetworkHealthSummaryStatus) bool) {
 		t.Helper()
-		require.Eventually(t, func() bool {
+		if !assert.Eventually(t, func() bool {
 			last = summaryOf(t, lease)
 			if last == nil || !ok(last.Status) {
 				return false
 			}
 			c := meta.FindStatusCondition(last.Status.Conditions, v1alpha1.ConditionComplete)
 			return c != nil && c.Status == metav1.ConditionTrue
-		}, 60*time.Second, 200*time.Millisecond, "%s: %s", what, summaryText(last))
+		}, 60*time.Second, 200*time.Millisecond) {
+			t.Fatalf("%s: never; the summary reads %s", what, summaryText(last))
+		}
 		t.Logf("%s: %s", what, summaryText(last))
 	}
 	await("judged and written", func(s v1alpha1.NetworkHealthSummaryStatus) bool {
@@ -121,7 +128,22 @@ func TestSummaryObject(t *testing.T) {
 	t.Logf("FIGURE pair_objects: problems: the healed pairs' objects deleted %v after the heal (failing_pair_retention 1m)", time.Since(healed).Round(time.Second))
 }
 
-// pairObjects lists the PodNetworkHealth objects of ns.
+// deleteAllPairObjects deletes every PodNetworkHealth in the API and waits until none is
+// left.
+func deleteAllPairObjects(t *testing.T) {
+	ctx := context.Background()
+	l, err := pnhClient.NetpulseV1alpha1().PodNetworkHealths("").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, o := range l.Items {
+		err := pnhClient.NetpulseV1alpha1().PodNetworkHealths(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{})
+		if !apierrors.IsNotFound(err) {
+			require.NoError(t, err)
+		}
+	}
+	require.Eventually(t, func() bool { return len(pairObjects(t, "")) == 0 }, 30*time.Second, 200*time.Millisecond)
+}
+
+// pairObjects lists the PodNetworkHealth objects of ns ("": all).
 func pairObjects(t *testing.T, ns string) []v1alpha1.PodNetworkHealth {
 	l, err := pnhClient.NetpulseV1alpha1().PodNetworkHealths(ns).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
