@@ -90,6 +90,7 @@ func (e *Engine) Judge(now time.Time) Judgement {
 	j.TargetChanges, j.GrayChanges = e.judgeTargets(now)
 	e.judgeGrayPooled(now)
 	pairKeys := e.pairKeys()
+	e.addPairsOfNewlyUnreachable(pairKeys, j.TargetChanges)
 	e.escalatePairs(pairKeys)
 	for k, t := range e.targets {
 		if now.Sub(t.lastSeen) > e.cfg.TargetTTL {
@@ -154,6 +155,32 @@ func (e *Engine) pairKeys() map[observation.PairKey]struct{} {
 		keys[k] = struct{}{}
 	}
 	return keys
+}
+
+// addPairsOfNewlyUnreachable adds to pairKeys the pairs towards each target that turned
+// Unreachable in this judgement, observed since the last call or not: a stable pair whose
+// failed round came in before the target's quorum did is escalated now, not at its next
+// round (at 65,000 nodes the rotating observers' votes came first and the stable pair's
+// status reached the API 2 intervals after the verdict). O(pairs) per judgement with such
+// a change (caller holds mu).
+func (e *Engine) addPairsOfNewlyUnreachable(pairKeys map[observation.PairKey]struct{}, changes []TargetStatus) {
+	var dead map[TargetKey]bool
+	for _, c := range changes {
+		if c.Verdict == observation.VerdictUnreachable {
+			if dead == nil {
+				dead = map[TargetKey]bool{}
+			}
+			dead[c.Key] = true
+		}
+	}
+	if dead == nil {
+		return
+	}
+	for k, p := range e.pairs {
+		if dead[p.target] {
+			pairKeys[k] = struct{}{}
+		}
+	}
 }
 
 // escalatePairs: pairs whose newest round failed turn Unreachable at once when their target
