@@ -240,6 +240,9 @@ type Result struct {
 	// TargetsAtComplete and UnknownAtComplete: the summary's targets, and those not
 	// judged yet, when it first read Complete.
 	TargetsAtComplete, UnknownAtComplete int
+	// DetectSummaryRounds: probe intervals from the fault to the fake API receiving the
+	// summary that names the dead node among the Unreachable targets' nodes.
+	DetectSummaryRounds float64
 	// Wall is the real time the run took.
 	Wall time.Duration
 }
@@ -275,23 +278,26 @@ func Run(t *testing.T, cfg Config) (Result, error) {
 
 // counter is what the fake clients received.
 type counter struct {
-	mu         sync.Mutex
-	t0         time.Time
-	rng        *rand.Rand
-	conflict   float64
-	requests   map[string]int
-	perMinute  []int
-	conflicts  int
-	deadUID    string
-	faultAt    time.Time
-	deadWrite  time.Time // first status update making a pair towards the dead pod Unreachable
-	failoverAt time.Time // zero: none
-	before     map[string]int
-	after      map[string]int
-	rollFrom   time.Time // zero: none
-	rollTo     time.Time
-	roll       map[string]int
-	writeVerbs map[string]bool
+	mu        sync.Mutex
+	t0        time.Time
+	rng       *rand.Rand
+	conflict  float64
+	requests  map[string]int
+	perMinute []int
+	conflicts int
+	deadUID   string
+	faultAt   time.Time
+	deadWrite time.Time // first status update making a pair towards the dead pod Unreachable
+	// deadNode, summaryWrite: the first summary status update naming the dead node.
+	deadNode     string
+	summaryWrite time.Time
+	failoverAt   time.Time // zero: none
+	before       map[string]int
+	after        map[string]int
+	rollFrom     time.Time // zero: none
+	rollTo       time.Time
+	roll         map[string]int
+	writeVerbs   map[string]bool
 }
 
 func (c *counter) react(a k8stesting.Action) (bool, k8sruntime.Object, error) {
@@ -320,6 +326,10 @@ func (c *counter) react(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 			c.perMinute = append(c.perMinute, 0)
 		}
 		c.perMinute[m]++
+	}
+	if u, ok := a.(k8stesting.UpdateAction); ok && a.GetResource().Resource == "networkhealthsummaries" && a.GetSubresource() == "status" &&
+		c.summaryWrite.IsZero() && !now.Before(c.faultAt) && slices.Contains(u.GetObject().(*v1alpha1.NetworkHealthSummary).Status.UnreachableNodes, c.deadNode) {
+		c.summaryWrite = now
 	}
 	if u, ok := a.(k8stesting.UpdateAction); ok && a.GetResource().Resource == "podnetworkhealths" {
 		if c.rng.Float64() < c.conflict {
@@ -513,7 +523,7 @@ func (s *sim) startGateway() error {
 	s.nodeControl = plan.NodeConditions{Type: "netpulse.io/PodNetworkProblem", Config: verdict.NodeConfig{Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute}}
 
 	s.cnt = &counter{t0: s.t0, rng: rand.New(rand.NewPCG(cfg.Seed, 0x636f6e66)), conflict: max(cfg.ConflictRate, 0), requests: map[string]int{},
-		deadUID: s.members[s.dead].id, faultAt: s.faultAt, writeVerbs: map[string]bool{"create": true, "update": true, "patch": true, "delete": true},
+		deadUID: s.members[s.dead].id, deadNode: s.deadNode, faultAt: s.faultAt, writeVerbs: map[string]bool{"create": true, "update": true, "patch": true, "delete": true},
 		before: map[string]int{}, after: map[string]int{}, roll: map[string]int{}}
 	if cfg.RollAt > 0 {
 		s.rollAt = s.t0.Add(cfg.RollAt)
@@ -917,6 +927,9 @@ func (s *sim) collectRequests() {
 		}
 	}
 	res.PeakWritesPerMinute = slices.Max(append(cnt.perMinute, 0))
+	if !cnt.summaryWrite.IsZero() {
+		res.DetectSummaryRounds = cnt.summaryWrite.Sub(s.faultAt).Seconds() / s.iv.Seconds()
+	}
 	if !cnt.deadWrite.IsZero() {
 		res.DetectWriteRounds = cnt.deadWrite.Sub(s.faultAt).Seconds() / s.iv.Seconds()
 	}

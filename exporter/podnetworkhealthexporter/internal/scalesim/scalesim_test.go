@@ -285,9 +285,9 @@ func TestScaleShardBench(t *testing.T) {
 		require.Greater(t, r.DetectVerdictRounds, 0.0, "the dead target was never judged Unreachable")
 		assert.Zero(t, r.FalseUnreachable, "no healthy target judged Unreachable")
 		assert.Zero(t, r.OtherNodesMarked, "no other node blamed")
-		fmt.Printf("# shard 0 of %d, N=%d, %v simulated in %v: batches=%d points=%d objects_max=%d writes=%d (%.2f/s) peak/min=%d backlog_max=%d drain=%v detect_verdict=%.2f detect_write=%.2f intervals heap=%.1fMiB peak_rss=%.0fMiB series=%d summary_writes=%d complete_at=%v targets_at_complete=%d unknown_at_complete=%d queued_at_complete=%d complete_after_fault=%v\n",
+		fmt.Printf("# shard 0 of %d, N=%d, %v simulated in %v: batches=%d points=%d objects_max=%d writes=%d (%.2f/s) peak/min=%d backlog_max=%d drain=%v detect_verdict=%.2f detect_write=%.2f intervals heap=%.1fMiB peak_rss=%.0fMiB series=%d summary_writes=%d complete_at=%v targets_at_complete=%d unknown_at_complete=%d queued_at_complete=%d complete_after_fault=%v detect_summary=%.2f intervals\n",
 			shards, n, dur, r.Wall.Round(time.Second), r.Batches, r.DataPoints, r.ObjectsMax, r.Writes, r.WritesPerSec, r.PeakWritesPerMinute, r.MaxBacklog, r.DrainAfterFault,
-			r.DetectVerdictRounds, r.DetectWriteRounds, r.HeapMiB, r.PeakRSSMiB, r.Series, r.SummaryWrites, r.CompleteAt, r.TargetsAtComplete, r.UnknownAtComplete, r.PendingAtComplete, r.CompleteAfterFault)
+			r.DetectVerdictRounds, r.DetectWriteRounds, r.HeapMiB, r.PeakRSSMiB, r.Series, r.SummaryWrites, r.CompleteAt, r.TargetsAtComplete, r.UnknownAtComplete, r.PendingAtComplete, r.CompleteAfterFault, r.DetectSummaryRounds)
 		return r
 	}
 	ref := run(n / 8)
@@ -296,5 +296,6 @@ func TestScaleShardBench(t *testing.T) {
 	fmt.Printf("BENCH shard_heap_mib_n%d_s%d ours=%.1f reference=%.1f ratio=%.1f\n", n, shards, r.HeapMiB, ref.HeapMiB, r.HeapMiB/ref.HeapMiB)
 	fmt.Printf("BENCH shard_writes_per_s_n%d_s%d ours=%.2f reference=%.2f ratio=%.1f\n", n, shards, r.WritesPerSec, ref.WritesPerSec, r.WritesPerSec/max(ref.WritesPerSec, 0.01))
 	fmt.Printf("BENCH shard_detect_write_intervals_n%d_s%d ours=%.2f reference=%.2f ratio=%.1f\n", n, shards, r.DetectWriteRounds, ref.DetectWriteRounds, r.DetectWriteRounds/ref.DetectWriteRounds)
+	fmt.Printf("BENCH shard_detect_summary_intervals_n%d_s%d ours=%.2f reference=%.2f ratio=%.1f\n", n, shards, r.DetectSummaryRounds, ref.DetectSummaryRounds, r.DetectSummaryRounds/max(ref.DetectSummaryRounds, 0.01))
 	fmt.Printf("BENCH shard_series_n%d_s%d ours=%d reference=%d ratio=%.1f\n", n, shards, r.Series, ref.Series, float64(r.Series)/float64(ref.Series))
 }
