@@ -11,11 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -337,6 +339,18 @@ func (s *suite) matrix(t *testing.T) {
 		require.Contains(t, string(out), n.Name)
 	}
 	require.NotContains(t, string(out), "node problems (")
+
+	// The writer's summary beside its Lease, current by it (the leader since the takeover
+	// writes its own at its first judgement).
+	var status []byte
+	current := regexp.MustCompile(`(?m)^netpulse/netpulse-gateway\s+0/1\s+[3-9]\s.*\syes$`)
+	if !assert.Eventually(t, func() bool {
+		status, err = exec.Command(plugin, "--kubeconfig", s.cl.Kubeconfig, "status", "-n", namespace).CombinedOutput()
+		return err == nil && current.Match(status)
+	}, 60*time.Second, 2*time.Second) {
+		t.Fatalf("kubectl netpulse status never showed the writer's current summary: %v\n%s", err, status)
+	}
+	t.Logf("kubectl netpulse status:\n%s", status)
 }
 
 // footprint reads each netpulse container's memory and CPU from its cgroup on the node
