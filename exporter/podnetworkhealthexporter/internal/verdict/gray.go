@@ -77,9 +77,6 @@ type GrayStatus struct {
 	Sent, Lost uint64
 	Span       time.Duration
 	LossSince  time.Time
-	// EvidenceStart: where the loss verdict's evidence begins (the deciding window's
-	// oldest slot); zero while not lossy.
-	EvidenceStart time.Time
 	// Observers: distinct nodes (observers of a target, targets of an observer) whose
 	// echoes were lost in the window (at most 4 are remembered).
 	Contributors int
@@ -680,7 +677,7 @@ func (e *Engine) targetGrayStatus(ts *targetState) GrayStatus {
 	}
 	st := GrayStatus{
 		Lossy: tg.loss.Lossy, Sent: tg.loss.Figures.Sent, Lost: tg.loss.Figures.Lost, Span: tg.loss.Figures.Span,
-		LossSince: tg.loss.Since, EvidenceStart: tg.loss.EvidenceStart, Contributors: tg.contrib.Distinct(), Window: tg.window.Total(tg.newest),
+		LossSince: tg.loss.Since, Contributors: tg.contrib.Distinct(), Window: tg.window.Total(tg.newest),
 		HighLatency: tg.lat.High, LatencySince: tg.lat.Since, Median: tg.lat.Median, Baseline: tg.lat.Baseline,
 		Exceeding: tg.lat.Exceeding, Voters: tg.lat.Voters,
 	}
@@ -695,7 +692,7 @@ func (e *Engine) observerGrayStatus(voter string) GrayStatus {
 	}
 	return GrayStatus{
 		Lossy: og.loss.Lossy, Sent: og.loss.Figures.Sent, Lost: og.loss.Figures.Lost, Span: og.loss.Figures.Span,
-		LossSince: og.loss.Since, EvidenceStart: og.loss.EvidenceStart, Contributors: og.contrib.Distinct(), Window: og.window.Total(og.newest),
+		LossSince: og.loss.Since, Contributors: og.contrib.Distinct(), Window: og.window.Total(og.newest),
 		HighLatency: og.lat.High, LatencySince: og.lat.Since, Exceeding: int(math.Round(og.highShare * 100)), Voters: og.highN,
 	}
 }
@@ -720,27 +717,6 @@ type PairGray struct {
 // targets), both (the node's own network), or the pair's own path (its own window passes
 // the loss test while neither end is judged).
 func (e *Engine) pairGray(k observation.PairKey, p *pairInfo, s observation.Summary) PairGray {
-	return p.episode(e.pairGrayOf(k, p, s), s.LastObserved)
-}
-
-// episode applies the pair's episode rule to its gray verdict g at at: a loss verdict on
-// evidence from before the pair's last episode ended is that episode, over, not a new one.
-// A window that did not judge the episode (another family's, the pooled test's) could be
-// set on its echoes after the heal (make test-real's GrayLoss: a second Event 5 s after
-// the first episode cleared).
-func (p *pairInfo) episode(g PairGray, at time.Time) PairGray {
-	if g.Reason == reasonPacketLoss && !p.grayOn && g.Status.EvidenceStart.Before(p.grayClearedAt) {
-		g = PairGray{}
-	}
-	if p.grayOn && g.Reason == "" {
-		p.grayClearedAt = at
-	}
-	p.grayOn = g.Reason != ""
-	return g
-}
-
-// pairGrayOf is pairGray before its episode rule: each side's verdict, in order.
-func (e *Engine) pairGrayOf(k observation.PairKey, p *pairInfo, s observation.Summary) PairGray {
 	ts := e.targets[p.target]
 	tgt := e.pairTargetGray(p)
 	var obs GrayStatus
@@ -796,8 +772,7 @@ func (e *Engine) pairGrayOf(k observation.PairKey, p *pairInfo, s observation.Su
 		e.gray.pathLoss().Judge(&pg.loss, pg.window, gray.Counts{}, s.LastObserved)
 		if pg.loss.Lossy && !e.building(tgt) && !e.building(obs) {
 			f := pg.loss.Figures
-			return PairGray{Reason: reasonPacketLoss, Side: SidePath, Status: GrayStatus{Lossy: true, Sent: f.Sent, Lost: f.Lost, Span: f.Span, LossSince: pg.loss.Since,
-				EvidenceStart: pg.loss.EvidenceStart}}
+			return PairGray{Reason: reasonPacketLoss, Side: SidePath, Status: GrayStatus{Lossy: true, Sent: f.Sent, Lost: f.Lost, Span: f.Span, LossSince: pg.loss.Since}}
 		}
 	}
 	return PairGray{}

@@ -163,5 +163,5 @@ func (e *Engine) pooledGrayStatus(node string) GrayStatus {
 		return GrayStatus{}
 	}
 	f := st.loss.Figures
-	return GrayStatus{Lossy: st.loss.Lossy, Sent: f.Sent, Lost: f.Lost, Span: f.Span, LossSince: st.loss.Since, EvidenceStart: st.loss.EvidenceStart}
+	return GrayStatus{Lossy: st.loss.Lossy, Sent: f.Sent, Lost: f.Lost, Span: f.Span, LossSince: st.loss.Since}
 }

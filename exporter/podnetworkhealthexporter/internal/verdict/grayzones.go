@@ -386,7 +386,7 @@ func buildingLoss(c gray.LossConfig, w *gray.Window, except gray.Counts, notBefo
 func (zg *zoneGray) status() GrayStatus {
 	st := GrayStatus{
 		Lossy: zg.lossy, Sent: zg.loss.Figures.Sent, Lost: zg.loss.Figures.Lost, Span: zg.loss.Figures.Span,
-		LossSince: zg.loss.Since, EvidenceStart: zg.loss.EvidenceStart, Contributors: zg.observers.Distinct(), Window: zg.window.Total(zg.newest),
+		LossSince: zg.loss.Since, Contributors: zg.observers.Distinct(), Window: zg.window.Total(zg.newest),
 		HighLatency: zg.slow, LatencySince: zg.lat.Since, Exceeding: int(math.Round(zg.highShare * 100)), Voters: zg.highN,
 	}
 	if !zg.lossy && zg.slow {

@@ -34,10 +34,6 @@ type pairInfo struct {
 	// first one after the transients.
 	path    *pathGray
 	counted time.Time // newest round counted (pace.go)
-	// grayOn: the pair's gray verdict at its last judgement; grayClearedAt: when its last
-	// gray episode ended. A loss verdict on evidence from before that is the same episode.
-	grayOn        bool
-	grayClearedAt time.Time
 }
 
 // familyRounds is a pair's run of rounds in one address family.
