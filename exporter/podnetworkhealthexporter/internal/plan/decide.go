@@ -37,6 +37,10 @@ type Policy struct {
 	// at once. It keeps a target whose RTT or loss keeps moving (congestion, a flapping
 	// path) from being rewritten every round.
 	MinChangeInterval time.Duration
+	// FlapWindow (the exporter's flap_window; 0: off): a gray verdict that returns within
+	// it of its end is the same episode, as a pair failing again within it reopens its
+	// outage: the object says Degraded again, with no second ConnectivityDegraded Event.
+	FlapWindow time.Duration
 }
 
 // Defaults of Policy.

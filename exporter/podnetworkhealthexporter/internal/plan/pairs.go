@@ -162,13 +162,24 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 	if !write {
 		return ObjectWrite{}, false
 	}
+	// A gray verdict back within the flap window of its end is the episode that ended
+	// (found on real nodes: a target's window that had not judged the episode was set on
+	// its echoes 5 s after the pair's verdict cleared; a second Event for one loss).
+	grayEnded := st.Last.GrayEnded
+	if isGray(st.Last.Degraded) && !isGray(degradedText) {
+		grayEnded = now
+	}
+	sameEpisode := !grayEnded.IsZero() && policy.FlapWindow > 0 && now.Sub(grayEnded) <= policy.FlapWindow
+	if !sameEpisode {
+		grayEnded = time.Time{}
+	}
 	return ObjectWrite{
-		enteredGray: (st.HasObject || st.ProblemsOnly) && isGray(degradedText) && !isGray(st.Last.Degraded),
+		enteredGray: (st.HasObject || st.ProblemsOnly) && isGray(degradedText) && !isGray(st.Last.Degraded) && !sameEpisode,
 		Key:         st.Key, Summary: s, BadObserverNode: st.BadObserverNode, SilentObserver: st.SilentObserver, Disruption: st.Disruption,
 		DegradedFamilies: st.DegradedFamilies, DegradedSince: st.DegradedSince, Gray: st.Gray, Reason: reason,
 		Priority: prio,
 		record: verdict.ObjectRecord{Written: observation.WrittenFrom(s, now), BadObserver: st.BadObserverNode != "",
-			Degraded: degradedText, Silent: st.SilentObserver != "", Disruption: st.Disruption},
+			Degraded: degradedText, Silent: st.SilentObserver != "", Disruption: st.Disruption, GrayEnded: grayEnded},
 	}, true
 }
 

@@ -203,6 +203,9 @@ type Engine struct {
 	writtenSilent      map[observation.PairKey]bool
 	// writtenDisruption: the disruption an object was written with ("" none).
 	writtenDisruption map[observation.PairKey]string
+	// writtenGrayEnded: when an object's gray verdict was last written cleared, for the
+	// objects whose next one would still be the same episode (sparse: ObjectRecord.GrayEnded).
+	writtenGrayEnded map[observation.PairKey]time.Time
 	// problemAt: the newest write of a pair's object that recorded a problem (or the
 	// takeover, for an object resumed from the API); Config.ProblemsOnly deletes a clean
 	// object FailingPairRetention after it. Kept only with ProblemsOnly.
@@ -271,6 +274,7 @@ func New(cfg Config) *Engine {
 		writtenDegraded:    map[observation.PairKey]string{},
 		writtenSilent:      map[observation.PairKey]bool{},
 		writtenDisruption:  map[observation.PairKey]string{},
+		writtenGrayEnded:   map[observation.PairKey]time.Time{},
 		problemAt:          map[observation.PairKey]time.Time{},
 		badNodes:           map[string]bool{},
 		seededBad:          map[string]bool{},

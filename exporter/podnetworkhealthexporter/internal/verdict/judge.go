@@ -26,6 +26,9 @@ type ObjectRecord struct {
 	Silent bool
 	// Disruption: written as Unknown with this disruption as the reason.
 	Disruption string
+	// GrayEnded: when a write ended the object's last gray verdict, kept while a new one
+	// would still be the same episode (plan.Policy.FlapWindow); zero otherwise.
+	GrayEnded time.Time
 }
 
 // PairState is the judgement of one pair that may need a write: it changed, or its object
@@ -439,7 +442,7 @@ func (e *Engine) pairDisruption(k observation.PairKey) string {
 // recordOf is what was written for k (zero without an object; caller holds mu).
 func (e *Engine) recordOf(k observation.PairKey) ObjectRecord {
 	return ObjectRecord{Written: e.written[k], BadObserver: e.writtenBadObserver[k], Degraded: e.writtenDegraded[k], Silent: e.writtenSilent[k],
-		Disruption: e.writtenDisruption[k]}
+		Disruption: e.writtenDisruption[k], GrayEnded: e.writtenGrayEnded[k]}
 }
 
 // forgetObject forgets what was written for k (caller holds mu).
@@ -449,6 +452,7 @@ func (e *Engine) forgetObject(k observation.PairKey) {
 	delete(e.writtenDegraded, k)
 	delete(e.writtenSilent, k)
 	delete(e.writtenDisruption, k)
+	delete(e.writtenGrayEnded, k)
 	delete(e.problemAt, k)
 }
 
@@ -469,6 +473,11 @@ func (e *Engine) Record(k observation.PairKey, r ObjectRecord) bool {
 		e.writtenDisruption[k] = r.Disruption
 	} else {
 		delete(e.writtenDisruption, k)
+	}
+	if !r.GrayEnded.IsZero() {
+		e.writtenGrayEnded[k] = r.GrayEnded
+	} else {
+		delete(e.writtenGrayEnded, k)
 	}
 	if e.cfg.ProblemsOnly && r.problem() {
 		e.problemAt[k] = r.Written.At

@@ -130,6 +130,7 @@ func (e *Engine) EndTerm() {
 	clear(e.writtenDegraded)
 	clear(e.writtenSilent)
 	clear(e.writtenDisruption)
+	clear(e.writtenGrayEnded)
 	clear(e.problemAt)
 	clear(e.seededBad)
 	e.nodes = nodeStates{}
