@@ -665,3 +665,35 @@ func TestAHealedCongestionIsNoLaterLoss(t *testing.T) {
 	}
 	t.Logf("%d of %d seeds blamed the healed node", late, seeds)
 }
+
+// A node cut off and healed again and again (a flapping link, drains, reboots): the rounds
+// at each cut's edges are answered part-way, both towards it and from it. They are the
+// outages' boundaries, not gray loss: no node is blamed, no Degraded Event. Its target
+// side is covered by its own Unreachable verdict; its observer side has no such verdict (its
+// targets answer everyone else), only its pairs' own rounds failing whole next to them.
+// Found end to end: a drained node's heal left its boundaries in its windows, and its pooled
+// test read PacketLoss 40 s later, in the next scenario.
+func TestCutEdgesAreNotGray(t *testing.T) {
+	const x = 5
+	for seed := range graySeeds() {
+		g := newGrayRun(12, 61+seed)
+		g.run(6, baseFate)
+		cut := func(p float64) echoFate {
+			return func(src, dst int) (float64, time.Duration) {
+				if src == x || dst == x {
+					return p, 200 * time.Microsecond
+				}
+				return 0, 200 * time.Microsecond
+			}
+		}
+		for range 8 {
+			g.run(1, cut(0.6)) // the cut begins mid-round
+			g.run(3, cut(1))
+			g.run(1, cut(0.6)) // and heals mid-round
+			g.run(5, baseFate)
+		}
+		g.run(6, baseFate)
+		require.Empty(t, g.grayNodes(), "seed %d: a cut node's edges are no gray loss", seed)
+		require.Empty(t, g.degraded, "seed %d", seed)
+	}
+}

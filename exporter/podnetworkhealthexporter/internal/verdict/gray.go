@@ -134,6 +134,10 @@ type pendingEcho struct {
 // maxPendingEchoes bounds a target's held rounds (K+M observers over two rounds fit).
 const maxPendingEchoes = 32
 
+// boundaryReach: how far from a held round a failed round of its pair may be to be its
+// neighbour (a round and a half: rounds jitter, the next but one is two rounds away).
+func boundaryReach(win time.Duration) time.Duration { return win * 3 / 2 }
+
 // boundaryWindow is one round of the observer (its measured round length, 1 s to 30 s;
 // 10 s before it is known).
 func boundaryWindow(ob *observerState) time.Duration {
@@ -151,6 +155,21 @@ func boundaryWindow(ob *observerState) time.Duration {
 func (e *Engine) commitEcho(ts *targetState, p pendingEcho) {
 	og := e.grayObservers[p.voter]
 	if og == nil {
+		return
+	}
+	reach := boundaryReach(ts.g.win)
+	if p.pair != nil && p.pair.families[familyIndex(ts.key.Family)].failedNear(p.at, reach) || og.out.near(p.at, reach) {
+		// Next to a round of its pair that nothing answered, or to a round its observer's
+		// node was cut off in: that outage's boundary, answered part-way, whoever's the
+		// outage was (its target's, excused or not; its observer's node's; the path's). Its
+		// target's verdict shows neither an outage of the observer's node nor a drain
+		// (Unknown, excused): in the end-to-end mesh the heal of a drained node left its
+		// rounds' boundaries in its windows, and 40 s later its pooled test read PacketLoss
+		// on 22 of 240 echoes. The round is left out whatever it lost (its neighbours
+		// decide, not its own losses: no estimate is biased); at 50 % random loss a stable
+		// pair's round fails whole 1 in 8, so a quarter of its rounds go, and its evidence
+		// comes a third slower where it comes fastest (an observer's rounds fail whole
+		// towards all of its targets far more rarely).
 		return
 	}
 	if e.commitZoneEcho(ts, p) { // its zone pair explains it, or judges it first (grayzones.go)
@@ -182,12 +201,14 @@ func (e *Engine) commitNodeEcho(ts *targetState, og *observerGray, p pendingEcho
 	}
 }
 
-// flushPending counts the held rounds dated before upTo (caller holds mu).
-func (e *Engine) flushPending(ts *targetState, upTo time.Time) {
+// flushPending counts the held rounds dated before held, and those dated before early
+// whose pair's next round in the family is in (caller holds mu).
+func (e *Engine) flushPending(ts *targetState, held, early time.Time) {
 	tg := ts.g
+	fi := familyIndex(ts.key.Family)
 	n := 0
 	for _, p := range tg.pending {
-		if p.at.Before(upTo) {
+		if p.at.Before(held) || p.at.Before(early) && (p.pair == nil || p.pair.families[fi].lastRound.After(p.at)) {
 			e.commitEcho(ts, p)
 			continue
 		}
@@ -318,6 +339,53 @@ type observerGray struct {
 	newest    time.Time
 	lastSeen  time.Time
 	dirty     bool
+	// out: its node's own outages, round by round (observerRounds).
+	out observerRounds
+}
+
+// observerRounds finds the rounds in which an observer's node was cut off: every probe of
+// the round towards a target that answers others failed whole, two of them at least (one
+// is a path's, or a target's own outage before its verdict). pod_probe dates all the
+// observations of a round alike (when it ends), so a round is a date. 40 bytes per
+// observer node.
+type observerRounds struct {
+	at             int64 // the date of the round being counted (Unix nanoseconds)
+	failed, answer uint16
+	// outAt: the newest two rounds found cut off (0 none).
+	outAt [2]int64
+}
+
+// add counts one probe of the round dated at.
+func (r *observerRounds) add(at time.Time, answered bool) {
+	t := at.UnixNano()
+	switch {
+	case t > r.at:
+		r.close()
+		r.at, r.failed, r.answer = t, 0, 0
+	case t < r.at:
+		return // a late round: the rounds around it are counted already
+	}
+	if answered {
+		r.answer = min(r.answer+1, 1<<15)
+	} else {
+		r.failed = min(r.failed+1, 1<<15)
+	}
+}
+
+func (r *observerRounds) cutOff() bool { return r.answer == 0 && r.failed >= 2 }
+
+// close ends the round being counted.
+func (r *observerRounds) close() {
+	if r.at != 0 && r.cutOff() && r.outAt[0] != r.at {
+		r.outAt[1], r.outAt[0] = r.outAt[0], r.at
+	}
+}
+
+// near reports whether a cut-off round (the one being counted included) lies within d of at.
+func (r *observerRounds) near(at time.Time, d time.Duration) bool {
+	t := at.UnixNano()
+	within := func(x int64) bool { return x != 0 && max(x-t, t-x) <= int64(d) }
+	return within(r.outAt[0]) || within(r.outAt[1]) || r.cutOff() && within(r.at)
 }
 
 // transient reports whether o is a transient, not gray evidence: a pod's first rounds (the
@@ -399,6 +467,9 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 		e.grayObservers[voter] = og
 	}
 	og.lastSeen, og.dirty = now, true
+	if o.ProbeType == contract.ProbeTypeICMP && o.Sent > 0 && ts.verdict != observation.VerdictUnreachable && ts.excuse == "" {
+		og.out.add(o.Timestamp, o.Success)
+	}
 	if o.ProbeType == contract.ProbeTypeICMP && o.Sent > 0 && o.Success {
 		if og.answered == nil {
 			og.answered = gray.NewWindow(4, g.SlotWidth)
@@ -435,12 +506,11 @@ func (e *Engine) observeGray(ts *targetState, ob *observerState, voter string, o
 	}
 	// Held for two rounds, or until the target answered a round dated a round later (its
 	// echoes were all sent after the held round's): an outage that began in the held round
-	// would have left nothing to answer. One round sooner at every loss rate.
-	upTo := tg.newest.Add(-2 * tg.win)
-	if early := tg.answeredAt.Add(-tg.win + 1); early.After(upTo) {
-		upTo = early
-	}
-	e.flushPending(ts, upTo)
+	// would have left nothing to answer. One round sooner at every loss rate. Early only
+	// once the held round's pair has had its next round too: if that failed whole, the
+	// held one was its outage's boundary (commitEcho), an outage of the observer's node
+	// that the target's other observers do not see.
+	e.flushPending(ts, tg.newest.Add(-2*tg.win), tg.answeredAt.Add(-tg.win+1))
 	if o.Timestamp.After(og.newest) {
 		og.newest = o.Timestamp
 	}

@@ -45,6 +45,21 @@ type familyRounds struct {
 	// recent: the outcomes of the newest 16 rounds (bit set: failed), recentN of them.
 	recent  uint16
 	recentN uint8
+	// failAt: the newest two failed rounds (Unix nanoseconds, 0 none; 16 bytes rather than
+	// 48 per family: ~8 MB at a 65,000-node shard's 250 k pairs). A round the gray
+	// judgement holds is an outage's boundary when one of them is next to it (gray.go).
+	failAt [2]int64
+}
+
+// failedNear reports whether one of the newest two failed rounds lies within d of at.
+func (f *familyRounds) failedNear(at time.Time, d time.Duration) bool {
+	t := at.UnixNano()
+	for _, x := range f.failAt {
+		if x != 0 && max(x-t, t-x) <= int64(d) {
+			return true
+		}
+	}
+	return false
 }
 
 // explains reports whether this family's own recent failure rate makes a run of fails
@@ -88,10 +103,14 @@ func (f *familyRounds) add(at time.Time, ok bool) {
 				f.failSince = at
 			}
 			f.fails++
+			f.failAt[1], f.failAt[0] = f.failAt[0], at.UnixNano()
 		}
 	case at.Equal(f.lastRound) && ok && !f.lastOK:
 		f.lastOK, f.fails = true, 0 // another probe of the round succeeded
 		f.recent &^= 1
+		if f.failAt[0] == at.UnixNano() {
+			f.failAt[0], f.failAt[1] = f.failAt[1], 0
+		}
 	}
 }
 
