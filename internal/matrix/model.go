@@ -126,6 +126,11 @@ type Input struct {
 	Now time.Time
 	// ZonePairs (optional) are the exporter's zone pair verdicts (ZoneNetworkHealth).
 	ZonePairs []*v1alpha1.ZoneNetworkHealth
+	// Writers (optional), by ShardKey: an object whose writer is known is current while its
+	// writer's Lease is (its freshUntil is not read), and reads Unknown / StatusStale when
+	// the Lease is not; an object whose writer is not known (no summary, or no right to
+	// read Leases) is stale past its freshUntil.
+	Writers map[string]Writer
 }
 
 // Pair is one PodNetworkHealth object, flattened: the observed (source pod -> target)
@@ -165,8 +170,11 @@ type Pair struct {
 	// last write (on a healthy pair, the last heartbeat, not the last probe).
 	LastObserved time.Time `json:"lastObserved,omitzero"`
 	// FreshUntil is the status's freshUntil; past it (at the model's Now) the pair reads
-	// Unknown with reason StatusStale, whatever the object says.
+	// Unknown with reason StatusStale, whatever the object says, unless its writer is known
+	// (Input.Writers): then its writer's Lease decides.
 	FreshUntil time.Time `json:"freshUntil,omitzero"`
+	// Writer is the Lease ("namespace/name") that keeps the status current, when known.
+	Writer string `json:"writer,omitempty"`
 	// VerdictSince is when the Reachable condition last changed: how long the verdict held.
 	VerdictSince time.Time `json:"verdictSince,omitzero"`
 	// OutageSince is the start of the ongoing outage (zero when none).
@@ -295,7 +303,7 @@ func Build(in Input) *Model {
 
 	m.Pairs = make([]Pair, 0, len(in.Objects))
 	for _, o := range in.Objects {
-		p := pairOf(o, in.Now)
+		p := pairOf(o, in.Now, in.Writers)
 		if p.ObserverNode == "" {
 			p.ObserverNode = placePod(o.Namespace, o.Spec.SourcePodRef.Name, string(o.Spec.SourcePodRef.UID))
 		}
@@ -380,7 +388,7 @@ func Build(in Input) *Model {
 }
 
 // pairOf flattens one object (observer and pod-target nodes are placed by Build).
-func pairOf(o *v1alpha1.PodNetworkHealth, now time.Time) Pair {
+func pairOf(o *v1alpha1.PodNetworkHealth, now time.Time, writers map[string]Writer) Pair {
 	st := &o.Status
 	p := Pair{
 		Namespace:    o.Namespace,
@@ -435,14 +443,22 @@ func pairOf(o *v1alpha1.PodNetworkHealth, now time.Time) Pair {
 	}
 	if st.FreshUntil != nil {
 		p.FreshUntil = st.FreshUntil.Time
-		// A status its writer did not rewrite in time says nothing current: its writer
-		// stopped, lost the pair, or had no write budget for it.
-		if !now.IsZero() && now.After(p.FreshUntil) {
+	}
+	if w, known := writers[o.Labels[v1alpha1.LabelShard]]; known {
+		// Its writer's Lease says whether it is current, not its age.
+		p.Writer = w.Lease
+		if !w.Current && !now.IsZero() {
 			p.Verdict = Unknown
 			p.Reason = ReasonStatusStale
-			p.Message = "status not rewritten since " + p.LastObserved.UTC().Format(time.RFC3339) +
-				"; its writer rewrites a current status before " + p.FreshUntil.UTC().Format(time.RFC3339)
+			p.Message = "its writer's " + w.Why + " (" + w.Lease + "): nothing keeps this status current"
 		}
+	} else if st.FreshUntil != nil && !now.IsZero() && now.After(p.FreshUntil) {
+		// A status its writer did not rewrite in time says nothing current: its writer
+		// stopped, lost the pair, or had no write budget for it.
+		p.Verdict = Unknown
+		p.Reason = ReasonStatusStale
+		p.Message = "status not rewritten since " + p.LastObserved.UTC().Format(time.RFC3339) +
+			"; its writer rewrites a current status before " + p.FreshUntil.UTC().Format(time.RFC3339)
 	}
 	if len(st.Outages) > 0 && st.Outages[0].End == nil {
 		p.OutageSince = st.Outages[0].Start.Time

@@ -59,4 +59,58 @@ func testStatus(t *testing.T, kubeconfig string, cp *kubetest.ControlPlane) {
 	out, err = run(t, kubeconfig, "status", "-n", "default")
 	require.NoError(t, err)
 	assert.Equal(t, "no NetworkHealthSummary in namespace default: no gateway writer, or one older than it\n", out)
+
+	testLeaseKeepsObjectsCurrent(t, kubeconfig, cp, ns)
+}
+
+// testLeaseKeepsObjectsCurrent: kubectl netpulse reads an object of shard 0 of 2 as current
+// an hour past its freshUntil while that shard's Lease (in the summaries' namespace, not the
+// objects') is renewed, and Unknown / StatusStale once it is not.
+func testLeaseKeepsObjectsCurrent(t *testing.T, kubeconfig string, cp *kubetest.ControlPlane, leaseNS string) {
+	ctx := context.Background()
+	kube, err := cp.Clientset()
+	require.NoError(t, err)
+	nc, err := versioned.NewForConfig(cp.Config)
+	require.NoError(t, err)
+	const name = "netpulse-agent-1-to-netpulse-agent-2"
+	obj, err := nc.NetpulseV1alpha1().PodNetworkHealths("netpulse").Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	before := obj.DeepCopy()
+	obj.Labels[v1alpha1.LabelShard] = "0-of-2"
+	obj, err = nc.NetpulseV1alpha1().PodNetworkHealths("netpulse").Update(ctx, obj, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	obj.Status.FreshUntil = &metav1.Time{Time: time.Now().Add(-time.Hour).Truncate(time.Second)}
+	_, err = nc.NetpulseV1alpha1().PodNetworkHealths("netpulse").UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cur, err := nc.NetpulseV1alpha1().PodNetworkHealths("netpulse").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		cur.Labels, cur.Status = before.Labels, before.Status
+		if cur, err = nc.NetpulseV1alpha1().PodNetworkHealths("netpulse").Update(ctx, cur, metav1.UpdateOptions{}); err == nil {
+			cur.Status = before.Status
+			_, _ = nc.NetpulseV1alpha1().PodNetworkHealths("netpulse").UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		}
+	})
+	renew := func(at time.Time) {
+		l, err := kube.CoordinationV1().Leases(leaseNS).Get(ctx, "netpulse-gateway-0", metav1.GetOptions{})
+		require.NoError(t, err)
+		l.Spec.RenewTime = &metav1.MicroTime{Time: at}
+		_, err = kube.CoordinationV1().Leases(leaseNS).Update(ctx, l, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	row := `node-1\s+netpulse/netpulse-agent-1\s+netpulse/netpulse-agent-2\s+`
+
+	renew(time.Now())
+	out, err := run(t, kubeconfig, "why", "pod/netpulse-agent-2", "-n", "netpulse")
+	require.NoError(t, err)
+	t.Log("\n" + out)
+	assert.Regexp(t, row+`Reachable\s`, out, "an hour past freshUntil, its shard's Lease renewed: current")
+
+	renew(time.Now().Add(-time.Hour))
+	out, err = run(t, kubeconfig, "why", "pod/netpulse-agent-2", "-n", "netpulse")
+	require.NoError(t, err)
+	t.Log("\n" + out)
+	assert.Regexp(t, row+`Unknown\s.*StatusStale`, out, "its shard's Lease not renewed for an hour: stale")
 }

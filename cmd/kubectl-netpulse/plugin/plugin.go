@@ -197,5 +197,6 @@ func (o *options) load(ctx context.Context) (*matrix.Model, error) {
 			}
 		}
 	}
+	in.Writers = loadWriters(ctx, pc, kc, ns, in.Now)
 	return matrix.Build(in), nil
 }

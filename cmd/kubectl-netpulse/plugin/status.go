@@ -17,11 +17,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/internal/matrix"
 )
 
 func (o *options) statusCommand() *cobra.Command {
@@ -99,24 +99,47 @@ func currency(s *v1alpha1.NetworkHealthSummary, l *coordinationv1.Lease, leaseEr
 	switch {
 	case apierrors.IsNotFound(leaseErr):
 		return false, "no Lease " + s.Status.LeaseName + ": its writer stopped"
-	case leaseErr != nil:
-		return false, "Lease unreadable: " + leaseErr.Error()
-	case l == nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "":
-		return false, "Lease held by nobody: no writer"
-	case *l.Spec.HolderIdentity != s.Status.Writer:
+	case leaseErr == nil && l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && *l.Spec.HolderIdentity != s.Status.Writer:
 		return false, fmt.Sprintf("Lease held by %s, not by %s that wrote this: the new writer has not written it yet", *l.Spec.HolderIdentity, s.Status.Writer)
-	case l.Spec.RenewTime == nil:
-		return false, "Lease never renewed"
 	}
-	age := now.Sub(l.Spec.RenewTime.Time)
-	held := 15 * time.Second
-	if l.Spec.LeaseDurationSeconds != nil {
-		held = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	return matrix.LeaseCurrent(l, leaseErr, now)
+}
+
+// loadWriters is what the summaries and their Leases say of the objects' writers, by shard
+// (matrix.Input.Writers). Summaries are listed in every namespace (the gateway's is not the
+// objects'), else in the objects' namespace; a reader without the right to read them or a
+// writer's Lease gets nil or no entry for it, and the objects' freshUntil decides.
+func loadWriters(ctx context.Context, nc versioned.Interface, kube kubernetes.Interface, ns string, now time.Time) map[string]matrix.Writer {
+	list, err := nc.NetpulseV1alpha1().NetworkHealthSummaries(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil && ns != metav1.NamespaceAll {
+		list, err = nc.NetpulseV1alpha1().NetworkHealthSummaries(ns).List(ctx, metav1.ListOptions{})
 	}
-	if age > held {
-		return false, fmt.Sprintf("Lease last renewed %s ago (duration %s): its writer stopped", duration.HumanDuration(age), held)
+	if err != nil {
+		return nil
 	}
-	return true, fmt.Sprintf("Lease renewed %s ago by %s", duration.HumanDuration(max(age, 0)), s.Status.Writer)
+	out := map[string]matrix.Writer{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		name := s.Status.LeaseName
+		if name == "" {
+			name = s.Name
+		}
+		l, err := kube.CoordinationV1().Leases(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+		var w matrix.Writer
+		switch {
+		case apierrors.IsNotFound(err):
+			w = matrix.Writer{Lease: s.Namespace + "/" + name, Why: "Lease is gone: its writer stopped"}
+		case err != nil:
+			continue // not readable: this writer is unknown
+		default:
+			w = matrix.WriterOf(s, l, nil, now)
+		}
+		k := matrix.ShardKey(s.Status.Shard, s.Status.Shards)
+		if prev, dup := out[k]; !dup || w.Current && !prev.Current {
+			out[k] = w // a summary left by an earlier writer of the same shard: the current one wins
+		}
+	}
+	return out
 }
 
 // writeStatus prints one line per summary, then what is wrong, by writer.

@@ -1,0 +1,76 @@
+// Copyright The netpulse Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package matrix_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/internal/matrix"
+	"github.com/netpulse/netpulse/internal/matrix/matrixtest"
+)
+
+// TestTheWritersLeaseKeepsAStatusCurrent: an object whose writer is known is current while
+// its writer's Lease is renewed, however far past its freshUntil (at scale a healthy pair's
+// object is rewritten every few hours); it reads Unknown / StatusStale once the Lease is
+// not, however fresh. An object of a writer not known (another shard's, no summary) is
+// judged by its freshUntil, as before.
+func TestTheWritersLeaseKeepsAStatusCurrent(t *testing.T) {
+	f := matrixtest.Cluster(matrixtest.Options{Nodes: 4, Stable: 1, Now: now})
+	require.GreaterOrEqual(t, len(f.Objects), 4)
+	old := metav1.NewTime(now.Add(-3 * time.Hour))
+	past := metav1.NewTime(now.Add(-2 * time.Hour))
+	future := metav1.NewTime(now.Add(time.Hour))
+	// Objects 0 and 1: shard 0 of 2, past freshUntil / within it; 2: shard 1 of 2, within
+	// it; 3: shard 3 of 8 (no summary), past it.
+	shards := []string{"0-of-2", "0-of-2", "1-of-2", "3-of-8"}
+	fresh := []*metav1.Time{&past, &future, &future, &past}
+	for i, o := range f.Objects[:4] {
+		o.Labels = map[string]string{v1alpha1.LabelShard: shards[i]}
+		o.Status.LastObservedTime, o.Status.FreshUntil = &old, fresh[i]
+	}
+	lease := func(renewed time.Duration) *coordinationv1.Lease {
+		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("gw-b"), LeaseDurationSeconds: ptr.To[int32](15),
+			RenewTime: &metav1.MicroTime{Time: now.Add(-renewed)}}}
+	}
+	sum := func(shard int32) *v1alpha1.NetworkHealthSummary {
+		return &v1alpha1.NetworkHealthSummary{ObjectMeta: metav1.ObjectMeta{Namespace: "netpulse", Name: "gw"},
+			Status: v1alpha1.NetworkHealthSummaryStatus{LeaseName: "netpulse-gateway", Writer: "gw-a", Shard: shard, Shards: 2}}
+	}
+	in := matrix.Input{Objects: f.Objects, Now: now, Writers: map[string]matrix.Writer{
+		// Held by another pod than the summary's writer (a takeover): the objects are its.
+		matrix.ShardKey(0, 2): matrix.WriterOf(sum(0), lease(2*time.Second), nil, now),
+		matrix.ShardKey(1, 2): matrix.WriterOf(sum(1), lease(time.Minute), nil, now),
+	}}
+	for _, n := range f.Nodes {
+		in.Nodes = append(in.Nodes, matrix.NodeFrom(n, ""))
+	}
+	m := matrix.Build(in)
+	byName := map[string]matrix.Pair{}
+	for _, p := range m.Pairs {
+		byName[p.Name] = p
+	}
+	p := byName[f.Objects[0].Name]
+	assert.Equal(t, matrix.Reachable, p.Verdict, "2 hours past freshUntil, its writer's Lease renewed: current")
+	assert.Equal(t, "netpulse/netpulse-gateway", p.Writer)
+	assert.Equal(t, matrix.Reachable, byName[f.Objects[1].Name].Verdict)
+	p = byName[f.Objects[2].Name]
+	assert.Equal(t, matrix.Unknown, p.Verdict, "within freshUntil, but its writer's Lease expired")
+	assert.Equal(t, matrix.ReasonStatusStale, p.Reason)
+	assert.Contains(t, p.Message, "Lease last renewed 60s ago (duration 15s): its writer stopped (netpulse/netpulse-gateway)")
+	p = byName[f.Objects[3].Name]
+	assert.Equal(t, matrix.Unknown, p.Verdict, "no writer known: past its freshUntil")
+	assert.Contains(t, p.Message, "status not rewritten since")
+	assert.Empty(t, p.Writer)
+
+	assert.Empty(t, matrix.ShardKey(0, 1), "an unsharded gateway's objects carry no shard label")
+	assert.Equal(t, "2-of-8", matrix.ShardKey(2, 8))
+}
