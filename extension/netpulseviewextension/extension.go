@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -52,6 +53,10 @@ func (v *view) Start(ctx context.Context, host component.Host) error {
 	}
 	src, err := viewserver.NewSource(rc, viewserver.SourceOptions{
 		Namespace: v.cfg.Namespace, ConditionType: v.cfg.NodeConditionType, PodSelector: v.cfg.PodSelector,
+		// The writers' summaries and Leases are in the gateway's own namespace (the
+		// exporter's lease_namespace defaults to it too), where its Role lets it list them;
+		// unset outside a pod: the objects' namespace, else all.
+		SummaryNamespace: os.Getenv("POD_NAMESPACE"),
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -40,13 +41,43 @@ func ShardKey(index, count int32) string {
 // holder need not be the summary's writer: a new leader
 // resumes its predecessor's objects, so they are current while anyone renews the Lease.
 func WriterOf(s *v1alpha1.NetworkHealthSummary, l *coordinationv1.Lease, err error, now time.Time) Writer {
-	name := s.Status.LeaseName
-	if name == "" {
-		name = s.Name // the summary is named after its Lease
-	}
-	w := Writer{Lease: s.Namespace + "/" + name}
+	w := Writer{Lease: s.Namespace + "/" + LeaseName(s)}
 	w.Current, w.Why = LeaseCurrent(l, err, now)
 	return w
+}
+
+// LeaseName is the name of the Lease a summary names, in the summary's namespace.
+func LeaseName(s *v1alpha1.NetworkHealthSummary) string {
+	if s.Status.LeaseName != "" {
+		return s.Status.LeaseName
+	}
+	return s.Name // the summary is named after its Lease
+}
+
+// WritersFrom is what the summaries and the Leases they name say of the objects' writers,
+// by ShardKey (Input.Writers); getLease reads one Lease. A Lease not found is a writer that
+// stopped; one that cannot be read (no right to, or the API server not answering) leaves its
+// writer out: unknown, so its objects' freshUntil decides rather than a guess.
+func WritersFrom(summaries []*v1alpha1.NetworkHealthSummary, getLease func(namespace, name string) (*coordinationv1.Lease, error), now time.Time) map[string]Writer {
+	out := map[string]Writer{}
+	for _, s := range summaries {
+		name := LeaseName(s)
+		l, err := getLease(s.Namespace, name)
+		var w Writer
+		switch {
+		case apierrors.IsNotFound(err):
+			w = Writer{Lease: s.Namespace + "/" + name, Why: "Lease is gone: its writer stopped"}
+		case err != nil:
+			continue
+		default:
+			w = WriterOf(s, l, nil, now)
+		}
+		k := ShardKey(s.Status.Shard, s.Status.Shards)
+		if prev, dup := out[k]; !dup || w.Current && !prev.Current {
+			out[k] = w // a summary left by an earlier writer of the same shard: the current one wins
+		}
+	}
+	return out
 }
 
 // LeaseCurrent says whether a Lease is held and renewed within its duration (err: it could

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -73,4 +75,46 @@ func TestTheWritersLeaseKeepsAStatusCurrent(t *testing.T) {
 
 	assert.Empty(t, matrix.ShardKey(0, 1), "an unsharded gateway's objects carry no shard label")
 	assert.Equal(t, "2-of-8", matrix.ShardKey(2, 8))
+}
+
+// TestWritersFrom: each summary's Lease read by its name (status.leaseName, else the
+// summary's), by shard: a Lease not found is a writer that stopped, one that cannot be read
+// leaves its shard out (freshUntil decides), and of two summaries of one shard the current
+// writer's counts.
+func TestWritersFrom(t *testing.T) {
+	sum := func(ns, name, lease string, shard, shards int32) *v1alpha1.NetworkHealthSummary {
+		return &v1alpha1.NetworkHealthSummary{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Status: v1alpha1.NetworkHealthSummaryStatus{LeaseName: lease, Shard: shard, Shards: shards}}
+	}
+	renewed := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("gw-a"), LeaseDurationSeconds: ptr.To[int32](15),
+		RenewTime: &metav1.MicroTime{Time: now.Add(-time.Second)}}}
+	leases := map[string]*coordinationv1.Lease{"gw/lease-0": renewed, "gw/old-1": renewed}
+	var read []string
+	get := func(ns, name string) (*coordinationv1.Lease, error) {
+		read = append(read, ns+"/"+name)
+		switch name {
+		case "forbidden":
+			return nil, apierrors.NewForbidden(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, name, nil)
+		case "timeout":
+			return nil, apierrors.NewTimeoutError("slow", 1)
+		}
+		if l, ok := leases[ns+"/"+name]; ok {
+			return l, nil
+		}
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, name)
+	}
+	ws := matrix.WritersFrom([]*v1alpha1.NetworkHealthSummary{
+		sum("gw", "lease-0", "", 0, 4),    // named after its Lease
+		sum("gw", "gone-1", "", 1, 4),     // an earlier writer's of shard 1, its Lease gone ...
+		sum("gw", "sum-1", "old-1", 1, 4), // ... and the current one's
+		sum("gw", "forbidden", "", 2, 4),
+		sum("gw", "timeout", "", 3, 4),
+		sum("other", "solo", "", 0, 1),
+	}, get, now)
+	assert.Equal(t, []string{"gw/lease-0", "gw/gone-1", "gw/old-1", "gw/forbidden", "gw/timeout", "other/solo"}, read)
+	assert.Equal(t, map[string]matrix.Writer{
+		"0-of-4": {Lease: "gw/lease-0", Current: true, Why: "Lease renewed 1s ago by gw-a"},
+		"1-of-4": {Lease: "gw/old-1", Current: true, Why: "Lease renewed 1s ago by gw-a"},
+		"":       {Lease: "other/solo", Why: "Lease is gone: its writer stopped"},
+	}, ws)
 }

@@ -9,8 +9,11 @@
 // What it shows comes from one LIST+WATCH each (informers, never a periodic LIST) of
 // what the pod_network_health exporter writes: PodNetworkHealth objects, and of the
 // nodes only their names, zone labels and netpulse condition; the agent pods' node
-// places pod targets. The model is rebuilt on a request after an informer event, at most
-// once per change, and shared by every request until the next one.
+// places pod targets. Whether an object is current is its writer's Lease's to say: the
+// writers' NetworkHealthSummary objects (one per shard) are watched and the Lease each
+// names is read every few seconds (writers.go). The model is rebuilt on a request after
+// an informer event or a writer's change of currency, at most once per change, and shared
+// by every request until the next one.
 package viewserver
 
 import (
@@ -26,10 +29,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	kinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/client/informers/externalversions"
 	pnhlisters "github.com/netpulse/netpulse/api/client/listers/api/v1alpha1"
 	"github.com/netpulse/netpulse/api/v1alpha1"
@@ -44,6 +49,9 @@ const DefaultPodSelector = "app.kubernetes.io/part-of=netpulse,app.kubernetes.io
 type SourceOptions struct {
 	// Namespace restricts PodNetworkHealth objects and pods to one namespace ("": all).
 	Namespace string
+	// SummaryNamespace is where the writers' NetworkHealthSummary objects are watched:
+	// the gateway's namespace, beside its Leases (default: Namespace, "" being all).
+	SummaryNamespace string
 	// ConditionType is the node condition to show (default matrix.DefaultConditionType).
 	ConditionType string
 	// PodSelector selects the pods whose node places pod targets (default
@@ -71,9 +79,18 @@ type Source struct {
 	pods  corelisters.PodLister
 	// zones: the ZoneNetworkHealth objects (cluster-scoped, few). Not awaited: a reader
 	// without the right to list them sees everything else.
-	zones   pnhlisters.ZoneNetworkHealthLister
-	synced  []cache.InformerSynced
-	version atomic.Uint64
+	zones pnhlisters.ZoneNetworkHealthLister
+	// The writers: their summaries (few, one per shard; not awaited either), the Leases
+	// they name (read by GET, never watched: a cluster-wide Lease watch would carry every
+	// node's heartbeat), and what those say, by shard key (writers.go).
+	sumF        externalversions.SharedInformerFactory
+	summaries   pnhlisters.NetworkHealthSummaryLister
+	sumSynced   cache.InformerSynced
+	leases      coordinationclient.LeasesGetter
+	writers     atomic.Pointer[map[string]matrix.Writer]
+	writerEvery time.Duration
+	synced      []cache.InformerSynced
+	version     atomic.Uint64
 
 	mu       sync.Mutex
 	model    *matrix.Model
@@ -81,6 +98,7 @@ type Source struct {
 	started  bool
 	stop     chan struct{}
 	stopOnce sync.Once
+	wg       sync.WaitGroup // the writers' refresh
 }
 
 // NewSource creates the clients and informers; nothing is contacted before Start.
@@ -107,11 +125,25 @@ func NewSource(cfg *rest.Config, opts SourceOptions) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{opts: opts, stop: make(chan struct{})}
+	return newSource(pc, kc, opts)
+}
+
+// newSource is NewSource on given clients (opts defaulted).
+func newSource(pc versioned.Interface, kc kubernetes.Interface, opts SourceOptions) (*Source, error) {
+	s := &Source{opts: opts, stop: make(chan struct{}), leases: kc.CoordinationV1(), writerEvery: writerRefresh}
+	s.writers.Store(new(map[string]matrix.Writer))
 	s.pnhF = externalversions.NewSharedInformerFactoryWithOptions(pc, 0,
 		externalversions.WithNamespace(opts.Namespace), externalversions.WithTransform(stripPNH))
 	pi := s.pnhF.Netpulse().V1alpha1().PodNetworkHealths()
 	s.pnhs = pi.Lister()
+	sumNS := opts.SummaryNamespace
+	if sumNS == "" {
+		sumNS = opts.Namespace
+	}
+	s.sumF = externalversions.NewSharedInformerFactoryWithOptions(pc, 0,
+		externalversions.WithNamespace(sumNS), externalversions.WithTransform(stripSummary))
+	si := s.sumF.Netpulse().V1alpha1().NetworkHealthSummaries()
+	s.summaries, s.sumSynced = si.Lister(), si.Informer().HasSynced
 	s.nodeF = kinformers.NewSharedInformerFactoryWithOptions(kc, 0, kinformers.WithTransform(stripNode(opts.ConditionType)))
 	ni := s.nodeF.Core().V1().Nodes()
 	s.nodes = ni.Lister()
@@ -145,29 +177,47 @@ func NewSource(cfg *rest.Config, opts SourceOptions) (*Source, error) {
 	return s, nil
 }
 
-// Start starts the informers (one LIST, then WATCH each) and returns at once.
+// Start starts the informers (one LIST, then WATCH each) and the writers' refresh, and
+// returns at once. Nothing starts after Shutdown.
 func (s *Source) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
+	if s.started || s.stopped() {
 		return
 	}
 	s.started = true
 	s.pnhF.Start(s.stop)
+	s.sumF.Start(s.stop)
 	s.nodeF.Start(s.stop)
 	if s.podF != nil {
 		s.podF.Start(s.stop)
 	}
+	s.wg.Add(1)
+	go s.runWriters()
 }
 
-// Shutdown stops the informers and waits for their goroutines. Safe without Start and
-// more than once.
+// Shutdown stops the informers and the writers' refresh and waits for their goroutines.
+// Safe without Start and more than once.
 func (s *Source) Shutdown() {
+	s.mu.Lock() // so that Start either ran before or starts nothing
 	s.stopOnce.Do(func() { close(s.stop) })
+	s.mu.Unlock()
 	s.pnhF.Shutdown()
+	s.sumF.Shutdown()
 	s.nodeF.Shutdown()
 	if s.podF != nil {
 		s.podF.Shutdown()
+	}
+	s.wg.Wait()
+}
+
+// stopped: Shutdown has begun.
+func (s *Source) stopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -186,8 +236,9 @@ func (s *Source) WaitForSync(ctx context.Context) bool {
 	return cache.WaitForCacheSync(ctx.Done(), s.synced...)
 }
 
-// Snapshot returns the model of the informers' current state, rebuilding it when an
-// event arrived since the last build.
+// Snapshot returns the model of the informers' current state and the writers' last
+// refresh, rebuilding it when an event or a writer's change arrived since the last build.
+// It reads memory only.
 func (s *Source) Snapshot() (*matrix.Model, uint64, bool) {
 	if !s.Synced() {
 		return nil, 0, false
@@ -198,7 +249,7 @@ func (s *Source) Snapshot() (*matrix.Model, uint64, bool) {
 	if s.model != nil && s.modelVer == v {
 		return s.model, v, true
 	}
-	in := matrix.Input{Now: s.opts.Clock()}
+	in := matrix.Input{Now: s.opts.Clock(), Writers: *s.writers.Load()}
 	objs, _ := s.pnhs.List(labels.Everything())
 	in.Objects = objs
 	nodes, _ := s.nodes.List(labels.Everything())

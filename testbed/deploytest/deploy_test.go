@@ -125,8 +125,12 @@ func TestKubectlApplyVariants(t *testing.T) {
 		{"", "pods", "", "patch", "shop", false},
 		{"coordination.k8s.io", "leases", "", "update", "netpulse", true},
 		{"coordination.k8s.io", "leases", "", "delete", "netpulse", false},
-		// The writer's summary beside its Lease: created once, its status updated, nothing else.
+		// The writer's summary beside its Lease: created once, its status updated, nothing else;
+		// listed and watched there by the view (netpulse_view), which reads the Leases too.
 		{"netpulse.io", "networkhealthsummaries", "", "create", "netpulse", true},
+		{"netpulse.io", "networkhealthsummaries", "", "watch", "netpulse", true},
+		{"netpulse.io", "networkhealthsummaries", "", "list", "shop", false},
+		{"coordination.k8s.io", "leases", "", "get", "netpulse", true},
 		{"netpulse.io", "networkhealthsummaries", "status", "update", "netpulse", true},
 		{"netpulse.io", "networkhealthsummaries", "", "update", "netpulse", false},
 		{"netpulse.io", "networkhealthsummaries", "", "delete", "netpulse", false},

@@ -10,12 +10,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/netpulse/netpulse/api/client/clientset/versioned"
 	"github.com/netpulse/netpulse/api/v1alpha1"
+	"github.com/netpulse/netpulse/extension/netpulseviewextension"
+	"github.com/netpulse/netpulse/internal/kubeclient"
+	"github.com/netpulse/netpulse/internal/matrix"
+	"github.com/netpulse/netpulse/internal/viewserver"
 	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
@@ -63,11 +70,12 @@ func testStatus(t *testing.T, kubeconfig string, cp *kubetest.ControlPlane) {
 	testLeaseKeepsObjectsCurrent(t, kubeconfig, cp, ns)
 }
 
-// testLeaseKeepsObjectsCurrent: kubectl netpulse reads an object of shard 0 of 2 as current
-// an hour past its freshUntil while that shard's Lease (in the summaries' namespace, not the
-// objects') is renewed, and Unknown / StatusStale once it is not.
+// testLeaseKeepsObjectsCurrent: kubectl netpulse and the view read an object of shard 0 of 2
+// as current an hour past its freshUntil while that shard's Lease (in the summaries'
+// namespace, not the objects') is renewed, and Unknown / StatusStale once it is not.
 func testLeaseKeepsObjectsCurrent(t *testing.T, kubeconfig string, cp *kubetest.ControlPlane, leaseNS string) {
 	ctx := context.Background()
+	view := startGatewayView(t, cp, leaseNS)
 	kube, err := cp.Clientset()
 	require.NoError(t, err)
 	nc, err := versioned.NewForConfig(cp.Config)
@@ -107,10 +115,53 @@ func testLeaseKeepsObjectsCurrent(t *testing.T, kubeconfig string, cp *kubetest.
 	require.NoError(t, err)
 	t.Log("\n" + out)
 	assert.Regexp(t, row+`Reachable\s`, out, "an hour past freshUntil, its shard's Lease renewed: current")
+	p := awaitViewPair(t, view, name, func(p matrix.PairDetail) bool { return p.Verdict == matrix.Reachable })
+	assert.Equal(t, leaseNS+"/netpulse-gateway-0", p.Writer, "the view names the Lease that keeps it current")
 
 	renew(time.Now().Add(-time.Hour))
 	out, err = run(t, kubeconfig, "why", "pod/netpulse-agent-2", "-n", "netpulse")
 	require.NoError(t, err)
 	t.Log("\n" + out)
 	assert.Regexp(t, row+`Unknown\s.*StatusStale`, out, "its shard's Lease not renewed for an hour: stale")
+	p = awaitViewPair(t, view, name, func(p matrix.PairDetail) bool { return p.Reason == matrix.ReasonStatusStale })
+	assert.Equal(t, matrix.Unknown, p.Verdict)
+	assert.Contains(t, p.Message, "its writer's Lease last renewed 60m ago")
+}
+
+// startGatewayView runs the netpulse_view extension as a gateway in namespace ns runs it
+// (POD_NAMESPACE=ns: it watches the summaries there, beside the Leases; no live cells) and
+// returns its address.
+func startGatewayView(t *testing.T, cp *kubetest.ControlPlane, ns string) string {
+	t.Setenv("POD_NAMESPACE", ns)
+	ctx := context.Background()
+	cfg := netpulseviewextension.NewFactory().CreateDefaultConfig().(*netpulseviewextension.Config)
+	cfg.NetAddr.Endpoint = freeAddr(t)
+	cfg.AuthType, cfg.Kubeconfig = kubeclient.AuthKubeConfig, cp.Kubeconfig
+	cfg.Live.Enabled = false
+	ext, err := netpulseviewextension.NewFactory().Create(ctx, extensiontest.NewNopSettings(component.MustNewType("netpulse_view")), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
+	return "http://" + cfg.NetAddr.Endpoint
+}
+
+// awaitViewPair polls the view's drill-down of node-1 -> node-2 until the named object
+// reads as want says: within 15 s, the view reading the writers' Leases every 5 s.
+func awaitViewPair(t *testing.T, base, name string, want func(matrix.PairDetail) bool) matrix.PairDetail {
+	t.Helper()
+	var last matrix.PairDetail
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var pr viewserver.PairResponse
+		getJSON(t, base+"/api/v1/pair?observer=node-1&target=node-2", &pr)
+		for _, p := range pr.Pairs {
+			if p.Name == name {
+				if last = p; want(p) {
+					return p
+				}
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "the view's %s after 15s: %s %s (%s) writer %q", name, last.Verdict, last.Reason, last.Message, last.Writer)
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -117,29 +117,13 @@ func loadWriters(ctx context.Context, nc versioned.Interface, kube kubernetes.In
 	if err != nil {
 		return nil
 	}
-	out := map[string]matrix.Writer{}
+	summaries := make([]*v1alpha1.NetworkHealthSummary, len(list.Items))
 	for i := range list.Items {
-		s := &list.Items[i]
-		name := s.Status.LeaseName
-		if name == "" {
-			name = s.Name
-		}
-		l, err := kube.CoordinationV1().Leases(s.Namespace).Get(ctx, name, metav1.GetOptions{})
-		var w matrix.Writer
-		switch {
-		case apierrors.IsNotFound(err):
-			w = matrix.Writer{Lease: s.Namespace + "/" + name, Why: "Lease is gone: its writer stopped"}
-		case err != nil:
-			continue // not readable: this writer is unknown
-		default:
-			w = matrix.WriterOf(s, l, nil, now)
-		}
-		k := matrix.ShardKey(s.Status.Shard, s.Status.Shards)
-		if prev, dup := out[k]; !dup || w.Current && !prev.Current {
-			out[k] = w // a summary left by an earlier writer of the same shard: the current one wins
-		}
+		summaries[i] = &list.Items[i]
 	}
-	return out
+	return matrix.WritersFrom(summaries, func(namespace, name string) (*coordinationv1.Lease, error) {
+		return kube.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+	}, now)
 }
 
 // writeStatus prints one line per summary, then what is wrong, by writer.
