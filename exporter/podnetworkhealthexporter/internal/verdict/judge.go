@@ -161,7 +161,8 @@ func (e *Engine) pairKeys() map[observation.PairKey]struct{} {
 }
 
 // addPairsOfNewlyUnreachable adds to pairKeys the pairs towards each target that turned
-// Unreachable in this judgement, observed since the last call or not: a stable pair whose
+// Unreachable in this judgement (in either address family: unreachableFor), observed since
+// the last call or not: a stable pair whose
 // failed round came in before the target's quorum did is escalated now, not at its next
 // round (at 65,000 nodes the rotating observers' votes came first and the stable pair's
 // status reached the API 2 intervals after the verdict). O(pairs) per judgement with such
@@ -180,10 +181,43 @@ func (e *Engine) addPairsOfNewlyUnreachable(pairKeys map[observation.PairKey]str
 		return
 	}
 	for k, p := range e.pairs {
-		if dead[p.target] {
+		if dead[p.target] || dead[siblingKey(p.target)] {
 			pairKeys[k] = struct{}{}
 		}
 	}
+}
+
+// siblingKey is k in the other address family (k itself for a key without one).
+func siblingKey(k TargetKey) TargetKey {
+	switch k.Family {
+	case observation.FamilyIPv4:
+		k.Family = observation.FamilyIPv6
+	case observation.FamilyIPv6:
+		k.Family = observation.FamilyIPv4
+	}
+	return k
+}
+
+// unreachableFor is the target that makes pair p's failed round an outage of its pod: its
+// target, or the same pod in the other address family, judged Unreachable by its observers
+// (nil when neither is). A dual-stack pod's stable pair probes one family while the
+// rotating observers' quorum may come in the other first: at 65,000 nodes a dead pod's
+// IPv4 target was Unreachable 9 s after the fault and its stable pair, probing IPv6, waited
+// for its own 3 failed rounds (31 s) before its status said so (caller holds mu).
+//
+// Not when the pair's own family answered an observer since the other's outage began: then
+// the other family fails alone (AddressFamilyUnreachable), and this pair's failed round is
+// its own, judged by its own rounds.
+func (e *Engine) unreachableFor(p *pairInfo) *targetState {
+	own := e.targets[p.target]
+	if own != nil && own.verdict == observation.VerdictUnreachable {
+		return own
+	}
+	if t := e.siblingFamily(p.target); t != nil && t.verdict == observation.VerdictUnreachable &&
+		(own == nil || !own.answeredSince(t.outageStart)) {
+		return t
+	}
+	return nil
 }
 
 // escalatePairs: pairs whose newest round failed turn Unreachable at once when their target
@@ -195,7 +229,7 @@ func (e *Engine) escalatePairs(pairKeys map[observation.PairKey]struct{}) {
 		if p == nil {
 			continue
 		}
-		if t := e.targets[p.target]; t != nil && t.verdict == observation.VerdictUnreachable {
+		if t := e.unreachableFor(p); t != nil {
 			if _, hasObject := e.written[k]; !p.stable && !hasObject {
 				// The target's own outage explains this rotating pair's failure: it is
 				// not path-specific after all, and the stable pairs show the outage.
@@ -205,7 +239,7 @@ func (e *Engine) escalatePairs(pairKeys map[observation.PairKey]struct{}) {
 				e.countCandidate(k, -1)
 				continue
 			}
-			e.summ.Escalate(k, fmt.Sprintf("%s is unreachable from %d observer nodes", p.target.Family, t.failing))
+			e.summ.Escalate(k, fmt.Sprintf("%s is unreachable from %d observer nodes", t.key.Family, t.failing))
 			continue
 		}
 		if !p.stable {

@@ -268,6 +268,16 @@ func (t *targetState) sortedVotes(buf *[targetVotes]vote, distrusted func(node s
 
 // run returns the votes of the newest run of outcome ok, newest first: walking the votes
 // newest first, those with outcome ok until the (runTolerance+1)-th vote against them.
+// answeredSince reports whether an observer's vote at or after at is a success.
+func (t *targetState) answeredSince(at time.Time) bool {
+	for _, v := range t.votes[:t.n] {
+		if v.ok && !v.at.Before(at) {
+			return true
+		}
+	}
+	return false
+}
+
 func run(vs []vote, ok bool, out []vote) []vote {
 	against := 0
 	for _, v := range vs {
