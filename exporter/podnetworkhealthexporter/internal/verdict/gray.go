@@ -1132,15 +1132,11 @@ func (e *Engine) partialRunOf(k TargetKey) int {
 // siblingFamily is the target state of k's other address family (nil when the pod is not
 // probed on it) (caller holds mu).
 func (e *Engine) siblingFamily(k TargetKey) *targetState {
-	switch k.Family {
-	case observation.FamilyIPv4:
-		k.Family = observation.FamilyIPv6
-	case observation.FamilyIPv6:
-		k.Family = observation.FamilyIPv4
-	default:
+	s := siblingKey(k)
+	if s == k {
 		return nil
 	}
-	return e.targets[k]
+	return e.targets[s]
 }
 
 // LossText renders loss figures for messages: "5.2 % (95 % CI 3.1-8.0 %) of 1440 echoes

@@ -162,11 +162,10 @@ func (e *Engine) pairKeys() map[observation.PairKey]struct{} {
 
 // addPairsOfNewlyUnreachable adds to pairKeys the pairs towards each target that turned
 // Unreachable in this judgement (in either address family: unreachableFor), observed since
-// the last call or not: a stable pair whose
-// failed round came in before the target's quorum did is escalated now, not at its next
-// round (at 65,000 nodes the rotating observers' votes came first and the stable pair's
-// status reached the API 2 intervals after the verdict). O(pairs) per judgement with such
-// a change (caller holds mu).
+// the last call or not: a stable pair whose failed round came in before the target's
+// quorum did is escalated now, not at its next round (at 65,000 nodes the rotating
+// observers' votes came first and the stable pair's status reached the API 2 intervals
+// after the verdict). O(pairs) per judgement with such a change (caller holds mu).
 func (e *Engine) addPairsOfNewlyUnreachable(pairKeys map[observation.PairKey]struct{}, changes []TargetStatus) {
 	var dead map[TargetKey]bool
 	for _, c := range changes {
