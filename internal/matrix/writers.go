@@ -38,8 +38,8 @@ func ShardKey(index, count int32) string {
 }
 
 // WriterOf is the writer a summary names, by its Lease (err: it could not be read). The
-// holder need not be the summary's writer: a new leader
-// resumes its predecessor's objects, so they are current while anyone renews the Lease.
+// holder need not be the summary's writer: a new leader resumes its predecessor's objects,
+// so they are current while anyone renews the Lease.
 func WriterOf(s *v1alpha1.NetworkHealthSummary, l *coordinationv1.Lease, err error, now time.Time) Writer {
 	w := Writer{Lease: s.Namespace + "/" + LeaseName(s)}
 	w.Current, w.Why = LeaseCurrent(l, err, now)

@@ -77,11 +77,7 @@ func (o *options) loadStatus(ctx context.Context) ([]statusRow, error) {
 	rows := make([]statusRow, 0, len(list.Items))
 	for _, s := range list.Items {
 		r := statusRow{summary: s}
-		name := s.Status.LeaseName
-		if name == "" {
-			name = s.Name
-		}
-		r.lease, r.leaseErr = kube.CoordinationV1().Leases(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+		r.lease, r.leaseErr = kube.CoordinationV1().Leases(s.Namespace).Get(ctx, matrix.LeaseName(&s), metav1.GetOptions{})
 		if r.leaseErr != nil {
 			r.lease = nil
 		}
