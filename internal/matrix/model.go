@@ -128,8 +128,11 @@ type Input struct {
 	ZonePairs []*v1alpha1.ZoneNetworkHealth
 	// Writers (optional), by ShardKey: an object whose writer is known is current while its
 	// writer's Lease is (its freshUntil is not read), and reads Unknown / StatusStale when
-	// the Lease is not; an object whose writer is not known (no summary, or no right to
-	// read Leases) is stale past its freshUntil.
+	// the Lease is not; an object whose writer's Lease could not be read (Writer.Unread) is
+	// stale past its freshUntil. An object no summary names the writer of is stale past its
+	// freshUntil, and, when it has none (its writer relied on a Lease: freshness: lease),
+	// stale as soon as any writer is known: a summary is written at each writer's first
+	// judgement, so its objects are of a writer that is gone (a shard of an earlier count).
 	Writers map[string]Writer
 }
 
@@ -444,7 +447,10 @@ func pairOf(o *v1alpha1.PodNetworkHealth, now time.Time, writers map[string]Writ
 	if st.FreshUntil != nil {
 		p.FreshUntil = st.FreshUntil.Time
 	}
-	if w, known := writers[o.Labels[v1alpha1.LabelShard]]; known {
+	shard := o.Labels[v1alpha1.LabelShard]
+	w, known := writers[shard]
+	switch {
+	case known && !w.Unread:
 		// Its writer's Lease says whether it is current, not its age.
 		p.Writer = w.Lease
 		if !w.Current && !now.IsZero() {
@@ -452,13 +458,20 @@ func pairOf(o *v1alpha1.PodNetworkHealth, now time.Time, writers map[string]Writ
 			p.Reason = ReasonStatusStale
 			p.Message = "its writer's " + w.Why + " (" + w.Lease + "): nothing keeps this status current"
 		}
-	} else if st.FreshUntil != nil && !now.IsZero() && now.After(p.FreshUntil) {
+	case st.FreshUntil != nil && !now.IsZero() && now.After(p.FreshUntil):
 		// A status its writer did not rewrite in time says nothing current: its writer
 		// stopped, lost the pair, or had no write budget for it.
 		p.Verdict = Unknown
 		p.Reason = ReasonStatusStale
 		p.Message = "status not rewritten since " + p.LastObserved.UTC().Format(time.RFC3339) +
 			"; its writer rewrites a current status before " + p.FreshUntil.UTC().Format(time.RFC3339)
+	case st.FreshUntil == nil && !known && len(writers) > 0 && !now.IsZero():
+		// Written without a heartbeat, for a writer's Lease to keep current, and no
+		// summary names that writer now.
+		p.Verdict = Unknown
+		p.Reason = ReasonStatusStale
+		p.Message = "no writer's NetworkHealthSummary names its shard (" + cmp.Or(shard, "unsharded") +
+			") and it carries no freshUntil: nothing keeps this status current"
 	}
 	if len(st.Outages) > 0 && st.Outages[0].End == nil {
 		p.OutageSince = st.Outages[0].Start.Time

@@ -26,6 +26,9 @@ type Writer struct {
 	Current bool
 	// Why says so, for messages ("Lease renewed 3s ago by gateway-0").
 	Why string
+	// Unread: its Lease could not be read (no right to, or the API server not answering):
+	// its currency is unknown, so its objects' freshUntil decides rather than a guess.
+	Unread bool
 }
 
 // ShardKey is the key of Input.Writers for the objects of shard index of count: the value
@@ -56,8 +59,8 @@ func LeaseName(s *v1alpha1.NetworkHealthSummary) string {
 
 // WritersFrom is what the summaries and the Leases they name say of the objects' writers,
 // by ShardKey (Input.Writers); getLease reads one Lease. A Lease not found is a writer that
-// stopped; one that cannot be read (no right to, or the API server not answering) leaves its
-// writer out: unknown, so its objects' freshUntil decides rather than a guess.
+// stopped; one that cannot be read (no right to, or the API server not answering) is Unread:
+// its objects' freshUntil decides rather than a guess.
 func WritersFrom(summaries []*v1alpha1.NetworkHealthSummary, getLease func(namespace, name string) (*coordinationv1.Lease, error), now time.Time) map[string]Writer {
 	out := map[string]Writer{}
 	for _, s := range summaries {
@@ -68,13 +71,15 @@ func WritersFrom(summaries []*v1alpha1.NetworkHealthSummary, getLease func(names
 		case apierrors.IsNotFound(err):
 			w = Writer{Lease: s.Namespace + "/" + name, Why: "Lease is gone: its writer stopped"}
 		case err != nil:
-			continue
+			w = Writer{Lease: s.Namespace + "/" + name, Why: "Lease unreadable: " + err.Error(), Unread: true}
 		default:
 			w = WriterOf(s, l, nil, now)
 		}
 		k := ShardKey(s.Status.Shard, s.Status.Shards)
-		if prev, dup := out[k]; !dup || w.Current && !prev.Current {
-			out[k] = w // a summary left by an earlier writer of the same shard: the current one wins
+		if prev, dup := out[k]; !dup || w.Current && !prev.Current || prev.Unread && !w.Unread && !w.Current {
+			// A summary left by an earlier writer of the same shard: the current one wins, and
+			// a stopped one is surer than one whose Lease could not be read.
+			out[k] = w
 		}
 	}
 	return out

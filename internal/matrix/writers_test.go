@@ -23,19 +23,22 @@ import (
 // TestTheWritersLeaseKeepsAStatusCurrent: an object whose writer is known is current while
 // its writer's Lease is renewed, however far past its freshUntil (at scale a healthy pair's
 // object is rewritten every few hours); it reads Unknown / StatusStale once the Lease is
-// not, however fresh. An object of a writer not known (another shard's, no summary) is
-// judged by its freshUntil, as before.
+// not, however fresh. An object of a writer not known (another shard's, no summary), or
+// whose writer's Lease could not be read, is judged by its freshUntil, as before; without
+// one (written for a Lease to keep current) it is stale when no summary names its writer,
+// and current when the Lease could not be read.
 func TestTheWritersLeaseKeepsAStatusCurrent(t *testing.T) {
-	f := matrixtest.Cluster(matrixtest.Options{Nodes: 4, Stable: 1, Now: now})
-	require.GreaterOrEqual(t, len(f.Objects), 4)
+	f := matrixtest.Cluster(matrixtest.Options{Nodes: 7, Stable: 1, Now: now})
+	require.GreaterOrEqual(t, len(f.Objects), 7)
 	old := metav1.NewTime(now.Add(-3 * time.Hour))
 	past := metav1.NewTime(now.Add(-2 * time.Hour))
 	future := metav1.NewTime(now.Add(time.Hour))
 	// Objects 0 and 1: shard 0 of 2, past freshUntil / within it; 2: shard 1 of 2, within
-	// it; 3: shard 3 of 8 (no summary), past it.
-	shards := []string{"0-of-2", "0-of-2", "1-of-2", "3-of-8"}
-	fresh := []*metav1.Time{&past, &future, &future, &past}
-	for i, o := range f.Objects[:4] {
+	// it; 3: shard 3 of 8 (no summary), past it; 4: shard 3 of 8, none; 5 and 6: shard 2 of
+	// 8 (its Lease unreadable), past it / none.
+	shards := []string{"0-of-2", "0-of-2", "1-of-2", "3-of-8", "3-of-8", "2-of-8", "2-of-8"}
+	fresh := []*metav1.Time{&past, &future, &future, &past, nil, &past, nil}
+	for i, o := range f.Objects[:7] {
 		o.Labels = map[string]string{v1alpha1.LabelShard: shards[i]}
 		o.Status.LastObservedTime, o.Status.FreshUntil = &old, fresh[i]
 	}
@@ -51,6 +54,7 @@ func TestTheWritersLeaseKeepsAStatusCurrent(t *testing.T) {
 		// Held by another pod than the summary's writer (a takeover): the objects are its.
 		matrix.ShardKey(0, 2): matrix.WriterOf(sum(0), lease(2*time.Second), nil, now),
 		matrix.ShardKey(1, 2): matrix.WriterOf(sum(1), lease(time.Minute), nil, now),
+		matrix.ShardKey(2, 8): {Lease: "netpulse/netpulse-gateway-2", Unread: true, Why: "Lease unreadable: forbidden"},
 	}}
 	for _, n := range f.Nodes {
 		in.Nodes = append(in.Nodes, matrix.NodeFrom(n, ""))
@@ -72,6 +76,13 @@ func TestTheWritersLeaseKeepsAStatusCurrent(t *testing.T) {
 	assert.Equal(t, matrix.Unknown, p.Verdict, "no writer known: past its freshUntil")
 	assert.Contains(t, p.Message, "status not rewritten since")
 	assert.Empty(t, p.Writer)
+	p = byName[f.Objects[4].Name]
+	assert.Equal(t, matrix.Unknown, p.Verdict, "no freshUntil and no summary names its shard: nothing keeps it current")
+	assert.Contains(t, p.Message, "no writer's NetworkHealthSummary names its shard (3-of-8)")
+	p = byName[f.Objects[5].Name]
+	assert.Equal(t, matrix.Unknown, p.Verdict, "its writer's Lease unreadable: past its freshUntil")
+	assert.Contains(t, p.Message, "status not rewritten since")
+	assert.Equal(t, matrix.Reachable, byName[f.Objects[6].Name].Verdict, "its writer's Lease unreadable, no freshUntil: nothing says it is stale")
 
 	assert.Empty(t, matrix.ShardKey(0, 1), "an unsharded gateway's objects carry no shard label")
 	assert.Equal(t, "2-of-8", matrix.ShardKey(2, 8))
@@ -79,8 +90,8 @@ func TestTheWritersLeaseKeepsAStatusCurrent(t *testing.T) {
 
 // TestWritersFrom: each summary's Lease read by its name (status.leaseName, else the
 // summary's), by shard: a Lease not found is a writer that stopped, one that cannot be read
-// leaves its shard out (freshUntil decides), and of two summaries of one shard the current
-// writer's counts.
+// is Unread (freshUntil decides), and of two summaries of one shard the current writer's
+// counts.
 func TestWritersFrom(t *testing.T) {
 	sum := func(ns, name, lease string, shard, shards int32) *v1alpha1.NetworkHealthSummary {
 		return &v1alpha1.NetworkHealthSummary{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -115,6 +126,8 @@ func TestWritersFrom(t *testing.T) {
 	assert.Equal(t, map[string]matrix.Writer{
 		"0-of-4": {Lease: "gw/lease-0", Current: true, Why: "Lease renewed 1s ago by gw-a"},
 		"1-of-4": {Lease: "gw/old-1", Current: true, Why: "Lease renewed 1s ago by gw-a"},
+		"2-of-4": {Lease: "gw/forbidden", Unread: true, Why: `Lease unreadable: leases.coordination.k8s.io "forbidden" is forbidden: <nil>`},
+		"3-of-4": {Lease: "gw/timeout", Unread: true, Why: "Lease unreadable: Timeout: slow"},
 		"":       {Lease: "other/solo", Why: "Lease is gone: its writer stopped"},
 	}, ws)
 }

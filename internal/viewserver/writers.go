@@ -73,7 +73,7 @@ var durations = regexp.MustCompile(`\d+[smhdy]`)
 // stopped one for the same reason (its Why without the durations, which move every refresh).
 func sameCurrency(a, b map[string]matrix.Writer) bool {
 	return maps.EqualFunc(a, b, func(x, y matrix.Writer) bool {
-		return x.Lease == y.Lease && x.Current == y.Current &&
+		return x.Lease == y.Lease && x.Current == y.Current && x.Unread == y.Unread &&
 			(x.Current || durations.ReplaceAllString(x.Why, "") == durations.ReplaceAllString(y.Why, ""))
 	})
 }
