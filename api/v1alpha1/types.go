@@ -35,7 +35,7 @@ import (
 // +kubebuilder:printcolumn:name="Target Address",type=string,JSONPath=`.spec.targetEndpoint.address`,priority=1,description="Target address (targetKind External)."
 // +kubebuilder:printcolumn:name="RTT P99",type=string,JSONPath=`.status.latency.p99`,priority=1,description="99th percentile round-trip time over the observation window."
 // +kubebuilder:printcolumn:name="Observer",type=string,JSONPath=`.status.observedFromNode`,priority=1,description="Node the observations were made from."
-// +kubebuilder:printcolumn:name="Written",type=date,JSONPath=`.status.lastObservedTime`,priority=1,description="The newest observation in the last written status. An unchanged status is rewritten only at the heartbeat; status.freshUntil says when it is stale."
+// +kubebuilder:printcolumn:name="Written",type=date,JSONPath=`.status.lastObservedTime`,priority=1,description="The newest observation in the last written status. An unchanged status is rewritten only at the heartbeat, or never beside a writer Lease; status.freshUntil or that Lease says whether it is current."
 // +kubebuilder:selectablefield:JSONPath=`.spec.sourcePodRef.name`
 // +kubebuilder:selectablefield:JSONPath=`.spec.targetKind`
 // +kubebuilder:selectablefield:JSONPath=`.spec.targetPodRef.namespace`
@@ -231,9 +231,10 @@ type PodNetworkHealthStatus struct {
 	Window Duration `json:"window,omitempty"`
 
 	// lastObservedTime is the time of the most recent observation in this status, as of
-	// when it was written. An unchanged status is rewritten only at the heartbeat, so on a
-	// healthy pair this is the time of the last write, not of the last probe: whether the
-	// status is still current is what freshUntil says.
+	// when it was written. An unchanged status is rewritten only at the heartbeat (or never,
+	// when its writer keeps a Lease: see freshUntil), so on a healthy pair this is the time
+	// of the last write, not of the last probe: whether the status is still current is what
+	// freshUntil, or the writer's Lease, says.
 	// +optional
 	LastObservedTime *metav1.Time `json:"lastObservedTime,omitempty"`
 
@@ -243,7 +244,11 @@ type PodNetworkHealthStatus struct {
 	// budget). Until then an unchanged status is current, however old lastObservedTime
 	// looks; past it the status is stale (its writer stopped, lost the pair, or had no
 	// budget for it). A silent observer is reported sooner, by the Reachable condition
-	// (Unknown/ObserverSilent).
+	// (Unknown/ObserverSilent). Absent when the writer keeps a Lease (the exporter's
+	// freshness: lease, its default beside a NetworkHealthSummary): then the status is
+	// rewritten only on news and is current while the Lease that the summary of its writer
+	// names (status.leaseName; the summary of the object's netpulse.io/shard, or the only
+	// one) is held and renewed, however old lastObservedTime is.
 	// +optional
 	FreshUntil *metav1.Time `json:"freshUntil,omitempty"`
 

@@ -41,8 +41,17 @@ type Config struct {
 	// minutes otherwise gives each of its pairs 9 outages and 18 Events.
 	FlapWindow time.Duration `mapstructure:"flap_window"`
 
-	// Heartbeat rewrites an unchanged status this often, so staleness is visible.
+	// Heartbeat rewrites an unchanged status this often, so staleness is visible (freshness:
+	// heartbeat only).
 	Heartbeat time.Duration `mapstructure:"heartbeat"`
+	// Freshness: how a reader tells a current pair status from a stale one. "lease": an
+	// unchanged status is never rewritten and carries no freshUntil; it is current while the
+	// writer's Lease (named by its NetworkHealthSummary) is renewed, and everything the
+	// writer stops observing is marked (ObserverSilent) or deleted (target_ttl), so a
+	// healthy pair is written once. "heartbeat": rewritten every heartbeat, freshUntil
+	// twice that. "auto" (default): lease when the writer keeps a summary (summary and
+	// leader_election enabled, no namespace), heartbeat otherwise.
+	Freshness string `mapstructure:"freshness"`
 	// RTTTolerance (relative) and LossTolerance (absolute) bound how far latency and loss
 	// may move before the status is rewritten ahead of the heartbeat.
 	RTTTolerance  float64 `mapstructure:"rtt_tolerance"`
@@ -116,6 +125,18 @@ type Config struct {
 	// own their targets, so each agent holds one connection (to any shard) instead of one
 	// to every shard (docs/sharding.md, One connection per agent).
 	Relay RelayConfig `mapstructure:"relay"`
+}
+
+// Values of freshness.
+const (
+	FreshnessAuto      = "auto"
+	FreshnessLease     = "lease"
+	FreshnessHeartbeat = "heartbeat"
+)
+
+// leaseFreshness: whether pair statuses take their currency from the writer's Lease.
+func (c *Config) leaseFreshness() bool {
+	return c.Freshness == FreshnessLease || c.Freshness == FreshnessAuto && c.writesSummary()
 }
 
 // Values of pair_objects.
@@ -465,6 +486,7 @@ func (c *Config) Validate() error {
 	if c.MaxStableTargetsPerSource < 1 || c.MaxStableTargetsPerSource > 4096 {
 		add("max_stable_targets_per_source: %d out of range [1, 4096] (k8s_net_attributes' max_stable_targets_per_source)", c.MaxStableTargetsPerSource)
 	}
+	errs = append(errs, c.checkFreshness())
 	if c.PairObjects != PairObjectsAll && c.PairObjects != PairObjectsProblems {
 		add("pair_objects: %q: want %q or %q", c.PairObjects, PairObjectsAll, PairObjectsProblems)
 	}
@@ -523,6 +545,20 @@ func (s SummaryConfig) Validate() error {
 // namespace-restricted writer (all-in-one: each agent its own pairs) judges no targets.
 func (c *Config) writesSummary() bool {
 	return c.Summary.Enabled && c.LeaderElection.Enabled && c.Namespace == ""
+}
+
+// checkFreshness checks freshness and what lease needs.
+func (c *Config) checkFreshness() error {
+	switch c.Freshness {
+	case FreshnessAuto, FreshnessHeartbeat:
+	case FreshnessLease:
+		if !c.writesSummary() {
+			return fmt.Errorf("freshness: %q needs the writer's NetworkHealthSummary (summary::enabled and leader_election::enabled, no namespace): readers find the Lease through it", c.Freshness)
+		}
+	default:
+		return fmt.Errorf("freshness: %q: want %q, %q or %q", c.Freshness, FreshnessAuto, FreshnessLease, FreshnessHeartbeat)
+	}
+	return nil
 }
 
 // checkRelay checks relay.enabled's needs and settings.

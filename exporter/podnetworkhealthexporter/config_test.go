@@ -46,8 +46,14 @@ func TestDefaultConfig(t *testing.T) {
 	require.Equal(t, SummaryConfig{Enabled: true, MinInterval: 30 * time.Second}, cfg.Summary)
 	require.Equal(t, PairObjectsAll, cfg.PairObjects, "an object per stable pair unless the summary is asked to stand for them")
 	require.True(t, cfg.writesSummary(), "a gateway with leader election writes its summary")
+	require.Equal(t, FreshnessAuto, cfg.Freshness)
+	require.True(t, cfg.leaseFreshness(), "beside a summary, readers take currency from the Lease: no heartbeat")
 	cfg.Namespace = "netpulse"
 	require.False(t, cfg.writesSummary(), "a namespace-restricted writer (all-in-one) judges no targets: no summary")
+	require.False(t, cfg.leaseFreshness(), "without a summary nothing names the Lease: the heartbeat and freshUntil")
+	require.NoError(t, cfg.Validate())
+	cfg.Freshness = FreshnessLease
+	require.ErrorContains(t, cfg.Validate(), `freshness: "lease" needs the writer's NetworkHealthSummary`)
 }
 
 func TestFullConfig(t *testing.T) {
@@ -64,6 +70,8 @@ func TestFullConfig(t *testing.T) {
 	require.Equal(t, ShardConfig{Count: 4, Index: 3}, cfg.Shard)
 	require.Equal(t, SummaryConfig{Enabled: true, MinInterval: time.Minute}, cfg.Summary)
 	require.Equal(t, PairObjectsProblems, cfg.PairObjects)
+	require.Equal(t, FreshnessLease, cfg.Freshness)
+	require.True(t, cfg.leaseFreshness())
 	require.Equal(t, ZonesConfig{Enabled: true, MinNodes: 3, MinFailingShare: 0.9, MinHealthyShare: 0.9, MinHold: 2 * time.Minute, Retention: time.Hour}, cfg.Zones)
 	require.Equal(t, GrayConfig{Enabled: true, Window: 20 * time.Minute, SlotWidth: time.Minute,
 		Loss:    GrayLossConfig{Background: 0.0005, Threshold: 0.01, Evidence: 15},
@@ -92,6 +100,7 @@ func TestInvalidConfigNamesFields(t *testing.T) {
 		"target_ttl: 1s out of range",
 		"workers: 0 out of range [1, 64]",
 		`pair_objects: "some": want "all" or "problems"`,
+		`freshness: "sometimes": want "auto", "lease" or "heartbeat"`,
 		"min_probe_interval: 2m0s out of range [100ms, max_probe_interval=1m0s]",
 		"max_echoes_per_round: 0 out of range [1, 100]",
 		`leader_election: lease_name: "Not_Valid"`,

@@ -75,6 +75,7 @@ func createDefaultConfig() component.Config {
 		TargetRecovery:            2,
 		FailingPairRetention:      30 * time.Minute,
 		PairObjects:               PairObjectsAll,
+		Freshness:                 FreshnessAuto,
 		MaxProbeInterval:          time.Minute,
 		MinProbeInterval:          time.Second,
 		MaxEchoesPerRound:         10,

@@ -281,12 +281,13 @@ func TestOptionalFeaturesAsShipped(t *testing.T) {
 	gcfg := configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
 	require.Equal(t, "${env:NETPULSE_FLAP_WINDOW:-1m}", nested(gcfg, "exporters", "pod_network_health", "flap_window"))
 	require.Equal(t, "all", nested(gcfg, "exporters", "pod_network_health", "pair_objects"))
+	require.Equal(t, "auto", nested(gcfg, "exporters", "pod_network_health", "freshness"))
 	// agent.config and gateway.config still win over the values.
 	objs = render(t, map[string]any{
 		"probe": map[string]any{"pathMTU": map[string]any{"enabled": true}},
 		"agent": map[string]any{"config": map[string]any{"receivers": map[string]any{"pod_probe": map[string]any{
 			"icmp": map[string]any{"path_mtu": map[string]any{"every": 12}}}}}},
-		"gateway": map[string]any{"flapWindow": "2m", "pairObjects": "problems", "config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{
+		"gateway": map[string]any{"flapWindow": "2m", "pairObjects": "problems", "freshness": "heartbeat", "config": map[string]any{"exporters": map[string]any{"pod_network_health": map[string]any{
 			"flap_window": "30s"}}}},
 	})
 	acfg = configOf(t, objs, "netpulse-agent-config", "agent.yaml")
@@ -296,6 +297,7 @@ func TestOptionalFeaturesAsShipped(t *testing.T) {
 	gcfg = configOf(t, objs, "netpulse-gateway-config", "gateway.yaml")
 	require.Equal(t, "30s", nested(gcfg, "exporters", "pod_network_health", "flap_window"))
 	require.Equal(t, "problems", nested(gcfg, "exporters", "pod_network_health", "pair_objects"))
+	require.Equal(t, "heartbeat", nested(gcfg, "exporters", "pod_network_health", "freshness"))
 }
 
 // A changed configuration changes the pods' checksum/config annotation, so they roll.

@@ -318,6 +318,9 @@ func TestLeaderElectionHandover(t *testing.T) {
 	defer tt1.Shutdown(ctx)
 	cfg0, cfg1 := testConfig("pnh-handover"), testConfig("pnh-handover")
 	cfg0.Heartbeat, cfg1.Heartbeat = 10*time.Second, 10*time.Second
+	// The new leader's first write below is its heartbeat of the resumed object: with
+	// freshness: lease (the default beside a summary) it would write nothing until news.
+	cfg0.Freshness, cfg1.Freshness = pnhexporter.FreshnessHeartbeat, pnhexporter.FreshnessHeartbeat
 	// The writer stretches the heartbeat so that every object it knows fits half its write
 	// budget (writequeue.HeartbeatInterval), and it knows every netpulse object the
 	// package's earlier tests left in the API server: at the suite's 5 writes/s, past 25 of

@@ -148,6 +148,7 @@ Deployment's NETPULSE_SHARD_INDEX) last: it must match the Deployments.
 {{- $_ = set $pnh.node_conditions "enabled" .Values.nodeConditions.enabled -}}
 {{- include "netpulse.setDefault" (dict "map" $pnh "key" "flap_window" "value" .Values.gateway.flapWindow) -}}
 {{- $_ = set $pnh "pair_objects" .Values.gateway.pairObjects -}}
+{{- $_ = set $pnh "freshness" .Values.gateway.freshness -}}
 {{- if .Values.readinessGate.enabled -}}
 {{- $_ = set $pnh "readiness_gate" (mustMergeOverwrite (default (dict) $pnh.readiness_gate) (dict "enabled" true "min_reaching_nodes" .Values.readinessGate.minReachingNodes "fail_open_timeout" .Values.readinessGate.failOpenTimeout)) -}}
 {{- end -}}

@@ -22,6 +22,11 @@ type Policy struct {
 	// 10x fewer than the one-update-per-minute model of OpenShift's connectivity checks;
 	// 5m gives 12/h, only 5x fewer).
 	HeartbeatInterval time.Duration
+	// LeaseFreshness (the exporter's freshness: lease): an unchanged status is never
+	// rewritten and carries no freshUntil; readers take its currency from the writer's Lease
+	// (named by its NetworkHealthSummary). A healthy pair is written once, then only on news:
+	// at 65,000 nodes the heartbeats were a shard's whole steady-state write budget.
+	LeaseFreshness bool
 	// RTTTolerance is how far (relative) the RTT p50 may move from the last written value
 	// before it is rewritten ahead of the heartbeat (default 0.2 = 20%) ...
 	RTTTolerance float64
@@ -88,7 +93,8 @@ const (
 //     MinChangeInterval ("deferred": the change is written once that has passed); figures
 //     that appear where the last write had none are written at once. Not while
 //     Unreachable: then RTT and loss only restate the verdict;
-//  5. the last write is at least HeartbeatInterval old -> write ("heartbeat");
+//  5. the last write is at least HeartbeatInterval old -> write ("heartbeat"), unless
+//     LeaseFreshness;
 //  6. otherwise no write ("within_budget").
 //
 // The comparison is always against the last *written* status, so slow drift accumulates
@@ -144,11 +150,11 @@ func Decide(last observation.Written, cur observation.Summary, now time.Time, p 
 		if since >= p.MinChangeInterval {
 			return true, change
 		}
-		if since < p.HeartbeatInterval {
+		if since < p.HeartbeatInterval || p.LeaseFreshness {
 			return false, ReasonDeferred
 		}
 	}
-	if since >= p.HeartbeatInterval {
+	if since >= p.HeartbeatInterval && !p.LeaseFreshness {
 		return true, ReasonHeartbeat
 	}
 	return false, ReasonWithin

@@ -110,6 +110,29 @@ func TestDecideHeartbeatPolicy(t *testing.T) {
 	assert.Equal(t, []any{true, ReasonLoss}, []any{w, r}, "MinChangeInterval disabled")
 }
 
+// freshness: lease: an unchanged status is never rewritten, however old its last write; a
+// verdict change is written at once and a figures' move once MinChangeInterval has passed,
+// as with a heartbeat.
+func TestDecideLeaseFreshnessHasNoHeartbeat(t *testing.T) {
+	base := baseSummary()
+	written := observation.WrittenFrom(base, t0)
+	p := Policy{HeartbeatInterval: 5 * time.Minute, LeaseFreshness: true}
+	s := base
+	s.LastObserved = t0.Add(24 * time.Hour)
+	w, r := Decide(written, s, t0.Add(24*time.Hour), p)
+	assert.Equal(t, []any{false, ReasonWithin}, []any{w, r}, "a day-old unchanged status")
+	moved := s
+	moved.LossRatio, moved.Lost = 0.5, 45
+	w, r = Decide(written, moved, t0.Add(30*time.Second), p)
+	assert.Equal(t, []any{false, ReasonDeferred}, []any{w, r}, "a move within MinChangeInterval")
+	w, r = Decide(written, moved, t0.Add(2*time.Minute), p)
+	assert.Equal(t, []any{true, ReasonLoss}, []any{w, r}, "a move after it")
+	down := s
+	down.Verdict = observation.VerdictUnreachable
+	w, r = Decide(written, down, t0.Add(time.Second), p)
+	assert.Equal(t, []any{true, ReasonVerdict}, []any{w, r})
+}
+
 // Drift accumulates against the last *written* value instead of hiding under the
 // tolerance one small step at a time.
 func TestDecideComparesWithLastWritten(t *testing.T) {

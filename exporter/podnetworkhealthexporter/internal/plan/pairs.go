@@ -60,7 +60,8 @@ type ObjectWrite struct {
 	Delete      bool
 	Reason      string // Reason* or "observer", "family", "disruption", "delete"
 	// Heartbeat is the heartbeat interval in force: an unchanged status is rewritten
-	// within it (status.freshUntil promises twice that).
+	// within it (status.freshUntil promises twice that). 0 with Policy.LeaseFreshness: no
+	// heartbeat, no freshUntil.
 	Heartbeat time.Duration
 	Priority  Priority
 
@@ -89,7 +90,9 @@ func (c PairObjects) Plan(j verdict.Judgement, now time.Time) []ObjectWrite {
 	policy.HeartbeatInterval = j.Heartbeat
 	for _, st := range j.Pairs {
 		if w, ok := c.planPair(st, now, policy); ok {
-			w.Heartbeat = j.Heartbeat
+			if !policy.LeaseFreshness {
+				w.Heartbeat = j.Heartbeat
+			}
 			out = append(out, w)
 		}
 	}

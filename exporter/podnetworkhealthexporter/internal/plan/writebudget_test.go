@@ -176,6 +176,17 @@ func TestWriteBudget(t *testing.T) {
 	bench("pnh_writes_per_object_hour_steady_heartbeat5m", fmt.Sprintf("%.1f/h", steady5.perHour()),
 		fmt.Sprintf("%.1f/h(openshift)", referenceWritesPerHour), referenceWritesPerHour/steady5.perHour())
 
+	// freshness: lease (the default beside a summary): written once, never rewritten to
+	// look fresh; the writer's Lease says it is current.
+	polLease := pol
+	polLease.LeaseFreshness = true
+	steadyLease := simulate(hours, interval, never, polLease, cfg, 1)
+	assert.Equal(t, map[string]int{ReasonInitial: 1}, steadyLease.reasons, "freshness: lease: a steady target is written once")
+	outageLease := simulate(time.Hour, interval, func(t time.Duration) bool { return t >= 30*time.Minute && t < 33*time.Minute }, polLease, cfg, 4)
+	assert.Equal(t, 2, outageLease.reasons[ReasonVerdict], "freshness: lease: an outage is news, written at once")
+	bench("pnh_writes_per_object_hour_steady_lease", fmt.Sprintf("%.2f/h", steadyLease.perHour()),
+		fmt.Sprintf("%.1f/h(heartbeat)", steady.perHour()), steady.perHour()/steadyLease.perHour())
+
 	// Flapping target: 1 min down / 1 min up.
 	flap := simulate(hours, interval, flapping, pol, cfg, 2)
 	// Every verdict transition is written at once, exactly once (the first one, Unknown ->
@@ -204,8 +215,8 @@ func TestWriteBudget(t *testing.T) {
 	bench("pnh_writes_per_object_hour_one_3m_outage", fmt.Sprintf("%.1f/h", outage.perHour()),
 		fmt.Sprintf("%.1f/h(openshift)", referenceWritesPerHour), referenceWritesPerHour/outage.perHour())
 	if testing.Verbose() {
-		fmt.Printf("writes by reason: steady[%s] steady_heartbeat5m[%s] flapping_1m[%s] one_3m_outage[%s]\n",
-			steady.breakdown(), steady5.breakdown(), flap.breakdown(), outage.breakdown())
+		fmt.Printf("writes by reason: steady[%s] steady_heartbeat5m[%s] steady_lease[%s] one_3m_outage_lease[%s] flapping_1m[%s] one_3m_outage[%s]\n",
+			steady.breakdown(), steady5.breakdown(), steadyLease.breakdown(), outageLease.breakdown(), flap.breakdown(), outage.breakdown())
 	}
 
 	// Time from a fault to the decided (written) verdict, for fault starts spread over the

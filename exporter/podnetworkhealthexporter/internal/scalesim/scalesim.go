@@ -108,6 +108,9 @@ type Config struct {
 	// WriteEveryChange disables the write-on-change policy's tolerances (any RTT or loss
 	// change is written, no minimum interval between writes): the reference for writes.
 	WriteEveryChange bool
+	// LeaseFreshness: the exporter's freshness: lease (its default beside a summary): an
+	// unchanged status is never rewritten (no heartbeat).
+	LeaseFreshness bool
 	// PairSeries and TargetSeries: series the gateway exports per stable pair and per
 	// target family (defaults 27 and 2; see docs/telemetry-contract.md: status, loss ratio,
 	// jitter, sent, lost, and the duration histogram in classic buckets - explicit_buckets'
@@ -192,6 +195,8 @@ type Result struct {
 	Writes              int
 	WritesPerSec        float64
 	PeakWritesPerMinute int
+	// WritesPerMinute: the writes of each simulated minute.
+	WritesPerMinute []int
 	// Conflicts injected; FailedWrites the writer's write results with an error (each is
 	// retried with back-off).
 	Conflicts, FailedWrites int
@@ -551,6 +556,11 @@ func (s *sim) newEngine() *plan.Engine {
 	e := plan.New(s.ecfg)
 	if s.cfg.WriteEveryChange {
 		e.WithPolicy(plan.Policy{RTTTolerance: 1e-12, RTTFloor: time.Nanosecond, LossTolerance: 1e-12, MinChangeInterval: -1})
+	}
+	if s.cfg.LeaseFreshness {
+		p := e.Pairs.Policy
+		p.LeaseFreshness = true
+		e.WithPolicy(p)
 	}
 	return e
 }
@@ -927,6 +937,7 @@ func (s *sim) collectRequests() {
 		}
 	}
 	res.PeakWritesPerMinute = slices.Max(append(cnt.perMinute, 0))
+	res.WritesPerMinute = slices.Clone(cnt.perMinute)
 	if !cnt.summaryWrite.IsZero() {
 		res.DetectSummaryRounds = cnt.summaryWrite.Sub(s.faultAt).Seconds() / s.iv.Seconds()
 	}
