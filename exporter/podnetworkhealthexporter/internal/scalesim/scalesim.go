@@ -197,6 +197,10 @@ type Result struct {
 	PeakWritesPerMinute int
 	// WritesPerMinute: the writes of each simulated minute.
 	WritesPerMinute []int
+	// PlannedByReason: the object writes the engine planned, by reason (plan.Reason*,
+	// "observer", "family", ...); a planned write replaces one of the same object still
+	// queued, so these are at least the writes made.
+	PlannedByReason map[string]int
 	// Conflicts injected; FailedWrites the writer's write results with an error (each is
 	// retried with back-off).
 	Conflicts, FailedWrites int
@@ -797,6 +801,10 @@ func (s *sim) reconcile(at time.Time) {
 	r := s.e.Reconcile(at)
 	s.res.Heartbeat = r.Heartbeat
 	for _, ow := range r.Objects {
+		if s.res.PlannedByReason == nil {
+			s.res.PlannedByReason = map[string]int{}
+		}
+		s.res.PlannedByReason[ow.Reason]++
 		s.w.Set(plan.DesiredOf(ow, at), ow.Priority)
 		if !at.Before(s.faultAt) && ow.Summary.Verdict == observation.VerdictUnreachable && ow.Key.TargetUID == s.members[s.dead].id {
 			s.deadQueued = true

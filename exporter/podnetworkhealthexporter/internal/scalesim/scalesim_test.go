@@ -287,14 +287,14 @@ func TestScaleShardBench(t *testing.T) {
 		require.Greater(t, r.DetectVerdictRounds, 0.0, "the dead target was never judged Unreachable")
 		assert.Zero(t, r.FalseUnreachable, "no healthy target judged Unreachable")
 		assert.Zero(t, r.OtherNodesMarked, "no other node blamed")
-		// Steady state: the writes of the minutes from the last third before the fault to
-		// the fault, once the first writes may have drained.
-		from, to := int((dur*2/3)/time.Minute)*2/3, int((dur*2/3)/time.Minute)
+		// Steady state: the writes of the minutes from a quarter of the run (once the first
+		// writes may have drained) to the fault.
+		from, to := int((dur/4)/time.Minute), int((dur*2/3)/time.Minute)
 		steady := 0
 		for m := from; m < to && m < len(r.WritesPerMinute); m++ {
 			steady += r.WritesPerMinute[m]
 		}
-		fmt.Printf("# shard 0 of %d, N=%d: writes in minutes [%d, %d) before the fault: %d (%.3f/s); per minute %v\n", shards, n, from, to, steady, float64(steady)/float64(max(to-from, 1)*60), r.WritesPerMinute)
+		fmt.Printf("# shard 0 of %d, N=%d: writes in minutes [%d, %d) before the fault: %d (%.3f/s); per minute %v; object writes planned by reason %v\n", shards, n, from, to, steady, float64(steady)/float64(max(to-from, 1)*60), r.WritesPerMinute, r.PlannedByReason)
 		fmt.Printf("# shard 0 of %d, N=%d, %v simulated in %v: batches=%d points=%d objects_max=%d writes=%d (%.2f/s) peak/min=%d backlog_max=%d drain=%v detect_verdict=%.2f detect_write=%.2f intervals heap=%.1fMiB peak_rss=%.0fMiB series=%d summary_writes=%d complete_at=%v targets_at_complete=%d unknown_at_complete=%d queued_at_complete=%d complete_after_fault=%v detect_summary=%.2f intervals\n",
 			shards, n, dur, r.Wall.Round(time.Second), r.Batches, r.DataPoints, r.ObjectsMax, r.Writes, r.WritesPerSec, r.PeakWritesPerMinute, r.MaxBacklog, r.DrainAfterFault,
 			r.DetectVerdictRounds, r.DetectWriteRounds, r.HeapMiB, r.PeakRSSMiB, r.Series, r.SummaryWrites, r.CompleteAt, r.TargetsAtComplete, r.UnknownAtComplete, r.PendingAtComplete, r.CompleteAfterFault, r.DetectSummaryRounds)
