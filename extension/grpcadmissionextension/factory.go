@@ -6,7 +6,10 @@ package grpcadmissionextension
 import (
 	"context"
 	"fmt"
+	"net"
+	"sync"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensionmiddleware"
@@ -16,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/netpulse/netpulse/extension/grpcadmissionextension/internal/metadata"
+	"github.com/netpulse/netpulse/internal/identity"
 )
 
 // NewFactory creates the grpc_admission extension factory.
@@ -30,20 +34,29 @@ func createExtension(_ context.Context, set extension.Settings, cfg component.Co
 	}
 	c := cfg.(*Config)
 	return &admission{
-		slots: make(chan struct{}, c.MaxInFlight),
-		tb:    tb,
-		log:   set.Logger,
-		full:  status.Error(codes.Unavailable, fmt.Sprintf("grpc_admission: %d requests in flight (max_in_flight); retry later", c.MaxInFlight)),
+		slots:      make(chan struct{}, c.MaxInFlight),
+		perSender:  c.MaxInFlightPerSender,
+		bySender:   map[string]int{},
+		tb:         tb,
+		log:        set.Logger,
+		full:       status.Error(codes.Unavailable, fmt.Sprintf("grpc_admission: %d requests in flight (max_in_flight); retry later", c.MaxInFlight)),
+		senderFull: status.Error(codes.Unavailable, fmt.Sprintf("grpc_admission: %d requests of this sender in flight (max_in_flight_per_sender); retry later", c.MaxInFlightPerSender)),
 	}, nil
 }
 
 // admission is a counting semaphore (a buffered channel: one slot a request in flight)
-// shared by every server that lists the extension.
+// shared by every server that lists the extension, and a count of each sender's requests
+// in flight (its own mutex and map: the channel cannot be keyed; an entry lives only while
+// its sender has a request in flight, so the map holds at most max_in_flight entries).
 type admission struct {
-	slots chan struct{}
-	tb    *metadata.TelemetryBuilder
-	log   *zap.Logger
-	full  error
+	slots      chan struct{}
+	perSender  int
+	mu         sync.Mutex
+	bySender   map[string]int
+	tb         *metadata.TelemetryBuilder
+	log        *zap.Logger
+	full       error
+	senderFull error
 }
 
 var _ extensionmiddleware.GRPCServer = (*admission)(nil)
@@ -63,6 +76,14 @@ func (a *admission) GetGRPCServerOptions(context.Context) ([]grpc.ServerOption, 
 }
 
 func (a *admission) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if a.perSender > 0 {
+		key := senderOf(ctx)
+		if !a.enter(key) {
+			a.tb.GrpcAdmissionRefusedPerSender.Add(ctx, 1)
+			return nil, a.senderFull
+		}
+		defer a.leave(key)
+	}
 	select {
 	case a.slots <- struct{}{}:
 	default:
@@ -71,4 +92,47 @@ func (a *admission) intercept(ctx context.Context, req any, _ *grpc.UnaryServerI
 	}
 	defer func() { <-a.slots }()
 	return handler(ctx, req)
+}
+
+// enter counts one more request of the sender in flight, unless it is at its bound.
+func (a *admission) enter(key string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bySender[key] >= a.perSender {
+		return false
+	}
+	a.bySender[key]++
+	return true
+}
+
+func (a *admission) leave(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.bySender[key]--; a.bySender[key] <= 0 {
+		delete(a.bySender, key)
+	}
+}
+
+// senderOf names the request's sender: the pod k8s_token_auth authenticated (a pod's
+// token is bound to it, so one agent is one sender however many connections it opens),
+// else the service account, else the peer's IP address (not its port: a new connection is
+// not a new sender). Only the authenticator's own AuthData is read, never metadata, which
+// a client of a server without authentication could set to pose as many senders.
+func senderOf(ctx context.Context) string {
+	info := client.FromContext(ctx)
+	if a, ok := info.Auth.(*identity.AuthData); ok && a != nil {
+		switch id := a.Identity(); {
+		case id.PodUID != "":
+			return "pod/" + id.PodUID
+		case id.ServiceAccount != "":
+			return "subject/" + id.Subject()
+		}
+	}
+	if addr := info.Addr; addr != nil {
+		if host, _, err := net.SplitHostPort(addr.String()); err == nil {
+			return "addr/" + host
+		}
+		return "addr/" + addr.String()
+	}
+	return ""
 }

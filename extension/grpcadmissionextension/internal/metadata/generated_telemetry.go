@@ -23,10 +23,11 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                metric.Meter
-	mu                   sync.Mutex
-	registrations        []metric.Registration
-	GrpcAdmissionRefused metric.Int64Counter
+	meter                         metric.Meter
+	mu                            sync.Mutex
+	registrations                 []metric.Registration
+	GrpcAdmissionRefused          metric.Int64Counter
+	GrpcAdmissionRefusedPerSender metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -61,6 +62,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.GrpcAdmissionRefused, err = builder.meter.Int64Counter(
 		"otelcol_grpc_admission_refused",
 		metric.WithDescription("Requests refused with Unavailable because max_in_flight requests were being handled. [Alpha]"),
+		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.GrpcAdmissionRefusedPerSender, err = builder.meter.Int64Counter(
+		"otelcol_grpc_admission_refused_per_sender",
+		metric.WithDescription("Requests refused with Unavailable because their sender had max_in_flight_per_sender requests being handled. [Alpha]"),
 		metric.WithUnit("{request}"),
 	)
 	errs = errors.Join(errs, err)

@@ -36,3 +36,19 @@ func AssertEqualGrpcAdmissionRefused(t *testing.T, tt *componenttest.Telemetry, 
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualGrpcAdmissionRefusedPerSender(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_grpc_admission_refused_per_sender",
+		Description: "Requests refused with Unavailable because their sender had max_in_flight_per_sender requests being handled. [Alpha]",
+		Unit:        "{request}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_grpc_admission_refused_per_sender")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}

@@ -20,7 +20,11 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.GrpcAdmissionRefused.Add(context.Background(), 1)
+	tb.GrpcAdmissionRefusedPerSender.Add(context.Background(), 1)
 	AssertEqualGrpcAdmissionRefused(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualGrpcAdmissionRefusedPerSender(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
