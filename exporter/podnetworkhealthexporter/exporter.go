@@ -197,7 +197,7 @@ func grayVerdict(cfg *Config) verdict.GrayConfig {
 
 // writePolicy maps the exporter's configuration onto the objects' write policy.
 func writePolicy(cfg *Config) plan.Policy {
-	return plan.Policy{HeartbeatInterval: cfg.Heartbeat, LeaseFreshness: cfg.leaseFreshness(), RTTTolerance: cfg.RTTTolerance, LossTolerance: cfg.LossTolerance, FlapWindow: cfg.FlapWindow}
+	return plan.Policy{HeartbeatInterval: cfg.Heartbeat, LeaseFreshness: cfg.leaseFreshness(), RTTTolerance: cfg.RTTTolerance, LossTolerance: cfg.LossTolerance, LossFloor: cfg.Gray.Loss.Threshold, FlapWindow: cfg.FlapWindow}
 }
 
 // consume decodes and feeds the engine; it never waits for the API, so the pipeline never

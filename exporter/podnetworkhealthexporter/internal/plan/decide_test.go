@@ -74,6 +74,33 @@ func TestDecideRules(t *testing.T) {
 		{"loss beyond 0.02 but within the counts' noise", func() (bool, string) {
 			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio, s.Lost = 0.0333, 3 })
 		}, want{false, ReasonWithin}},
+		{"2 of 90 echoes lost from a written 0: plausibly under the 0.5 % floor", func() (bool, string) {
+			zero := base
+			zero.LossRatio, zero.Lost = 0, 0
+			w := observation.WrittenFrom(zero, t0)
+			s := base
+			s.LastObserved = t0.Add(2 * time.Minute)
+			s.LossRatio, s.Lost = 0.0222, 2
+			return Decide(w, s, t0.Add(2*time.Minute), p)
+		}, want{false, ReasonWithin}},
+		{"3 of 90 echoes lost from a written 0: above the floor", func() (bool, string) {
+			zero := base
+			zero.LossRatio, zero.Lost = 0, 0
+			w := observation.WrittenFrom(zero, t0)
+			s := base
+			s.LastObserved = t0.Add(2 * time.Minute)
+			s.LossRatio, s.Lost = 0.0333, 3
+			return Decide(w, s, t0.Add(2*time.Minute), p)
+		}, want{true, ReasonLoss}},
+		{"a written loss healed to 0 of 90", func() (bool, string) {
+			s := base
+			s.LastObserved = t0.Add(2 * time.Minute)
+			lossy := base
+			lossy.LossRatio, lossy.Lost = 0.2, 18
+			w := observation.WrittenFrom(lossy, t0)
+			s.LossRatio, s.Lost = 0, 0
+			return Decide(w, s, t0.Add(2*time.Minute), p)
+		}, want{true, ReasonLoss}},
 		{"loss beyond 0.02 and beyond the counts' noise", func() (bool, string) {
 			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio, s.Lost = 0.111, 10 })
 		}, want{true, ReasonLoss}},
