@@ -98,5 +98,7 @@ func TestPodNetworkConnectivityCheckThroughTheTypedClient(t *testing.T) {
 	assert.Equal(t, []string{"web-to-api"}, patched)
 	assert.Equal(t, []string{"web-to-api"}, labelled)
 	assert.Equal(t, []string{"gone-to-api"}, deleted)
+	c.mu.Lock() // the informer's handlers write the book (a deleted check is forgotten) under it
 	assert.True(t, c.book.checks[web].written.Equal(c.book.checks[web].st), "what was written is the written state")
+	c.mu.Unlock()
 }
