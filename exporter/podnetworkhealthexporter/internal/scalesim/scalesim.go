@@ -559,7 +559,7 @@ func (s *sim) newDecoder() *decode.Decoder {
 func (s *sim) newEngine() *plan.Engine {
 	e := plan.New(s.ecfg)
 	if s.cfg.WriteEveryChange {
-		e.WithPolicy(plan.Policy{RTTTolerance: 1e-12, RTTFloor: time.Nanosecond, LossTolerance: 1e-12, MinChangeInterval: -1})
+		e.WithPolicy(plan.Policy{RTTTolerance: 1e-12, RTTFloor: time.Nanosecond, LossTolerance: 1e-12, LossFloor: 1e-12, MinChangeInterval: -1})
 	}
 	if s.cfg.LeaseFreshness {
 		p := e.Pairs.Policy
