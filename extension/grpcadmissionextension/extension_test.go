@@ -72,18 +72,18 @@ func (s *blockingServer) Export(ctx context.Context, _ pmetricotlp.ExportRequest
 	return pmetricotlp.NewExportResponse(), nil
 }
 
-// A real OTLP gRPC server built by configgrpc with the extension as its middleware: with 3
-// requests held, a 4th is refused with Unavailable at once (and counted), and once they are
-// answered requests are admitted again.
-func TestRequestsPastTheBoundAreRefusedAtOnce(t *testing.T) {
+// serve starts the extension with cfg and a real OTLP gRPC server built by configgrpc with
+// it as its middleware, whose Exports block until released; both stop with the test.
+func serve(t *testing.T, cfg *Config) (*componenttest.Telemetry, component.Component, *blockingServer, net.Listener) {
+	t.Helper()
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	set := extensiontest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
-	ext, err := NewFactory().Create(context.Background(), set, &Config{MaxInFlight: 3})
+	ext, err := NewFactory().Create(context.Background(), set, cfg)
 	require.NoError(t, err)
 	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
+	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
 	id := component.NewID(metadata.Type)
 
 	sc := configgrpc.NewDefaultServerConfig()
@@ -96,7 +96,15 @@ func TestRequestsPastTheBoundAreRefusedAtOnce(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(l) }()
-	defer srv.Stop()
+	t.Cleanup(srv.Stop) // before the extension's Shutdown (cleanups run last first)
+	return tel, ext, s, l
+}
+
+// A real OTLP gRPC server built by configgrpc with the extension as its middleware: with 3
+// requests held, a 4th is refused with Unavailable at once (and counted), and once they are
+// answered requests are admitted again.
+func TestRequestsPastTheBoundAreRefusedAtOnce(t *testing.T) {
+	tel, _, s, l := serve(t, &Config{MaxInFlight: 3})
 
 	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -138,27 +146,7 @@ func TestRequestsPastTheBoundAreRefusedAtOnce(t *testing.T) {
 // sender is admitted, over real sockets from two loopback addresses. The per-sender counts
 // hold no entry once nothing is in flight.
 func TestOneSenderCannotHoldTheSharedBound(t *testing.T) {
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	set := extensiontest.NewNopSettings(metadata.Type)
-	set.TelemetrySettings = tel.NewTelemetrySettings()
-	ext, err := NewFactory().Create(context.Background(), set, &Config{MaxInFlight: 10, MaxInFlightPerSender: 2})
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
-	id := component.NewID(metadata.Type)
-
-	sc := configgrpc.NewDefaultServerConfig()
-	sc.NetAddr = confignet.AddrConfig{Endpoint: "127.0.0.1:0", Transport: confignet.TransportTypeTCP}
-	sc.Middlewares = []configmiddleware.Config{{ID: id}}
-	srv, err := sc.ToServer(context.Background(), map[component.ID]component.Component{id: ext}, componenttest.NewNopTelemetrySettings())
-	require.NoError(t, err)
-	s := &blockingServer{entered: make(chan struct{}, 10), release: make(chan struct{})}
-	pmetricotlp.RegisterGRPCServer(srv, s)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Stop()
+	tel, ext, s, l := serve(t, &Config{MaxInFlight: 10, MaxInFlightPerSender: 2})
 
 	// Each export on a new connection from the sender's address: connections are not
 	// senders.
@@ -186,7 +174,7 @@ func TestOneSenderCannotHoldTheSharedBound(t *testing.T) {
 	for range 2 {
 		<-s.entered
 	}
-	err = export("127.0.0.1")
+	err := export("127.0.0.1")
 	require.Error(t, err)
 	assert.Equal(t, codes.Unavailable, status.Code(err))
 	assert.Contains(t, err.Error(), "2 requests of this sender in flight")

@@ -33,6 +33,15 @@ func TestDecideRules(t *testing.T) {
 		}
 		return Decide(written, s, t0.Add(d), p)
 	}
+	// lossFrom: written with wasLost of 90 echoes lost, now lost of 90, 2 minutes later.
+	lossFrom := func(wasLost, lost uint64) (bool, string) {
+		was := base
+		was.LossRatio, was.Lost = float64(wasLost)/90, wasLost
+		s := base
+		s.LastObserved = t0.Add(2 * time.Minute)
+		s.LossRatio, s.Lost = float64(lost)/90, lost
+		return Decide(observation.WrittenFrom(was, t0), s, t0.Add(2*time.Minute), p)
+	}
 	type want struct {
 		write  bool
 		reason string
@@ -75,31 +84,13 @@ func TestDecideRules(t *testing.T) {
 			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio, s.Lost = 0.0333, 3 })
 		}, want{false, ReasonWithin}},
 		{"2 of 90 echoes lost from a written 0: plausibly under the 0.5 % floor", func() (bool, string) {
-			zero := base
-			zero.LossRatio, zero.Lost = 0, 0
-			w := observation.WrittenFrom(zero, t0)
-			s := base
-			s.LastObserved = t0.Add(2 * time.Minute)
-			s.LossRatio, s.Lost = 0.0222, 2
-			return Decide(w, s, t0.Add(2*time.Minute), p)
+			return lossFrom(0, 2)
 		}, want{false, ReasonWithin}},
 		{"3 of 90 echoes lost from a written 0: above the floor", func() (bool, string) {
-			zero := base
-			zero.LossRatio, zero.Lost = 0, 0
-			w := observation.WrittenFrom(zero, t0)
-			s := base
-			s.LastObserved = t0.Add(2 * time.Minute)
-			s.LossRatio, s.Lost = 0.0333, 3
-			return Decide(w, s, t0.Add(2*time.Minute), p)
+			return lossFrom(0, 3)
 		}, want{true, ReasonLoss}},
 		{"a written loss healed to 0 of 90", func() (bool, string) {
-			s := base
-			s.LastObserved = t0.Add(2 * time.Minute)
-			lossy := base
-			lossy.LossRatio, lossy.Lost = 0.2, 18
-			w := observation.WrittenFrom(lossy, t0)
-			s.LossRatio, s.Lost = 0, 0
-			return Decide(w, s, t0.Add(2*time.Minute), p)
+			return lossFrom(18, 0)
 		}, want{true, ReasonLoss}},
 		{"loss beyond 0.02 and beyond the counts' noise", func() (bool, string) {
 			return later(2*time.Minute, func(s *observation.Summary) { s.LossRatio, s.Lost = 0.111, 10 })
