@@ -42,6 +42,7 @@ func sourceOf(attrs pcommon.Map) (observation.Source, bool) {
 		UID:       str(attrs, contract.K8sPodUID),
 		Node:      str(attrs, contract.K8sNodeName),
 		IP:        str(attrs, contract.K8sPodIP),
+		Zone:      str(attrs, contract.CloudZone),
 	}
 	return s, s.Namespace != "" && s.Name != "" && s.UID != ""
 }

@@ -28,6 +28,10 @@ type Source struct {
 	UID       string
 	Node      string
 	IP        string
+	// Zone is the source node's zone (cloud.availability_zone on the Resource). On the
+	// gateway it is the index's: admission removes what a sender put on the Resource
+	// before k8s_net_attributes adds the zone of the bound pod's node.
+	Zone string
 }
 
 // Heartbeat: the source published a probe round at At (contract.MetricRounds). Sharded

@@ -261,13 +261,34 @@ func (e *Engine) localiseZones(now time.Time, maxAge time.Duration, edges []quor
 			zoneOf[t.target.Node] = t.target.Zone
 		}
 	}
-	zr := zones.Evaluate(e.zoneEdges(now, maxAge, zoneOf), cfg)
+	// An observer's node that no target here is on (a sharded gateway judges only its
+	// shard's targets, and hears every agent): its zone as the index gave its own pod.
+	// Without it, 7 of 8 observers of a shard of 8 had no zone, so their failures across a
+	// cut zone pair stayed in the node quorum and marked nodes (the shard simulation's
+	// zone cut: 58 nodes of 2,000).
+	for _, ob := range e.observers {
+		if ob.node != "" && ob.zone != "" && !ob.silent {
+			if _, ok := zoneOf[ob.node]; !ok {
+				zoneOf[ob.node] = ob.zone
+			}
+		}
+	}
+	ze := e.zoneEdges(now, maxAge, zoneOf)
+	zr := zones.Evaluate(ze, cfg)
 	if len(zr.CutPairs()) > 0 {
 		edges = slices.DeleteFunc(edges, func(ed quorum.Edge) bool {
 			return zr.Cut(zoneOf[ed.ObserverNode], zoneOf[ed.TargetNode])
 		})
 	}
-	return unlocalised(edges, zoneOf), zr
+	// The quorum's edges of a target judged Unreachable are its failures only: whether its
+	// own zone reaches it comes from the zone judgement's votes, successes included.
+	reachedInZone := map[string]bool{}
+	for _, z := range ze {
+		if z.Reachable && z.ObserverZone == z.TargetZone && z.ObserverNode != z.TargetNode {
+			reachedInZone[z.TargetNode] = true
+		}
+	}
+	return unlocalised(edges, zoneOf, reachedInZone), zr
 }
 
 // zoneRounds is how many of an observer's newest rounds its zone votes may come from.
@@ -318,15 +339,24 @@ func (e *Engine) zoneEdges(now time.Time, maxAge time.Duration, zoneOf map[strin
 	return ze
 }
 
-// unlocalised drops the failures towards a node that observers of one other zone alone
-// report, when both zones have two nodes or more: a cut between the two zones explains
-// them as well as a problem of the node does, so the node is not marked until an observer
-// of its own zone or of a third zone fails too (a node whose pod network is down fails
-// them all, within a round or two of sampled probes). The zone judgement localises such a
-// cut once it holds; this keeps the rounds before that (and a flicker of it) from marking
-// nodes. A node alone in its zone, or seen failing from a zone of one node, is judged as
-// before: no zone pair can be localised there.
-func unlocalised(edges []quorum.Edge, zoneOf map[string]string) []quorum.Edge {
+// unlocalised drops the failures towards a node that a cut above the node explains as
+// well as a problem of the node does, when the zones involved have two nodes or more
+// (reachedInZone: the target nodes an observer of their own zone reaches):
+//   - observers of one other zone alone fail it (a cut between the two zones);
+//   - observers of other zones fail it while an observer of its own zone reaches it, or
+//     while two nodes of its zone are in that case (its zone cut off from the others: the
+//     node works inside its zone; a sampled node may have no own-zone outcome yet). Found in the shard
+//     simulation: a zone isolated from the two others marked 29 of its nodes for the
+//     rounds before the zone judgement localised the cut (observers of two zones failed
+//     each, so the first rule did not apply).
+//
+// Such a node is not marked until an observer of its own zone (or, for the first rule, of
+// a third zone) fails too: a node whose pod network is down fails them all, within a
+// round or two of sampled probes. The zone judgement localises the cut once it holds;
+// this keeps the rounds before that (and a flicker of it) from marking nodes. A node alone
+// in its zone, or seen failing from a zone of one node, is judged as before: no zone pair
+// can be localised there.
+func unlocalised(edges []quorum.Edge, zoneOf map[string]string, reachedInZone map[string]bool) []quorum.Edge {
 	zoneSize := map[string]int{}
 	for _, z := range zoneOf {
 		zoneSize[z]++
@@ -343,24 +373,42 @@ func unlocalised(edges []quorum.Edge, zoneOf map[string]string) []quorum.Edge {
 		}
 		zs[zoneOf[ed.ObserverNode]] = struct{}{}
 	}
+	// A zone two or more of whose nodes are reached inside it and failed from outside
+	// looks cut off: a node of it that no observer of its own zone has sampled yet is
+	// judged with them, not alone.
+	cutOff := map[string]int{}
+	for target, zs := range failingZones {
+		if tz := zoneOf[target]; tz != "" && reachedInZone[target] && !hasZone(zs, tz) {
+			cutOff[tz]++
+		}
+	}
 	ambiguous := map[string]bool{}
 	for target, zs := range failingZones {
-		if len(zs) != 1 {
+		tz := zoneOf[target]
+		if tz == "" || zoneSize[tz] < 2 || (len(zs) != 1 && !reachedInZone[target] && cutOff[tz] < 2) {
 			continue
 		}
-		tz := zoneOf[target]
+		ambiguous[target] = true
 		for oz := range zs {
-			if oz != "" && tz != "" && oz != tz && zoneSize[oz] >= 2 && zoneSize[tz] >= 2 {
-				ambiguous[target] = true
+			if oz == "" || oz == tz || zoneSize[oz] < 2 {
+				ambiguous[target] = false
+				break
 			}
 		}
 	}
+	maps.DeleteFunc(ambiguous, func(_ string, v bool) bool { return !v })
 	if len(ambiguous) == 0 {
 		return edges
 	}
 	return slices.DeleteFunc(edges, func(ed quorum.Edge) bool {
 		return ed.Verdict == observation.VerdictUnreachable && ed.ObserverNode != ed.TargetNode && ambiguous[ed.TargetNode]
 	})
+}
+
+// hasZone reports whether zs holds z.
+func hasZone(zs map[string]struct{}, z string) bool {
+	_, ok := zs[z]
+	return ok
 }
 
 // settleTime is how long a new writer's view of the observers stays partial: until every

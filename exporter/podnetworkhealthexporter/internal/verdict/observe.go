@@ -119,9 +119,12 @@ type observerState struct {
 	// uid, namespace, name, node: its identity, the strings every state of the engine
 	// keeps of it (canonical).
 	uid, namespace, name, node string
-	lastSeen                   time.Time // newest round
-	firstSeen                  time.Time // oldest round (the gray warm-up)
-	lastArrival                time.Time // when its newest observation arrived
+	// zone: its node's zone (Source.Zone): the zone judgement's zone of an observer node
+	// that no target of this engine is on (a sharded gateway's other shards' nodes).
+	zone        string
+	lastSeen    time.Time // newest round
+	firstSeen   time.Time // oldest round (the gray warm-up)
+	lastArrival time.Time // when its newest observation arrived
 	// lastStable: its newest stable observation of any pair. A stable pair it has not
 	// observed for RingMovedRounds of its rounds before that is no longer its stable peer.
 	lastStable time.Time
@@ -195,6 +198,9 @@ func (e *Engine) observerOf(src observation.Source) *observerState {
 	if src.Node != "" && ob.node != src.Node {
 		ob.node = src.Node
 	}
+	if src.Zone != "" && ob.zone != src.Zone {
+		ob.zone = src.Zone
+	}
 	return ob
 }
 
@@ -216,6 +222,9 @@ func (e *Engine) canonical(src *observation.Source) {
 	}
 	if src.Node == ob.node {
 		src.Node = ob.node
+	}
+	if src.Zone == ob.zone {
+		src.Zone = ob.zone
 	}
 }
 
