@@ -143,6 +143,14 @@ func (PairObjects) planPair(st verdict.PairState, now time.Time, policy Policy) 
 			// outage's write back by 15 minutes (the scale bench, docs/figures.md).
 			prio = PriorityUpdate
 		}
+		if reason == ReasonVerdict && st.ZoneCut {
+			// Its zone pair's ZoneNetworkHealth carries the outage, at verdict priority:
+			// one write per zone pair. The pairs across it follow behind the verdicts, so
+			// that a zone cut's thousands of pair writes (4/9 of the stable pairs when a
+			// zone of three is isolated) do not hold back a node's outage at the write goal
+			// (found in the shard simulation).
+			prio = PriorityUpdate
+		}
 	case (st.BadObserverNode != "") != st.Last.BadObserver:
 		// The attribution of failures to the observer's node changes what the object
 		// accuses: as urgent as a verdict.

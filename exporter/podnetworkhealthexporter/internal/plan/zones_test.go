@@ -344,6 +344,12 @@ func TestIsolatedZoneMarksNoNode(t *testing.T) {
 			cfg := verdict.NodeConfig{MinHold: 30 * time.Second, Zones: &zones.Config{}}
 			isolated := func(s, d int) bool { return (zoneOfRing(s, nz) == "zone-b") == (zoneOfRing(d, nz) == "zone-b") }
 			var d verdict.NodeDecision
+			// Once the cut is judged: targets turned Unreachable (none: a vote across a cut
+			// zone pair is no evidence against its target), and the pairs' verdict writes
+			// across it by priority (behind the verdicts: the zone's object carries it).
+			var unreachable []string
+			crossing := map[Priority]int{}
+			cutJudged := false
 			for round := range 14 {
 				ok := healthy
 				if round >= 6 {
@@ -362,8 +368,24 @@ func TestIsolatedZoneMarksNoNode(t *testing.T) {
 				}
 				e.Observe(obs, r.at(round))
 				now := r.at(round).Add(time.Second)
-				e.Reconcile(now)
+				res := e.Reconcile(now)
 				d = e.ReconcileNodes(now, cur, cfg)
+
+				for _, c := range res.TargetChanges {
+					if c.Verdict == observation.VerdictUnreachable && cutJudged {
+						unreachable = append(unreachable, fmt.Sprintf("round %d: %s", round, c.Target.Node))
+					}
+				}
+				for _, w := range res.Objects {
+					var s, tn int
+					_, _ = fmt.Sscanf(w.Summary.ObservedFromNode, "node-%d", &s)
+					_, _ = fmt.Sscanf(w.Key.TargetName, "agent-%d", &tn)
+					if w.Reason == ReasonVerdict && !isolated(s, tn) && cutJudged {
+						crossing[w.Priority]++
+					}
+				}
+				cutJudged = cutJudged || d.Zones.Cut("zone-a", "zone-b")
+
 				assert.Empty(t, d.Marked, "round %d", round)
 				assert.False(t, d.Suppressed, "round %d: %s", round, d.SuppressedReason)
 				for _, w := range d.Writes {
@@ -374,6 +396,9 @@ func TestIsolatedZoneMarksNoNode(t *testing.T) {
 				assert.True(t, d.Zones.Cut(p[0], p[1]), "%s -> %s cut", p[0], p[1])
 			}
 			assert.False(t, d.Zones.Cut("zone-a", "zone-c"))
+			assert.Empty(t, unreachable, "targets judged Unreachable across the judged cut")
+			assert.Positive(t, crossing[PriorityUpdate], "pairs across the cut written")
+			assert.Zero(t, crossing[PriorityVerdict], "pairs across the judged cut written at verdict priority")
 		})
 	}
 }

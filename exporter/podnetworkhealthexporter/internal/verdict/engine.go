@@ -214,6 +214,18 @@ type Engine struct {
 	// badNodes are the nodes the node judgement found unable to reach the pod network:
 	// their observers' failures are not evidence against targets.
 	badNodes map[string]bool
+	// cutZones: the zone pairs the newest node judgement found cut, and cutZoneOf the
+	// zones of the nodes it knew (both nil without a cut): a vote across a cut pair is no
+	// evidence against its target (its observer's zone cannot reach the target's), as it is
+	// none against the target's node in the node quorum.
+	cutZones  map[zonePairKey]bool
+	cutZoneOf map[string]string
+	// zoneCutSeen: when each zone pair was last judged cut, kept ZoneCutExplains, and
+	// zoneOfSeen the zones of the nodes then: a pair across such a zone pair is an outage
+	// its ZoneNetworkHealth carries (PairState.ZoneCut). O(Z²) and O(N) while a cut is
+	// recent; nil otherwise.
+	zoneCutSeen map[zonePairKey]time.Time
+	zoneOfSeen  map[string]string
 	// seededBad: observers' nodes the previous writer blamed; they stay distrusted until
 	// the node judgement has evidence about them.
 	seededBad map[string]bool

@@ -63,6 +63,9 @@ type PairState struct {
 	// Gray: the pair's gray verdict (packet loss or high latency) and where it is blamed
 	// (unset for seeded pairs and pairs that are not Reachable).
 	Gray PairGray
+	// ZoneCut: the pair crosses a zone pair judged cut within ZoneCutExplains, so its
+	// ZoneNetworkHealth carries the outage (unset for seeded pairs).
+	ZoneCut bool
 }
 
 // Judgement is what one Judge found.
@@ -134,7 +137,7 @@ func (e *Engine) judgeTargets(now time.Time) ([]TargetStatus, []GrayTarget) {
 		}
 		jc := judge
 		jc.sibling = e.siblingFamily(k)
-		if t.judge(jc, e.distrusted) {
+		if t.judge(jc, e.acrossCut(t.target.Zone)) {
 			changes = append(changes, t.status())
 		}
 		if e.judgeGray(t, now) {
@@ -450,6 +453,7 @@ func (e *Engine) duePairs(now time.Time, pairKeys map[observation.PairKey]struct
 			if s.Verdict == observation.VerdictUnreachable {
 				st.Disruption = e.pairDisruption(k)
 			}
+			st.ZoneCut = e.acrossZoneCut(s.ObservedFromNode, s.Target.Zone)
 			if s.Verdict == observation.VerdictReachable && st.BadObserverNode == "" && st.SilentObserver == "" {
 				st.Gray = e.pairGray(k, p, s)
 			}

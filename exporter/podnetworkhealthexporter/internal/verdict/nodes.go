@@ -275,6 +275,7 @@ func (e *Engine) localiseZones(now time.Time, maxAge time.Duration, edges []quor
 	}
 	ze := e.zoneEdges(now, maxAge, zoneOf)
 	zr := zones.Evaluate(ze, cfg)
+	e.setCutZones(zr.CutPairs(), zoneOf, now)
 	if len(zr.CutPairs()) > 0 {
 		edges = slices.DeleteFunc(edges, func(ed quorum.Edge) bool {
 			return zr.Cut(zoneOf[ed.ObserverNode], zoneOf[ed.TargetNode])
@@ -403,6 +404,63 @@ func unlocalised(edges []quorum.Edge, zoneOf map[string]string, reachedInZone ma
 	return slices.DeleteFunc(edges, func(ed quorum.Edge) bool {
 		return ed.Verdict == observation.VerdictUnreachable && ed.ObserverNode != ed.TargetNode && ambiguous[ed.TargetNode]
 	})
+}
+
+// setCutZones keeps the cut zone pairs for the target judgement (caller holds mu), and
+// has every target judged again when they change.
+func (e *Engine) setCutZones(cut []zones.Pair, zoneOf map[string]string, now time.Time) {
+	for _, p := range cut {
+		if e.zoneCutSeen == nil {
+			e.zoneCutSeen = map[zonePairKey]time.Time{}
+		}
+		e.zoneCutSeen[zonePairKey{p.From, p.To}] = now
+		e.zoneOfSeen = zoneOf
+	}
+	maps.DeleteFunc(e.zoneCutSeen, func(_ zonePairKey, at time.Time) bool { return now.Sub(at) > ZoneCutExplains })
+	if len(e.zoneCutSeen) == 0 {
+		e.zoneCutSeen, e.zoneOfSeen = nil, nil
+	}
+	if len(cut) == 0 {
+		if e.cutZones != nil {
+			e.cutZones, e.cutZoneOf, e.fullPass = nil, nil, true
+		}
+		return
+	}
+	next := make(map[zonePairKey]bool, len(cut))
+	for _, p := range cut {
+		next[zonePairKey{p.From, p.To}] = true
+	}
+	if !maps.Equal(next, e.cutZones) {
+		e.fullPass = true
+	}
+	e.cutZones, e.cutZoneOf = next, zoneOf
+}
+
+// ZoneCutExplains: a pair's verdict change across a zone pair judged cut within this long
+// is one its ZoneNetworkHealth carries (PairState.ZoneCut): the cut's own writes, and the
+// heal's after the zone object's hold (min_hold, 1 minute by default).
+const ZoneCutExplains = 2 * time.Minute
+
+// acrossZoneCut reports whether a pair from an observer on node to a target in zone tz
+// crosses a zone pair judged cut within ZoneCutExplains (caller holds mu).
+func (e *Engine) acrossZoneCut(node, tz string) bool {
+	if e.zoneCutSeen == nil || node == "" || tz == "" {
+		return false
+	}
+	_, ok := e.zoneCutSeen[zonePairKey{e.zoneOfSeen[node], tz}]
+	return ok
+}
+
+// acrossCut returns the target judgement's filter of votes for a target in zone tz: the
+// distrusted nodes' and those of observers whose zone's pair to tz is cut (caller holds
+// mu).
+func (e *Engine) acrossCut(tz string) func(node string) bool {
+	if e.cutZones == nil || tz == "" {
+		return e.distrusted
+	}
+	return func(node string) bool {
+		return e.distrusted(node) || e.cutZones[zonePairKey{e.cutZoneOf[node], tz}]
+	}
 }
 
 // hasZone reports whether zs holds z.
