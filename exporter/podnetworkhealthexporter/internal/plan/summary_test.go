@@ -105,18 +105,25 @@ func TestSummaryIsWrittenForNewsOnly(t *testing.T) {
 	_, write = step(time.Hour, in)
 	require.False(t, write, "a steady cluster costs no write: the Lease says the summary is current")
 
-	// A target turns Unreachable: news, but not sooner than MinInterval after the last write.
+	// A target turns Unreachable: news, written at once when the last write is older than
+	// UrgentSummaryInterval; other news waits for MinInterval.
 	in.Targets = summaryTargets(100, 1, 0)
 	st, write = step(time.Second, in)
 	require.True(t, write, "the last write was an hour ago")
 	require.Equal(t, []string{"node-00"}, st.UnreachableNodes)
 	require.Equal(t, since, complete(st).LastTransitionTime, "an unchanged condition keeps its transition time")
 	in.Targets = summaryTargets(100, 2, 0)
+	_, write = step(5*time.Second, in)
+	require.False(t, write, "a node newly Unreachable, within UrgentSummaryInterval of the last write")
+	st, write = step(5*time.Second, in)
+	require.True(t, write, "a node newly Unreachable, UrgentSummaryInterval after the last write")
+	require.Equal(t, int32(2), st.UnreachableTargets)
+	in.Targets = summaryTargets(100, 1, 0)
 	_, write = step(10*time.Second, in)
-	require.False(t, write, "within min_interval of the last write")
+	require.False(t, write, "a node no longer Unreachable, within min_interval of the last write")
 	st, write = step(25*time.Second, in)
 	require.True(t, write, "past min_interval, the news is written")
-	require.Equal(t, int32(2), st.UnreachableTargets)
+	require.Equal(t, int32(1), st.UnreachableTargets)
 
 	// A new term writes its first judgement whatever the last term wrote.
 	s.Forget()
