@@ -51,6 +51,7 @@ import (
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/observation"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/plan"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict"
+	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/verdict/zones"
 	"github.com/netpulse/netpulse/exporter/podnetworkhealthexporter/internal/writequeue"
 	"github.com/netpulse/netpulse/internal/k8sindex"
 	"github.com/netpulse/netpulse/internal/planner"
@@ -105,6 +106,11 @@ type Config struct {
 	// addresses and fresh agents. The dead node's pod is not rolled. Peers keep probing a
 	// deleted pod's addresses until its replacement runs (their watch lag, exaggerated).
 	RollAt time.Duration
+	// ZoneCutAt, when > 0, cuts zone-1 off the other zones then for ZoneCutFor (default 3
+	// minutes): every echo between a node of zone-1 and a node of another zone is lost, in
+	// both directions, while echoes within each side pass. The gateway judges zones as the
+	// exporter does by default (zones.enabled, write_objects on shard 0).
+	ZoneCutAt, ZoneCutFor time.Duration
 	// WriteEveryChange disables the write-on-change policy's tolerances (any RTT or loss
 	// change is written, no minimum interval between writes): the reference for writes.
 	WriteEveryChange bool
@@ -146,6 +152,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FaultAt <= 0 {
 		c.FaultAt = c.Duration / 2
+	}
+	if c.ZoneCutAt > 0 && c.ZoneCutFor <= 0 {
+		c.ZoneCutFor = 3 * time.Minute
 	}
 	if c.Delivery <= 0 {
 		c.Delivery = 3 * time.Second
@@ -215,7 +224,8 @@ type Result struct {
 	// verdict in the engine; DetectWriteRounds: to the fake API receiving the status
 	// update that makes one of its stable pairs' objects Unreachable.
 	DetectVerdictRounds, DetectWriteRounds float64
-	// FalseUnreachable counts targets other than the dead one judged Unreachable, and
+	// FalseUnreachable counts targets other than the dead one judged Unreachable (outside
+	// a zone cut: ZoneCutUnreachable), and
 	// OtherNodesMarked the nodes marked at the end besides the dead one.
 	FalseUnreachable, OtherNodesMarked int
 	// HeapMiB: live heap released when the gateway's state is dropped at the end (the
@@ -252,6 +262,18 @@ type Result struct {
 	// DetectSummaryRounds: probe intervals from the fault to the fake API receiving the
 	// summary that names the dead node among the Unreachable targets' nodes.
 	DetectSummaryRounds float64
+	// The zone cut (ZoneCutAt): probe intervals from the cut to the gateway's zone
+	// judgement naming a cut pair of zone-1 (ZoneCutJudgedRounds), and to the fake API
+	// receiving a ZoneNetworkHealth of zone-1 that says Unreachable (ZoneCutWriteRounds);
+	// from the cut's end to the judgement naming no cut pair (ZoneHealedRounds).
+	// ZoneCutNodesMarked: the most nodes marked at once during the cut, the dead one aside
+	// (the cut explains its edges: 0 expected). ZoneCutPairs: the most cut zone pairs at once.
+	ZoneCutJudgedRounds, ZoneCutWriteRounds, ZoneHealedRounds float64
+	ZoneCutNodesMarked, ZoneCutPairs                          int
+	// ZoneCutUnreachable: target verdicts turned Unreachable from the cut until a minute
+	// after it (not in FalseUnreachable): the rounds before the zone judgement localised
+	// the cut, when a target fails from the other side and its votes are not yet set aside.
+	ZoneCutUnreachable int
 	// Wall is the real time the run took.
 	Wall time.Duration
 }
@@ -307,6 +329,11 @@ type counter struct {
 	rollTo       time.Time
 	roll         map[string]int
 	writeVerbs   map[string]bool
+	// cutAt, cutZone, zoneWrite: the first ZoneNetworkHealth of cutZone said Unreachable
+	// from cutAt on.
+	cutAt     time.Time
+	cutZone   string
+	zoneWrite time.Time
 }
 
 func (c *counter) react(a k8stesting.Action) (bool, k8sruntime.Object, error) {
@@ -340,6 +367,13 @@ func (c *counter) react(a k8stesting.Action) (bool, k8sruntime.Object, error) {
 		c.summaryWrite.IsZero() && !now.Before(c.faultAt) && slices.Contains(u.GetObject().(*v1alpha1.NetworkHealthSummary).Status.UnreachableNodes, c.deadNode) {
 		c.summaryWrite = now
 	}
+	if o, ok := a.(interface{ GetObject() k8sruntime.Object }); ok && a.GetResource().Resource == "zonenetworkhealths" && !c.cutAt.IsZero() &&
+		c.zoneWrite.IsZero() && !now.Before(c.cutAt) {
+		if z, ok := o.GetObject().(*v1alpha1.ZoneNetworkHealth); ok && z.Status.Reachability == v1alpha1.Reachability(observation.VerdictUnreachable) &&
+			(z.Spec.SourceZone == c.cutZone || z.Spec.TargetZone == c.cutZone) {
+			c.zoneWrite = now
+		}
+	}
 	if u, ok := a.(k8stesting.UpdateAction); ok && a.GetResource().Resource == "podnetworkhealths" {
 		if c.rng.Float64() < c.conflict {
 			c.conflicts++
@@ -362,6 +396,7 @@ type sim struct {
 	ctx                context.Context
 	t0, end, faultAt   time.Time
 	rollAt, failoverAt time.Time // zero: no roll, no failover
+	cutAt, cutEnd      time.Time // zero: no zone cut
 	rng                *rand.Rand
 	res                Result
 	resultsMu          sync.Mutex
@@ -407,6 +442,10 @@ type sim struct {
 	// The writer's NetworkHealthSummary (controllers.Summary's core), judged every 5 s.
 	summary     *plan.Summary
 	lastSummary time.Time
+	// The ZoneNetworkHealth objects' core (controllers.Zones'), shard 0's; the zone cut's
+	// judgement and heal as the node reconcile saw them.
+	zoneObjects          *plan.ZoneObjects
+	cutJudged, cutHealed time.Time
 }
 
 type pairID struct{ s, t int32 }
@@ -529,7 +568,11 @@ func (s *sim) startGateway() error {
 	s.ecfg = cfg.Engine
 	s.ecfg.WritesPerSecond = cfg.QPS // as the exporter sets it
 	s.e = s.newEngine()
-	s.nodeControl = plan.NodeConditions{Type: "netpulse.io/PodNetworkProblem", Config: verdict.NodeConfig{Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute}}
+	// The exporter's defaults (factory.go): zones judged first, their objects written by
+	// shard 0 (this one).
+	s.nodeControl = plan.NodeConditions{Type: "netpulse.io/PodNetworkProblem", Config: verdict.NodeConfig{Quorum: 2, MaxFailingShare: 0.2, Heartbeat: 10 * time.Minute, MinHold: time.Minute,
+		Zones: &zones.Config{MinNodes: zones.DefaultMinNodes, MinFailingShare: zones.DefaultMinFailingShare, MinHealthyShare: zones.DefaultMinHealthyShare}}}
+	s.zoneObjects = plan.NewZoneObjects(plan.DefaultZoneMinHold, plan.DefaultZoneRetention, 10*time.Minute)
 
 	s.cnt = &counter{t0: s.t0, rng: rand.New(rand.NewPCG(cfg.Seed, 0x636f6e66)), conflict: max(cfg.ConflictRate, 0), requests: map[string]int{},
 		deadUID: s.members[s.dead].id, deadNode: s.deadNode, faultAt: s.faultAt, writeVerbs: map[string]bool{"create": true, "update": true, "patch": true, "delete": true},
@@ -541,6 +584,10 @@ func (s *sim) startGateway() error {
 	if cfg.FailoverAt > 0 {
 		s.failoverAt = s.t0.Add(cfg.FailoverAt)
 		s.cnt.failoverAt = s.failoverAt
+	}
+	if cfg.ZoneCutAt > 0 {
+		s.cutAt, s.cutEnd = s.t0.Add(cfg.ZoneCutAt), s.t0.Add(cfg.ZoneCutAt+cfg.ZoneCutFor)
+		s.cnt.cutAt, s.cnt.cutZone = s.cutAt, cutZone
 	}
 	s.pnh = pnhfake.NewSimpleClientset()
 	s.pnh.PrependReactor("*", "*", s.cnt.react)
@@ -580,6 +627,7 @@ func (s *sim) lead(e *plan.Engine, now time.Time) (*apply.Writer, context.Cancel
 		}
 	})
 	w.OnDeleted(func(o *v1alpha1.PodNetworkHealth) { e.ObjectGone(plan.KeyOfObject(o)) })
+	w.WatchZones()
 	w.StartInformer()
 	if !w.Synced(s.ctx) {
 		return nil, nil, errors.New("writer informer did not sync")
@@ -631,11 +679,16 @@ func (s *sim) schedule() {
 	s.rolled = map[string]bool{}
 }
 
-// echoesLost returns how many echoes of a round to target's address at are lost: all of
-// them once the target is dead or while it is rolled, else each with LossRate.
-func (s *sim) echoesLost(target int, at time.Time) func(string) int {
+// cutZone is the zone a zone cut (Config.ZoneCutAt) separates from the others.
+const cutZone = "zone-1"
+
+// echoesLost returns how many echoes of source's round to target's address at are lost:
+// all of them once the target is dead, while it is rolled, or while a zone cut separates
+// the two, else each with LossRate.
+func (s *sim) echoesLost(source, target int, at time.Time) func(string) int {
+	cut := s.cut(at) && (s.members[source].zone == cutZone) != (s.members[target].zone == cutZone)
 	return func(string) int {
-		if (target == s.dead && !at.Before(s.faultAt)) || s.members[target].down {
+		if (target == s.dead && !at.Before(s.faultAt)) || s.members[target].down || cut {
 			return syntheticagent.ShippedICMPCount
 		}
 		if s.cfg.LossRate <= 0 {
@@ -649,6 +702,11 @@ func (s *sim) echoesLost(target int, at time.Time) func(string) int {
 		}
 		return n
 	}
+}
+
+// cut reports whether the zone cut is on at at.
+func (s *sim) cut(at time.Time) bool {
+	return !s.cutAt.IsZero() && !at.Before(s.cutAt) && at.Before(s.cutEnd)
 }
 
 // fire makes every source due by upTo probe its round's targets, and queues the batches
@@ -688,7 +746,7 @@ func (s *sim) fireSource(i int, at time.Time) {
 			continue // routed to another shard by the agent's filter
 		}
 		isStable := slices.ContainsFunc(stableM, func(m planner.Member) bool { return m.ID == tm.ID })
-		lost := s.echoesLost(j, at)
+		lost := s.echoesLost(i, j, at)
 		for f, a := range s.members[j].addrs {
 			if f >= len(src.addrs) {
 				break // a single-stack source probes the first family only
@@ -725,6 +783,7 @@ func (s *sim) second(at time.Time) error {
 		// its own decoder and engine.
 		s.endTerm()
 		s.w.Stop()
+		s.zoneObjects.Forget() // controllers.Zones.EndTerm: the next term reads the API again
 		s.dec = s.newDecoder()
 		s.e = s.newEngine()
 		var err error
@@ -827,6 +886,8 @@ func (s *sim) reconcile(at time.Time) {
 			if s.verdictAt.IsZero() && !at.Before(s.faultAt) {
 				s.verdictAt = at
 			}
+		} else if !s.cutAt.IsZero() && !at.Before(s.cutAt) && at.Before(s.cutEnd.Add(time.Minute)) {
+			s.res.ZoneCutUnreachable++
 		} else {
 			s.res.FalseUnreachable++
 		}
@@ -841,6 +902,7 @@ func (s *sim) reconcile(at time.Time) {
 			written = append(written, s.nodeByName[nw.Node])
 		}
 		s.w.NodeConditions(s.kube, s.nodeControl.Plan(d, written, at))
+		s.reconcileZones(d, at)
 	}
 	pend := s.w.PendingByPriority()
 	total := 0
@@ -857,6 +919,46 @@ func (s *sim) reconcile(at time.Time) {
 
 // summaryNamespace and summaryLease: where the simulated writer's summary lives.
 const summaryNamespace, summaryLease = "netpulse", "netpulse-gateway-0"
+
+// reconcileZones is controllers.Zones' reconcile (objects and Events of the node
+// reconcile's zone judgement), and the zone cut's figures.
+func (s *sim) reconcileZones(d verdict.NodeDecision, at time.Time) {
+	if existing, synced := s.w.Zones(); synced {
+		writes := s.zoneObjects.Plan(d.Zones, s.e.GrayZones(), existing, at)
+		s.w.ZoneObjects(writes)
+		for _, zw := range writes {
+			if zw.Event != nil {
+				s.w.Event(s.kube, "scalesim", corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "ZoneNetworkHealth",
+					Namespace: corev1.NamespaceDefault, Name: zw.Object.Name}, zw.Event.Type, zw.Event.Reason, zw.Event.Message, at, writequeue.Event)
+				s.res.EventsEmitted++
+			}
+		}
+	}
+	if s.cutAt.IsZero() || at.Before(s.cutAt) {
+		return
+	}
+	cut := 0
+	for _, p := range d.Zones.CutPairs() {
+		if p.From == cutZone || p.To == cutZone {
+			cut++
+		}
+	}
+	if s.cut(at) {
+		s.res.ZoneCutPairs = max(s.res.ZoneCutPairs, cut)
+		if cut > 0 && s.cutJudged.IsZero() {
+			s.cutJudged = at
+		}
+		marked := 0
+		for _, n := range d.Marked {
+			if n != s.deadNode {
+				marked++
+			}
+		}
+		s.res.ZoneCutNodesMarked = max(s.res.ZoneCutNodesMarked, marked)
+	} else if cut == 0 && s.cutHealed.IsZero() {
+		s.cutHealed = at
+	}
+}
 
 // reconcileSummary is controllers.Summary's reconcile, and the figures of its
 // Complete condition.
@@ -894,6 +996,12 @@ func (s *sim) collect() {
 	}
 	if !s.drainedAt.IsZero() {
 		res.DrainAfterFault = s.drainedAt.Sub(s.faultAt)
+	}
+	if !s.cutJudged.IsZero() {
+		res.ZoneCutJudgedRounds = s.cutJudged.Sub(s.cutAt).Seconds() / s.iv.Seconds()
+	}
+	if !s.cutHealed.IsZero() {
+		res.ZoneHealedRounds = s.cutHealed.Sub(s.cutEnd).Seconds() / s.iv.Seconds()
 	}
 	for _, n := range e.BadNodes() {
 		if n != s.deadNode {
@@ -951,6 +1059,9 @@ func (s *sim) collectRequests() {
 	}
 	if !cnt.deadWrite.IsZero() {
 		res.DetectWriteRounds = cnt.deadWrite.Sub(s.faultAt).Seconds() / s.iv.Seconds()
+	}
+	if !cnt.zoneWrite.IsZero() {
+		res.ZoneCutWriteRounds = cnt.zoneWrite.Sub(s.cutAt).Seconds() / s.iv.Seconds()
 	}
 }
 

@@ -266,7 +266,16 @@ func TestScaleShardBench(t *testing.T) {
 		qps, err = strconv.ParseFloat(v, 64)
 		require.NoError(t, err, "NETPULSE_SCALE_QPS")
 	}
+	// NETPULSE_SCALE_SCENARIO=faults (issue #39 item 7): the run goes through a zone cut
+	// (zone-1 off the others from minute 3 to 6), a DaemonSet roll (10 waves from minute 8)
+	// and a writer failover (minute 15) before the node dies (minute 19 of 24), and the
+	// test asserts the goal's 2 rounds to the API for the dead node, the cut written and no
+	// node blamed for it.
+	faults := os.Getenv("NETPULSE_SCALE_SCENARIO") == "faults"
 	dur := 6 * time.Minute
+	if faults {
+		dur = 24 * time.Minute
+	}
 	if v := os.Getenv("NETPULSE_SCALE_DURATION"); v != "" {
 		var err error
 		dur, err = time.ParseDuration(v)
@@ -276,6 +285,9 @@ func TestScaleShardBench(t *testing.T) {
 		k, m := syntheticagent.ShippedK, syntheticagent.ShippedStablePeers
 		// Every 4th pod is dual-stack and probed over both families: 1.25 probes a target.
 		cfg := Config{N: n, Shards: shards, Duration: dur, FaultAt: dur * 2 / 3, ProbeBudget: float64(n*(k+m)) * 1.25 / 10, QPS: qps}
+		if faults {
+			cfg.ZoneCutAt, cfg.ZoneCutFor, cfg.RollAt, cfg.FailoverAt, cfg.FaultAt = 3*time.Minute, 3*time.Minute, 8*time.Minute, 15*time.Minute, dur-5*time.Minute
+		}
 		// NETPULSE_SCALE_PAIR_OBJECTS=problems: the exporter's pair_objects: problems.
 		cfg.Engine.ProblemsOnly = os.Getenv("NETPULSE_SCALE_PAIR_OBJECTS") == "problems"
 		// NETPULSE_SCALE_FRESHNESS=lease: the exporter's freshness: lease (no heartbeat).
@@ -287,6 +299,20 @@ func TestScaleShardBench(t *testing.T) {
 		require.Greater(t, r.DetectVerdictRounds, 0.0, "the dead target was never judged Unreachable")
 		assert.Zero(t, r.FalseUnreachable, "no healthy target judged Unreachable")
 		assert.Zero(t, r.OtherNodesMarked, "no other node blamed")
+		if faults {
+			// The goal: a dead target's status in the API within 2 rounds, through whatever
+			// came before; a zone cut in the API within 2 rounds, and no node blamed for it.
+			assert.Greater(t, r.DetectSummaryRounds, 0.0, "the summary never named the dead node")
+			assert.LessOrEqual(t, r.DetectSummaryRounds, 2.0, "dead node -> summary in the API")
+			assert.Greater(t, r.DetectWriteRounds, 0.0, "no Unreachable pair status of the dead node")
+			assert.LessOrEqual(t, r.DetectWriteRounds, 2.0, "dead node -> pair status in the API")
+			// A zone pair is judged from each observer's 3 newest rounds and written once
+			// it held plan.DefaultZoneConfirm (10 s): about 4 intervals, not 2.
+			assert.Greater(t, r.ZoneCutWriteRounds, 0.0, "the zone cut was never written")
+			assert.LessOrEqual(t, r.ZoneCutWriteRounds, 6.0, "zone cut -> ZoneNetworkHealth in the API")
+			assert.Zero(t, r.ZoneCutNodesMarked, "a node blamed for the zone cut")
+			assert.Greater(t, r.ZoneHealedRounds, 0.0, "the cut never healed in the judgement")
+		}
 		// Steady state: the writes of the minutes from a quarter of the run (once the first
 		// writes may have drained) to the fault.
 		from, to := int((dur/4)/time.Minute), int((dur*2/3)/time.Minute)
@@ -295,6 +321,10 @@ func TestScaleShardBench(t *testing.T) {
 			steady += r.WritesPerMinute[m]
 		}
 		fmt.Printf("# shard 0 of %d, N=%d: writes in minutes [%d, %d) before the fault: %d (%.3f/s); per minute %v; object writes planned by reason %v\n", shards, n, from, to, steady, float64(steady)/float64(max(to-from, 1)*60), r.WritesPerMinute, r.PlannedByReason)
+		if faults {
+			fmt.Printf("# shard 0 of %d, N=%d, faults: zone cut judged=%.2f written=%.2f healed=%.2f intervals cut_pairs=%d nodes_marked_in_cut=%d unreachable_targets_in_cut=%d; roll %v rolled_unreachable=%d; failover: requests before %v after %v; events=%d\n",
+				shards, n, r.ZoneCutJudgedRounds, r.ZoneCutWriteRounds, r.ZoneHealedRounds, r.ZoneCutPairs, r.ZoneCutNodesMarked, r.ZoneCutUnreachable, r.Roll, r.RolledUnreachable, r.BeforeFailover, r.AfterFailover, r.EventsEmitted)
+		}
 		fmt.Printf("# shard 0 of %d, N=%d, %v simulated in %v: batches=%d points=%d objects_max=%d writes=%d (%.2f/s) peak/min=%d backlog_max=%d drain=%v detect_verdict=%.2f detect_write=%.2f intervals heap=%.1fMiB peak_rss=%.0fMiB series=%d summary_writes=%d complete_at=%v targets_at_complete=%d unknown_at_complete=%d queued_at_complete=%d complete_after_fault=%v detect_summary=%.2f intervals\n",
 			shards, n, dur, r.Wall.Round(time.Second), r.Batches, r.DataPoints, r.ObjectsMax, r.Writes, r.WritesPerSec, r.PeakWritesPerMinute, r.MaxBacklog, r.DrainAfterFault,
 			r.DetectVerdictRounds, r.DetectWriteRounds, r.HeapMiB, r.PeakRSSMiB, r.Series, r.SummaryWrites, r.CompleteAt, r.TargetsAtComplete, r.UnknownAtComplete, r.PendingAtComplete, r.CompleteAfterFault, r.DetectSummaryRounds)
