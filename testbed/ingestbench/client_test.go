@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc"
@@ -24,6 +25,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/pdatautil"
 	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/testbed/syntheticagent"
 )
@@ -80,6 +83,22 @@ type fleet struct {
 	attempts, okBySec [perSecond]atomic.Int64
 	// lastOK: each agent's last accepted request (Unix nanoseconds).
 	lastOK []atomic.Int64
+
+	// relayShards > 1 (TestIngestFanIn's NETPULSE_INGEST_RELAY_SHARDS): each agent sends its
+	// whole round to the one relaying shard of shardOf (its own node's), every point stamped
+	// with its target's shard (netpulse.shard, as pod_probe's shards: S does), plus its
+	// heartbeat; byShard and latShard account for each shard's agents.
+	relayShards int
+	shardOf     []int
+	ipShard     map[string]int
+	byShard     []shardCounts
+	// latShard: the shard of each sample of latencies (relay mode only).
+	latShard []int
+}
+
+// shardCounts are the requests of one shard's agents (relay mode).
+type shardCounts struct {
+	okRequests, okPoints, failed, firstOK atomic.Int64
 }
 
 const perSecond = 4 * 3600
@@ -121,7 +140,42 @@ func startFleet(endpoint string, caPool *x509.CertPool, ids []agentIdentity, int
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fleet{interval: interval, shards: shards, ids: ids, cancel: cancel, lastErrs: map[string]int{}, born: time.Now(),
 		lastOK: make([]atomic.Int64, len(ids)), queues: make([]agentQueue, len(ids))}
-	return f, f.start(ctx, endpoint, caPool)
+	return f, f.start(ctx, func(int) string { return endpoint }, caPool)
+}
+
+// startRelayFleet is startFleet for relaying shards: agent i connects to endpoints[s] only,
+// s the shard of its own node (shard.Of, the mapping pod_probe and the gateway use), and
+// sends its whole round with each point stamped with its target's shard, and its heartbeat.
+func startRelayFleet(endpoints []string, caPool *x509.CertPool, ids []agentIdentity, interval time.Duration) (*fleet, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := len(endpoints)
+	f := &fleet{interval: interval, shards: 1, ids: ids, cancel: cancel, lastErrs: map[string]int{}, born: time.Now(),
+		lastOK: make([]atomic.Int64, len(ids)), queues: make([]agentQueue, len(ids)),
+		relayShards: s, shardOf: make([]int, len(ids)), ipShard: map[string]int{}, byShard: make([]shardCounts, s)}
+	for i, id := range ids {
+		f.shardOf[i] = shard.Of(id.pod.Spec.NodeName, s)
+		f.ipShard[id.ip.String()] = f.shardOf[i]
+	}
+	return f, f.start(ctx, func(i int) string { return endpoints[f.shardOf[i]] }, caPool)
+}
+
+// stampShards sets netpulse.shard on every data point of md to its target's shard (0 for
+// an address that is no agent's), as pod_probe's stampShards does.
+func (f *fleet) stampShards(md pmetric.Metrics) {
+	stamp := func(attrs pcommon.Map) {
+		addr, _ := attrs.Get(contract.DestinationAddress)
+		attrs.PutInt(shard.Attribute, int64(f.ipShard[addr.Str()]))
+	}
+	rms := md.ResourceMetrics()
+	for i := range rms.Len() {
+		sms := rms.At(i).ScopeMetrics()
+		for j := range sms.Len() {
+			ms := sms.At(j).Metrics()
+			for k := range ms.Len() {
+				pdatautil.EachPointAttributes(ms.At(k), stamp)
+			}
+		}
+	}
 }
 
 // startFleetExporting is startFleet with the agents sending through exp.
@@ -129,14 +183,16 @@ func startFleetExporting(endpoint string, caPool *x509.CertPool, ids []agentIden
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fleet{interval: interval, shards: 1, ids: ids, cancel: cancel, lastErrs: map[string]int{}, born: time.Now(),
 		lastOK: make([]atomic.Int64, len(ids)), queues: make([]agentQueue, len(ids)), exp: &exp}
-	return f, f.start(ctx, endpoint, caPool)
+	return f, f.start(ctx, func(int) string { return endpoint }, caPool)
 }
 
-func (f *fleet) start(ctx context.Context, endpoint string, caPool *x509.CertPool) error {
+// start dials agent i's connection to endpointOf(i) and starts the agents' rounds.
+func (f *fleet) start(ctx context.Context, endpointOf func(i int) string, caPool *x509.CertPool) error {
 	ids, interval := f.ids, f.interval
 	start := time.Now().Add(-time.Hour) // the agents' receivers have been running for a while
-	host, _, _ := net.SplitHostPort(endpoint)
 	for i, id := range ids {
+		endpoint := endpointOf(i)
+		host, _, _ := net.SplitHostPort(endpoint)
 		src := &net.TCPAddr{IP: id.ip}
 		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: caPool, ServerName: host, MinVersion: tls.VersionTLS12})),
@@ -205,7 +261,10 @@ func (f *fleet) run(ctx context.Context, i int, first time.Time) {
 		stable, rotating := syntheticagent.Plan(i, n, r)
 		now := time.Now()
 		md := f.agents[i].Round(now, ips(stable), ips(rotating))
-		if f.shards > 1 {
+		if f.relayShards > 1 {
+			f.stampShards(md)
+		}
+		if f.shards > 1 || f.relayShards > 1 {
 			f.agents[i].Heartbeat(md, now, int64(r+1))
 		}
 		if f.exp != nil {
@@ -232,22 +291,40 @@ func (f *fleet) attempt(ctx context.Context, i int, client pmetricotlp.GRPCClien
 	_, err := client.Export(rctx, pmetricotlp.NewExportRequestFromMetrics(md))
 	took := time.Since(sent)
 	f.inFlight.Add(-1)
+	var sc *shardCounts
+	if f.byShard != nil {
+		sc = &f.byShard[f.shardOf[i]]
+	}
 	switch {
 	case err == nil:
 		if f.recordLatency.Load() {
 			f.latMu.Lock()
 			f.latencies = append(f.latencies, took)
+			if sc != nil {
+				f.latShard = append(f.latShard, f.shardOf[i])
+			}
 			f.latMu.Unlock()
 		}
 		f.okRequests.Add(1)
 		f.okPoints.Add(int64(points))
 		f.count(&f.okBySec)
-		if f.lastOK[i].Swap(time.Now().UnixNano()) == 0 {
+		first := f.lastOK[i].Swap(time.Now().UnixNano()) == 0
+		if first {
 			f.firstOK.Add(1)
+		}
+		if sc != nil {
+			sc.okRequests.Add(1)
+			sc.okPoints.Add(int64(points))
+			if first {
+				sc.firstOK.Add(1)
+			}
 		}
 	case ctx.Err() != nil:
 	default:
 		f.failed.Add(1)
+		if sc != nil {
+			sc.failed.Add(1)
+		}
 		f.errMu.Lock()
 		f.lastErrs[status.Code(err).String()+": "+addrs.ReplaceAllString(status.Convert(err).Message(), "ADDR")]++
 		f.errMu.Unlock()

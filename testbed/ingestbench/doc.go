@@ -25,5 +25,7 @@
 // and no reference, read as an operator sizes a replica (resident set, CPU over minutes,
 // the GC's share, the agents' export latency, time until every agent is admitted); with
 // NETPULSE_INGEST_RESTART_DOWN it then restarts the gateway and measures the fleet coming
-// back (issue #39 item 6).
+// back (issue #39 item 6); with NETPULSE_INGEST_RELAY_SHARDS=S it runs S relaying gateway
+// shards as the Helm chart renders them instead, each agent connected to its own node's
+// shard only, and reads each shard's cost and its relay's forwarding.
 package ingestbench

@@ -22,7 +22,7 @@ import (
 	"github.com/netpulse/netpulse/testbed/kubetest"
 )
 
-// TestIngestFanIn: one gateway at fan-in (issue #39 item 5). Where TestIngestBench compares
+// TestIngestFanIn: one gateway, or S relaying gateway shards, at fan-in (issue #39 item 5). Where TestIngestBench compares
 // the gateway with otlp -> nop at a rate, this holds N agents' connections on the one
 // gateway at the shipped agent's 10 s rounds, with gateway.yaml untouched (its keepalive
 // and 60 s max_connection_age, so every connection is re-made, TLS and all, once a minute
@@ -53,6 +53,36 @@ import (
 // The run stops (fails) when the machine's MemAvailable falls below
 // NETPULSE_INGEST_MIN_AVAILABLE_MB (default 6144), so that a too-large N does not swap or
 // OOM a shared machine.
+//
+// NETPULSE_INGEST_RELAY_SHARDS=S (S >= 2; unset or 1: the one unsharded gateway above) is
+// issue #39 item 5's question for relaying shards (docs/sharding.md, One connection per
+// agent), which no run had measured at real fan-in: S otelcol-netpulse processes, each
+// with the gateway configuration the Helm chart renders for gateway.shards=S,
+// gateway.relay=true (netpulse.relayGatewayConfig, rendered with bin/helm as the sharded
+// end-to-end pass does: testbed/helmtest), each on a loopback address of its own (so its
+// OTLP, :8888 telemetry, prometheus exporter and health ports do not collide), with its own
+// serving certificate from one gateway CA, NETPULSE_SHARD_INDEX, the other shards' addresses
+// as relay endpoints, and for the relay a token of its own Pod (the gateway's service
+// account, the gateway audience) that the other shards' k8s_token_auth accepts as a
+// relay_service_accounts identity; each holds its own shard's Lease. Each of the
+// NETPULSE_INGEST_AGENTS agents (the total) connects to ONE shard only, the one that owns
+// its own node (internal/shard.Of, the mapping pod_probe and the gateway use), and sends
+// it its whole round, every point stamped with its target's shard (netpulse.shard, as
+// pod_probe's shards: S does), plus its heartbeat; that shard judges its own targets and
+// relays the rest to their owners. Reported per shard (and as BENCH lines): its agents, RSS
+// (VmRSS, max, VmHWM), CPU over the window (per agent request, and per request with the
+// relayed ones), the GC's share, its agents' requests accepted and failed and their export
+// latency p50/p99, its relay's points forwarded to each owner and dropped
+// (otelcol_pod_network_health_relay_datapoints), and the other shards' forwarded requests
+// and points it accepted (its k8s_token_auth accepted requests and receiver accepted points
+// beyond its own agents': the relay has no request counter of its own, and with S = 2 this
+// is the other shard's forwarded request rate); overall the rounds accepted/offered and the
+// latency. The run fails when a shard's agents lose more than 10% of their rounds, a shard
+// refuses points, forwards nothing to another or drops any in the window, or when an owner
+// shows nothing it could have had only through the relay: PodNetworkHealth objects it
+// wrote whose observer is connected to another shard, and such observers' series in its
+// prometheus exporter (and none of another shard's targets there).
+// NETPULSE_INGEST_RESTART_DOWN is not supported with it (the test says so and fails).
 func TestIngestFanIn(t *testing.T) {
 	if os.Getenv("NETPULSE_BENCH") != "1" {
 		t.Skip("a benchmark: NETPULSE_BENCH=1 runs it")
@@ -62,11 +92,13 @@ func TestIngestFanIn(t *testing.T) {
 	window := envDuration(t, "NETPULSE_INGEST_WINDOW", 5*time.Minute)
 	admitTimeout := envDuration(t, "NETPULSE_INGEST_ADMIT_TIMEOUT", 10*time.Minute)
 	minAvailable := float64(envInt(t, "NETPULSE_INGEST_MIN_AVAILABLE_MB", 6144)) * (1 << 20)
+	restartDown := envDuration(t, "NETPULSE_INGEST_RESTART_DOWN", 0)
+	relayShards := relayShardCount(t)
+	if relayShards > 1 && restartDown > 0 {
+		t.Fatalf("%s=%d and NETPULSE_INGEST_RESTART_DOWN=%v: a restart is measured with the one unsharded gateway only; unset one of them", relayShardsEnv, relayShards, restartDown)
+	}
 	ctx := context.Background()
 	bin := disttest.Collector(t)
-	pid := os.Getpid()
-	gwIP := net.IPv4(127, 77, byte(pid>>8), byte(pid)|1).String()
-	cl := setupCluster(ctx, t, n, gwIP)
 	// The Deployment's GOMEMLIMIT (400MiB, under its 512Mi limit) unless
 	// NETPULSE_INGEST_GOMEMLIMIT says otherwise: what a larger memory limit would buy.
 	memLimit := "400MiB"
@@ -74,12 +106,19 @@ func TestIngestFanIn(t *testing.T) {
 		memLimit = v
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GOMEMLIMIT=" + memLimit, "GODEBUG=gctrace=1"}
+	if relayShards > 1 {
+		fanInRelay(ctx, t, relayRun{shards: relayShards, n: n, interval: interval, window: window, admitTimeout: admitTimeout,
+			minAvailable: minAvailable, memLimit: memLimit, bin: bin, env: env})
+		return
+	}
+	pid := os.Getpid()
+	gwIP := net.IPv4(127, 77, byte(pid>>8), byte(pid)|1).String()
+	cl := setupCluster(ctx, t, n, gwIP)
 	gw := startGateway(ctx, t, cl, bin, gwIP, env, 1, "", "")
 	gwPid := gw.proc.Pid()
 	t.Logf("gateway idle: RSS %.1f MB", procStatus(gwPid, "VmRSS")/1e6)
 	before := gw.telemetry(t)
 
-	restartDown := envDuration(t, "NETPULSE_INGEST_RESTART_DOWN", 0)
 	var f *fleet
 	var err error
 	if restartDown > 0 {
