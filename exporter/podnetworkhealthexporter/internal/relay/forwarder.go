@@ -41,6 +41,13 @@ type Config struct {
 	// MaxBatchPoints: queued requests to one owner are sent together, up to this many
 	// data points a request (default 8,192).
 	MaxBatchPoints int `mapstructure:"max_batch_points"`
+	// BatchTimeout: a sender waits this long after a request's first part for more to the
+	// same owner (default 200ms; negative: sends what is queued at once). Without it a
+	// relaying shard forwarded about one request per agent request to each owner (the
+	// fan-in bench: 180/s per shard of 2 with 2,000 agents each, 0.9 per agent request),
+	// which at S shards is up to S-1 per agent request; the points wait at most this long,
+	// a fiftieth of a 10 s round.
+	BatchTimeout time.Duration `mapstructure:"batch_timeout"`
 }
 
 // Defaults of Config.
@@ -48,6 +55,7 @@ const (
 	DefaultQueueSize      = 1000
 	DefaultTimeout        = 5 * time.Second
 	DefaultMaxBatchPoints = 8192
+	DefaultBatchTimeout   = 200 * time.Millisecond
 )
 
 // WithDefaults fills zero fields.
@@ -60,6 +68,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxBatchPoints == 0 {
 		c.MaxBatchPoints = DefaultMaxBatchPoints
+	}
+	if c.BatchTimeout == 0 {
+		c.BatchTimeout = DefaultBatchTimeout
 	}
 	return c
 }
@@ -80,6 +91,9 @@ func (c Config) Check() error {
 	}
 	if c.MaxBatchPoints < 0 || c.MaxBatchPoints > 1_000_000 {
 		errs = append(errs, fmt.Errorf("max_batch_points: %d out of range [1, 1000000]", c.MaxBatchPoints))
+	}
+	if c.BatchTimeout > 10*time.Second {
+		errs = append(errs, fmt.Errorf("batch_timeout: %v above 10s (the points of a round wait for it)", c.BatchTimeout))
 	}
 	return errors.Join(errs...)
 }
@@ -258,9 +272,11 @@ func (f *Forwarder) sendLogs(client plogotlp.GRPCClient) {
 	}
 }
 
-// send is shard s's sender: it sends what is queued, batched up to MaxBatchPoints.
+// send is shard s's sender: it sends what is queued, batched up to MaxBatchPoints, and
+// waits up to BatchTimeout after a batch's first part for more.
 func (f *Forwarder) send(s int, client pmetricotlp.GRPCClient, q chan part) {
 	defer f.wg.Done()
+	var linger <-chan time.Time // nil: take what is queued, no wait
 	for {
 		var p part
 		select {
@@ -269,15 +285,39 @@ func (f *Forwarder) send(s int, client pmetricotlp.GRPCClient, q chan part) {
 		case p = <-q:
 		}
 		batch, n := p.md, p.points
+		var timer *time.Timer
+		if f.cfg.BatchTimeout > 0 {
+			timer = time.NewTimer(f.cfg.BatchTimeout)
+			linger = timer.C
+		}
 	more:
 		for n < f.cfg.MaxBatchPoints {
 			select {
 			case p = <-q:
 				p.md.ResourceMetrics().MoveAndAppendTo(batch.ResourceMetrics())
 				n += p.points
+				continue
 			default:
-				break more
 			}
+			if linger == nil {
+				break
+			}
+			select {
+			case p = <-q:
+				p.md.ResourceMetrics().MoveAndAppendTo(batch.ResourceMetrics())
+				n += p.points
+			case <-linger:
+				linger = nil
+				break more
+			case <-f.ctx.Done():
+				timer.Stop()
+				f.result(s, n, OutcomeSendFailed) // abandoned by Shutdown, as a send in flight is
+				return
+			}
+		}
+		if timer != nil {
+			timer.Stop()
+			linger = nil
 		}
 		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.Timeout)
 		_, err := client.Export(ctx, pmetricotlp.NewExportRequestFromMetrics(batch))

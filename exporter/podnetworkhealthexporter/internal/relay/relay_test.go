@@ -232,6 +232,22 @@ func TestForwarderSendsEachOwnerItsPart(t *testing.T) {
 	assert.Equal(t, 3+4, c.get(OutcomeSendFailed), "after Shutdown: counted, not sent (shard 1's 3 points, shard 2's heartbeat)")
 }
 
+// Parts forwarded within BatchTimeout of a batch's first go to the owner in one request:
+// a relaying shard otherwise sent each owner about one request per agent request.
+func TestForwarderBatchesWithinItsTimeout(t *testing.T) {
+	s := &server{}
+	var c counts
+	f := newForTest(t, map[int]string{1: serve(t, s)}, &c, func(cfg *Config) { cfg.BatchTimeout = 2 * time.Second })
+	for range 20 {
+		f.Forward(Split(request("n1"), 2, 0, byNode, probes, agent))
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Eventually(t, func() bool { _, n := s.got(); return n == 20*3 }, 10*time.Second, 10*time.Millisecond)
+	r, _ := s.got()
+	assert.LessOrEqual(t, r, 2, "20 parts within the batch timeout: one request (two if the first was taken alone)")
+	require.NoError(t, f.Shutdown(context.Background()))
+}
+
 // An owner that does not answer fills its queue: Forward never blocks, the excess is
 // counted, and Shutdown abandons what is in flight. A batch of one request (3 points) keeps
 // the bound exact: a larger batch lets the sender drain the queue while Forward refills it.
