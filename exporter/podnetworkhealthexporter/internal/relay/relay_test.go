@@ -130,11 +130,12 @@ func TestSplitGivesEachOwnerItsPointsWithTheIdentity(t *testing.T) {
 // server is an OTLP metrics receiver that records what it got and with which metadata.
 type server struct {
 	pmetricotlp.UnimplementedGRPCServer
-	mu     sync.Mutex
-	points int
-	reqs   int
-	fail   bool
-	block  chan struct{}
+	mu       sync.Mutex
+	points   int
+	reqs     int
+	maxBytes int // the largest request's encoded metrics
+	fail     bool
+	block    chan struct{}
 }
 
 func (s *server) Export(ctx context.Context, req pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
@@ -152,6 +153,7 @@ func (s *server) Export(ctx context.Context, req pmetricotlp.ExportRequest) (pme
 	}
 	s.reqs++
 	s.points += req.Metrics().DataPointCount()
+	s.maxBytes = max(s.maxBytes, sizer.MetricsSize(req.Metrics()))
 	_ = client.FromContext(ctx)
 	return pmetricotlp.NewExportResponse(), nil
 }
@@ -245,6 +247,27 @@ func TestForwarderBatchesWithinItsTimeout(t *testing.T) {
 	require.Eventually(t, func() bool { _, n := s.got(); return n == 20*3 }, 10*time.Second, 10*time.Millisecond)
 	r, _ := s.got()
 	assert.LessOrEqual(t, r, 2, "20 parts within the batch timeout: one request (two if the first was taken alone)")
+	require.NoError(t, f.Shutdown(context.Background()))
+}
+
+// A batch stays within MaxBatchBytes: a part that would take it past the bound goes in
+// the next request (found at fan-in: batches of 8,192 points were 4.2-5.2 MB and the
+// owner's 4 MiB max_recv_msg_size refused them whole).
+func TestForwarderBatchStaysUnderItsByteBound(t *testing.T) {
+	one := sizer.MetricsSize(Split(request("n1"), 2, 0, byNode, probes, agent)[1])
+	s := &server{}
+	var c counts
+	f := newForTest(t, map[int]string{1: serve(t, s)}, &c, func(cfg *Config) { cfg.BatchTimeout = 2 * time.Second; cfg.MaxBatchBytes = 3*one + one/2 })
+	for range 20 {
+		f.Forward(Split(request("n1"), 2, 0, byNode, probes, agent))
+	}
+	require.Eventually(t, func() bool { _, n := s.got(); return n == 20*3 }, 20*time.Second, 10*time.Millisecond)
+	s.mu.Lock()
+	reqs, largest := s.reqs, s.maxBytes
+	s.mu.Unlock()
+	assert.LessOrEqual(t, largest, 3*one+one/2, "no request past the byte bound")
+	assert.GreaterOrEqual(t, reqs, 7, "20 parts of %d bytes in batches of at most 3", one)
+	assert.Zero(t, c.get(OutcomeSendFailed))
 	require.NoError(t, f.Shutdown(context.Background()))
 }
 
