@@ -215,6 +215,7 @@ type shardFigures struct {
 	fds                          int
 	requests, points, failed     int64 // its agents' requests, as they saw them
 	forwarded, dropped           float64
+	queueFull, sendFailed        float64
 	forwardedTo                  []float64
 	authAccepted, recvPoints     float64
 	relayRequestsIn, relayPtsIn  float64
@@ -355,8 +356,9 @@ func measureRelayWindow(t *testing.T, r relayRun, shards []*relayShard, f *fleet
 			fg.forwardedTo[j] = delta("otelcol_pod_network_health_relay_datapoints", fmt.Sprintf(`relay_shard="%d"`, j), `relay_outcome="forwarded"`)
 			fg.forwarded += fg.forwardedTo[j]
 		}
-		fg.dropped = delta("otelcol_pod_network_health_relay_datapoints", `relay_outcome="queue_full"`) +
-			delta("otelcol_pod_network_health_relay_datapoints", `relay_outcome="send_failed"`)
+		fg.queueFull = delta("otelcol_pod_network_health_relay_datapoints", `relay_outcome="queue_full"`)
+		fg.sendFailed = delta("otelcol_pod_network_health_relay_datapoints", `relay_outcome="send_failed"`)
+		fg.dropped = fg.queueFull + fg.sendFailed
 		// Requests and points this shard accepted beyond its own agents': the other shards'
 		// forwarded batches (one Authenticate call per OTLP request; the relay has no
 		// counter of its requests).
@@ -472,7 +474,7 @@ func checkRelay(ctx context.Context, t *testing.T, r relayRun, cl *benchCluster,
 			}
 		}
 		if fg.dropped > 0 {
-			t.Errorf("shard %d's relay dropped %v data points in the window (queue full or send failed)", s.index, fg.dropped)
+			t.Errorf("shard %d's relay dropped %v data points in the window: %v queue full, %v send failed", s.index, fg.dropped, fg.queueFull, fg.sendFailed)
 		}
 		if fg.relayRequestsIn <= 0 || fg.relayPtsIn <= 0 {
 			t.Errorf("shard %d accepted no request beyond its agents' (%v requests, %v points): no relay reached it", s.index, fg.relayRequestsIn, fg.relayPtsIn)
