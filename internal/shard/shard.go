@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/contract"
+	"github.com/netpulse/netpulse/internal/pdatautil"
 )
 
 // Attribute is the data-point attribute (int) that carries a point's shard, 0..count-1.
@@ -40,6 +41,26 @@ func Of(key string, count int) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
 	return int(h.Sum32() % uint32(count))
+}
+
+// Stamp sets Attribute on every data point of md to the shard ownerOf gives its
+// destination.address. pod_probe stamps its rounds with it; the benchmarks that play
+// relaying agents do too.
+func Stamp(md pmetric.Metrics, ownerOf func(address string) int) {
+	stamp := func(attrs pcommon.Map) {
+		addr, _ := attrs.Get(contract.DestinationAddress)
+		attrs.PutInt(Attribute, int64(ownerOf(addr.Str())))
+	}
+	rms := md.ResourceMetrics()
+	for i := range rms.Len() {
+		sms := rms.At(i).ScopeMetrics()
+		for j := range sms.Len() {
+			ms := sms.At(j).Metrics()
+			for k := range ms.Len() {
+				pdatautil.EachPointAttributes(ms.At(k), stamp)
+			}
+		}
+	}
 }
 
 // AppendRounds appends the agents' heartbeat to ms: contract.MetricRounds, a cumulative

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/netpulse/netpulse/internal/contract"
-	"github.com/netpulse/netpulse/internal/pdatautil"
 	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/receiver/podprobereceiver/internal/metadata"
 )
@@ -154,20 +153,8 @@ func (e *emitter) emit(now time.Time, obs []observation) pmetric.Metrics {
 // address is unknown, so that no stray point reaches every shard) and appends the rounds
 // heartbeat, which carries none.
 func (e *emitter) stampShards(md pmetric.Metrics, now time.Time) {
-	stamp := func(attrs pcommon.Map) {
-		addr, _ := attrs.Get(contract.DestinationAddress)
-		attrs.PutInt(shard.Attribute, int64(e.owners[addr.Str()]))
-	}
+	shard.Stamp(md, func(addr string) int { return e.owners[addr] })
 	rms := md.ResourceMetrics()
-	for i := range rms.Len() {
-		sms := rms.At(i).ScopeMetrics()
-		for j := range sms.Len() {
-			ms := sms.At(j).Metrics()
-			for k := range ms.Len() {
-				pdatautil.EachPointAttributes(ms.At(k), stamp)
-			}
-		}
-	}
 	e.rounds++
 	var sm pmetric.ScopeMetrics
 	if rms.Len() == 0 {

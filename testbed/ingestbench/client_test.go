@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"google.golang.org/grpc"
@@ -25,8 +24,6 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
-	"github.com/netpulse/netpulse/internal/contract"
-	"github.com/netpulse/netpulse/internal/pdatautil"
 	"github.com/netpulse/netpulse/internal/shard"
 	"github.com/netpulse/netpulse/testbed/syntheticagent"
 )
@@ -162,20 +159,7 @@ func startRelayFleet(endpoints []string, caPool *x509.CertPool, ids []agentIdent
 // stampShards sets netpulse.shard on every data point of md to its target's shard (0 for
 // an address that is no agent's), as pod_probe's stampShards does.
 func (f *fleet) stampShards(md pmetric.Metrics) {
-	stamp := func(attrs pcommon.Map) {
-		addr, _ := attrs.Get(contract.DestinationAddress)
-		attrs.PutInt(shard.Attribute, int64(f.ipShard[addr.Str()]))
-	}
-	rms := md.ResourceMetrics()
-	for i := range rms.Len() {
-		sms := rms.At(i).ScopeMetrics()
-		for j := range sms.Len() {
-			ms := sms.At(j).Metrics()
-			for k := range ms.Len() {
-				pdatautil.EachPointAttributes(ms.At(k), stamp)
-			}
-		}
-	}
+	shard.Stamp(md, func(addr string) int { return f.ipShard[addr] })
 }
 
 // startFleetExporting is startFleet with the agents sending through exp.
